@@ -1,0 +1,16 @@
+// Unit tests of one project: run from the project's folder by its nx `test` target.
+// The `spool-source` condition resolves workspace packages to their TypeScript sources, so a
+// project's tests never depend on another project having been built.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  root: process.cwd(),
+  resolve: { conditions: ['spool-source'] },
+  ssr: { resolve: { conditions: ['spool-source'], externalConditions: ['spool-source'] } },
+  test: {
+    include: ['src/**/*.spec.ts'],
+    environment: 'node',
+    pool: 'forks',
+    testTimeout: 30_000,
+  },
+});
