@@ -1,1 +1,2 @@
-export const projectName = 'cli';
+export { runCli } from './cli';
+export { serviceNames, type ServiceName } from './commands';

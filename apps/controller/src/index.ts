@@ -1,1 +1,1 @@
-export const projectName = 'controller';
+export { startController, controllerSettings, controllerDefaultPorts } from './controller-service';

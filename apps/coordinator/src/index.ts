@@ -1,1 +1,11 @@
-export const projectName = 'coordinator';
+export {
+  startCoordinator,
+  coordinatorSettings,
+  coordinatorDefaultPorts,
+} from './coordinator-service';
+export {
+  groupPartition,
+  javaStringHashCode,
+  consumerOffsetsTopic,
+  consumerOffsetsPartitionCountDefault,
+} from './group-partition';

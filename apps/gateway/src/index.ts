@@ -1,1 +1,1 @@
-export const projectName = 'gateway';
+export { startGateway, gatewaySettings, gatewayDefaultPorts } from './gateway-service';

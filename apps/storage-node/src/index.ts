@@ -1,1 +1,6 @@
-export const projectName = 'storage-node';
+export {
+  startStorageNode,
+  storageNodeSettings,
+  storageNodeDefaultPorts,
+} from './storage-node-service';
+export { brokerIdFromHostname, resolveBrokerId } from './broker-identity';

@@ -1,1 +1,62 @@
-export const projectName = 'common';
+// The runtime every Spool service shares: configuration, logging, metrics, health, gRPC helpers,
+// typed errors, assertions and graceful shutdown.
+export { assert, assertNever, AssertionError } from './assert';
+export {
+  SpoolError,
+  CommonErrorCode,
+  isCodedError,
+  grpcStatusForCode,
+  retriableGrpcStatuses,
+  type CodedError,
+} from './errors';
+export {
+  loadConfig,
+  ConfigError,
+  describeSettings,
+  flagName,
+  environmentName,
+  fileKey,
+  type ConfigValues,
+  type SettingsSchema,
+  type Setting,
+  type IntegerSetting,
+  type StringSetting,
+  type BooleanSetting,
+  type ListSetting,
+} from './config';
+export { createLogger, logLevels, type Logger, type LogLevel } from './logger';
+export { createMetricsRegistry } from './metrics';
+export { Readiness } from './readiness';
+export { startOperationsServer, type OperationsServer } from './http-server';
+export {
+  GrpcServer,
+  grpcMaxMessageBytesDefault,
+  type UnaryHandler,
+  type ServerStreamHandler,
+  type BidiStreamHandler,
+} from './grpc-server';
+export {
+  toGrpcStatus,
+  fromGrpcError,
+  errorCodeMetadataKey,
+  retriableMetadataKey,
+} from './grpc-errors';
+export {
+  createGrpcClient,
+  callOnce,
+  callWithRetry,
+  backoffMs,
+  sleep,
+  grpcChannelOptions,
+  callDeadlineMsDefault,
+  type CallOptions,
+} from './grpc-client';
+export { runShutdownSteps, installSignalHandlers, type ShutdownStep } from './shutdown';
+export {
+  startService,
+  commonSettings,
+  type CommonSettings,
+  type ServiceContext,
+  type ServiceDefinition,
+  type RunningService,
+} from './start-service';

@@ -1,1 +1,3 @@
-export const projectName = 'metadata';
+// The metadata store the controller keeps cluster state in (etcd in production, a local durable
+// file on one machine), and the layout of that state.
+export { MetadataKeys } from './metadata-keys';

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * The `spool` command line: the operator's and developer's tool. Each subcommand is one entry in
+ * this table; `spool help` prints it.
+ */
+export interface CommandContext {
+  readonly argv: readonly string[];
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+}
+
+export interface Command {
+  readonly summary: string;
+  readonly run: (context: CommandContext) => Promise<number>;
+}
+
+/** The services `spool <service>` starts in this process, as the container image does. */
+export const serviceNames = ['controller', 'storage-node', 'coordinator', 'gateway'] as const;
+export type ServiceName = (typeof serviceNames)[number];
+
+/** Where a service's process entry point is: resolved as a file, never imported as a module. */
+export function serviceEntryPoint(service: ServiceName): string {
+  const manifest = require.resolve(`@spool/${service}/package.json`);
+  return path.join(path.dirname(manifest), 'dist', 'main.js');
+}
+
+export function cliVersion(): string {
+  const manifest = JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  return manifest.version;
+}

@@ -1,0 +1,93 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
+/**
+ * Operating errors: bad input, a peer down, a disk full. Every one has a stable `code` in
+ * Kafka's vocabulary, whether the same request may succeed later (`retriable`), and the `cause`.
+ * Each lib keeps its own codes in its own errors.ts; this file holds the base class and the one
+ * table that maps codes to gRPC status codes for the wire.
+ */
+export class SpoolError extends Error {
+  readonly code: string;
+  readonly retriable: boolean;
+
+  constructor(
+    code: string,
+    message: string,
+    options: { retriable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SpoolError';
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+/** Codes of the runtime itself; services add their own in their errors.ts. */
+export const CommonErrorCode = {
+  InvalidConfig: 'INVALID_CONFIG',
+  InvalidRequest: 'INVALID_REQUEST',
+  RequestTimedOut: 'REQUEST_TIMED_OUT',
+  Unavailable: 'UNAVAILABLE',
+  ShuttingDown: 'SHUTTING_DOWN',
+  Unknown: 'UNKNOWN_SERVER_ERROR',
+} as const;
+
+/** An error that carries a code, from any lib (libs that depend on nothing of ours duck-type it). */
+export interface CodedError {
+  readonly code: string;
+  readonly message: string;
+  readonly retriable: boolean;
+}
+
+export function isCodedError(error: unknown): error is CodedError & Error {
+  return (
+    error instanceof Error &&
+    typeof (error as Partial<CodedError>).code === 'string' &&
+    typeof (error as Partial<CodedError>).retriable === 'boolean'
+  );
+}
+
+/**
+ * The gRPC status a code travels under. Clients act on the status (retry, refresh metadata) and
+ * read the Kafka code from the trailing metadata, so the mapping only needs to be right about
+ * the class of failure.
+ */
+const grpcStatusByCode: Readonly<Record<string, GrpcStatus>> = {
+  INVALID_CONFIG: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_REQUEST: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_TOPIC_EXCEPTION: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_PARTITIONS: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_REPLICATION_FACTOR: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_RECORD: GrpcStatus.INVALID_ARGUMENT,
+  CORRUPT_MESSAGE: GrpcStatus.INVALID_ARGUMENT,
+  MESSAGE_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
+  UNSUPPORTED_VERSION: GrpcStatus.INVALID_ARGUMENT,
+  UNSUPPORTED_COMPRESSION_TYPE: GrpcStatus.INVALID_ARGUMENT,
+  TOPIC_ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  UNKNOWN_TOPIC_OR_PARTITION: GrpcStatus.NOT_FOUND,
+  GROUP_ID_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  OFFSET_OUT_OF_RANGE: GrpcStatus.OUT_OF_RANGE,
+  NOT_LEADER_OR_FOLLOWER: GrpcStatus.FAILED_PRECONDITION,
+  NOT_CONTROLLER: GrpcStatus.FAILED_PRECONDITION,
+  NOT_COORDINATOR: GrpcStatus.FAILED_PRECONDITION,
+  FENCED_LEADER_EPOCH: GrpcStatus.FAILED_PRECONDITION,
+  INVALID_PRODUCER_EPOCH: GrpcStatus.FAILED_PRECONDITION,
+  OUT_OF_ORDER_SEQUENCE_NUMBER: GrpcStatus.FAILED_PRECONDITION,
+  NOT_ENOUGH_REPLICAS: GrpcStatus.UNAVAILABLE,
+  KAFKA_STORAGE_ERROR: GrpcStatus.UNAVAILABLE,
+  UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
+  REQUEST_TIMED_OUT: GrpcStatus.DEADLINE_EXCEEDED,
+  UNKNOWN_SERVER_ERROR: GrpcStatus.INTERNAL,
+};
+
+export function grpcStatusForCode(code: string, retriable: boolean): GrpcStatus {
+  return grpcStatusByCode[code] ?? (retriable ? GrpcStatus.UNAVAILABLE : GrpcStatus.UNKNOWN);
+}
+
+/** gRPC statuses a client may retry without knowing more: the server did not act on them. */
+export const retriableGrpcStatuses: ReadonlySet<GrpcStatus> = new Set([
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.ABORTED,
+]);

@@ -1,0 +1,65 @@
+import {
+  Metadata,
+  status as GrpcStatus,
+  type ServiceError,
+  type StatusObject,
+} from '@grpc/grpc-js';
+import {
+  CommonErrorCode,
+  SpoolError,
+  grpcStatusForCode,
+  isCodedError,
+  retriableGrpcStatuses,
+} from './errors';
+
+/**
+ * Our typed errors on the wire. The gRPC status says what class of failure it was; the trailing
+ * metadata carries the exact Kafka-style code and whether to retry, so a client rebuilds the
+ * same SpoolError the server threw.
+ */
+export const errorCodeMetadataKey = 'spool-error-code';
+export const retriableMetadataKey = 'spool-retriable';
+
+export function toGrpcStatus(error: unknown): Partial<StatusObject> {
+  const metadata = new Metadata();
+  if (isCodedError(error)) {
+    metadata.set(errorCodeMetadataKey, error.code);
+    metadata.set(retriableMetadataKey, String(error.retriable));
+    return {
+      code: grpcStatusForCode(error.code, error.retriable),
+      details: `${error.code}: ${error.message}`,
+      metadata,
+    };
+  }
+  metadata.set(errorCodeMetadataKey, CommonErrorCode.Unknown);
+  metadata.set(retriableMetadataKey, 'false');
+  return {
+    code: GrpcStatus.INTERNAL,
+    details: `${CommonErrorCode.Unknown}: ${error instanceof Error ? error.message : String(error)}`,
+    metadata,
+  };
+}
+
+/** Rebuilds a SpoolError from a failed call, whether or not the peer was a Spool server. */
+export function fromGrpcError(error: ServiceError): SpoolError {
+  const code = error.metadata?.get(errorCodeMetadataKey)[0];
+  const retriable = error.metadata?.get(retriableMetadataKey)[0];
+  if (typeof code === 'string') {
+    const prefix = `${code}: `;
+    const message = error.details.startsWith(prefix)
+      ? error.details.slice(prefix.length)
+      : error.details;
+    return new SpoolError(code, message, { retriable: retriable === 'true', cause: error });
+  }
+  if (error.code === GrpcStatus.DEADLINE_EXCEEDED) {
+    return new SpoolError(CommonErrorCode.RequestTimedOut, error.details || 'deadline exceeded', {
+      retriable: true,
+      cause: error,
+    });
+  }
+  return new SpoolError(
+    retriableGrpcStatuses.has(error.code) ? CommonErrorCode.Unavailable : CommonErrorCode.Unknown,
+    `${GrpcStatus[error.code] ?? error.code}: ${error.details || error.message}`,
+    { retriable: retriableGrpcStatuses.has(error.code), cause: error },
+  );
+}

@@ -1,0 +1,211 @@
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { CommonErrorCode, SpoolError } from './errors';
+import { toGrpcStatus } from './grpc-errors';
+import type { Logger } from './logger';
+
+/**
+ * A grpc-js server with what every Spool service needs: the standard health service
+ * (`grpc.health.v1`), server reflection (so `grpcurl list` works), bounded message sizes,
+ * keepalive, typed-error mapping, and a drain on shutdown that lets in-flight calls finish within
+ * a bound before the rest are cancelled.
+ */
+
+/** Large enough for a full produce request of max-size batches; anything bigger is refused. */
+export const grpcMaxMessageBytesDefault = 64 * 1024 * 1024;
+/** Pings keep idle connections through NATs and load balancers and detect dead peers. */
+const keepaliveTimeMs = 30_000;
+const keepaliveTimeoutMs = 10_000;
+
+export type UnaryHandler<Request, Response> = (
+  request: Request,
+  call: grpc.ServerUnaryCall<Request, Response>,
+) => Promise<Response>;
+
+export type ServerStreamHandler<Request, Response> = (
+  request: Request,
+  call: grpc.ServerWritableStream<Request, Response>,
+) => Promise<void>;
+
+export type BidiStreamHandler<Request, Response> = (
+  call: grpc.ServerDuplexStream<Request, Response>,
+) => Promise<void>;
+
+export class GrpcServer {
+  readonly server: grpc.Server;
+  private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
+  private readonly serviceNames: string[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closing = false;
+  private readonly descriptorSetPaths: readonly string[];
+
+  constructor(
+    private readonly logger: Logger,
+    options: { maxMessageBytes: number; descriptorSetPaths: readonly string[] },
+  ) {
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': options.maxMessageBytes,
+      'grpc.max_send_message_length': options.maxMessageBytes,
+      'grpc.keepalive_time_ms': keepaliveTimeMs,
+      'grpc.keepalive_timeout_ms': keepaliveTimeoutMs,
+      'grpc.keepalive_permit_without_calls': 1,
+    });
+    this.health.addToServer(this.server);
+    this.descriptorSetPaths = options.descriptorSetPaths;
+  }
+
+  /**
+   * Registers a service. Handlers are plain async functions; whatever they throw reaches the
+   * client as a status with the error's code.
+   */
+  addService(
+    definition: grpc.ServiceDefinition,
+    implementation: Record<string, (...args: never[]) => Promise<unknown>>,
+  ): void {
+    const wrapped: grpc.UntypedServiceImplementation = {};
+    for (const [methodName, method] of Object.entries(definition)) {
+      const handler = implementation[methodName];
+      if (handler === undefined) throw new Error(`no handler for ${method.path}`);
+      wrapped[methodName] = this.wrap(method, handler as (...args: unknown[]) => Promise<unknown>);
+    }
+    this.server.addService(definition, wrapped);
+    const serviceName = Object.values(definition)[0]?.path.split('/')[1];
+    if (serviceName !== undefined) this.serviceNames.push(serviceName);
+  }
+
+  private wrap(
+    method: grpc.MethodDefinition<unknown, unknown>,
+    handler: (...args: unknown[]) => Promise<unknown>,
+  ): grpc.UntypedHandleCall {
+    const refuseWhileClosing = (): SpoolError | undefined =>
+      this.closing
+        ? new SpoolError(CommonErrorCode.ShuttingDown, 'the server is shutting down', {
+            retriable: true,
+          })
+        : undefined;
+    const fail = (error: unknown): Partial<grpc.StatusObject> => {
+      if (!(error instanceof SpoolError) || error.code === CommonErrorCode.Unknown) {
+        this.logger.error({ err: error, method: method.path }, 'request failed unexpectedly');
+      }
+      return toGrpcStatus(error);
+    };
+    if (!method.requestStream && !method.responseStream) {
+      return (
+        call: grpc.ServerUnaryCall<unknown, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
+        const refused = refuseWhileClosing();
+        if (refused) {
+          callback(toGrpcStatus(refused));
+          return;
+        }
+        this.track(handler(call.request, call)).then(
+          (response) => callback(null, response),
+          (error: unknown) => callback(fail(error)),
+        );
+      };
+    }
+    if (!method.requestStream && method.responseStream) {
+      return (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        const refused = refuseWhileClosing();
+        if (refused) {
+          call.emit('error', toGrpcStatus(refused));
+          return;
+        }
+        this.track(handler(call.request, call)).then(
+          () => call.end(),
+          (error: unknown) => call.emit('error', fail(error)),
+        );
+      };
+    }
+    return (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+      const refused = refuseWhileClosing();
+      if (refused) {
+        call.emit('error', toGrpcStatus(refused));
+        return;
+      }
+      this.track(handler(call)).then(
+        () => call.end(),
+        (error: unknown) => call.emit('error', fail(error)),
+      );
+    };
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    const forget = (): void => void this.inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  get inFlightCalls(): number {
+    return this.inFlight.size;
+  }
+
+  async listen(host: string, port: number): Promise<number> {
+    // Reflection lists what this process serves, not every service in the descriptor sets.
+    const reflected = [...this.serviceNames, 'grpc.health.v1.Health'];
+    new ReflectionService(loadDescriptors(this.descriptorSetPaths), {
+      services: reflected,
+    }).addToServer(this.server);
+    const boundPort = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(
+        `${host}:${port}`,
+        grpc.ServerCredentials.createInsecure(),
+        (error, bound) => (error ? reject(error) : resolve(bound)),
+      );
+    });
+    return boundPort;
+  }
+
+  setServing(serving: boolean): void {
+    const status = serving ? 'SERVING' : 'NOT_SERVING';
+    this.health.setStatus('', status);
+    for (const name of this.serviceNames) this.health.setStatus(name, status);
+  }
+
+  /**
+   * Stops taking new calls, waits up to `timeoutMs` for in-flight ones, then cancels the rest.
+   */
+  async shutdown(timeoutMs: number): Promise<{ drained: boolean }> {
+    this.closing = true;
+    this.setServing(false);
+    const deadline = Date.now() + timeoutMs;
+    while (this.inFlight.size > 0 && Date.now() < deadline) {
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise((resolve) => setTimeout(resolve, Math.max(1, deadline - Date.now()))),
+      ]);
+    }
+    const drained = this.inFlight.size === 0;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(
+        () => {
+          this.server.forceShutdown();
+          resolve();
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return { drained };
+  }
+}
+
+function loadDescriptors(descriptorSetPaths: readonly string[]): protoLoader.PackageDefinition {
+  const options = { longs: String, enums: String, defaults: true, oneofs: true };
+  let definition = protoLoader.loadSync(healthProtoPath, options);
+  for (const descriptorSetPath of descriptorSetPaths) {
+    definition = {
+      ...definition,
+      ...protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(descriptorSetPath), options),
+    };
+  }
+  return definition;
+}

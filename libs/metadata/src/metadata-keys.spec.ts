@@ -1,0 +1,31 @@
+// Proves the metadata key layout: keys sort numerically, partition keys parse back, and ids and
+// cluster names that would break the layout are refused.
+import { describe, expect, it } from 'vitest';
+import { MetadataKeys } from './metadata-keys';
+
+describe('MetadataKeys', () => {
+  const keys = new MetadataKeys('local');
+
+  it('lays keys out under one cluster prefix, sorted numerically', () => {
+    expect(keys.broker(2)).toBe('/spool/local/brokers/0000000002');
+    expect(keys.partition('orders', 11)).toBe('/spool/local/topics/orders/partitions/0000000011');
+    const sorted = [keys.broker(10), keys.broker(9), keys.broker(100)].sort();
+    expect(sorted).toEqual([keys.broker(9), keys.broker(10), keys.broker(100)]);
+    expect(keys.controller().startsWith(keys.root)).toBe(true);
+  });
+
+  it('parses partition keys back and ignores other keys', () => {
+    expect(keys.parsePartition(keys.partition('a.b-c_d', 7))).toEqual({
+      topic: 'a.b-c_d',
+      partition: 7,
+    });
+    expect(keys.parsePartition(keys.topic('orders'))).toBeUndefined();
+    expect(keys.parsePartition(keys.broker(1))).toBeUndefined();
+  });
+
+  it('refuses ids and names that would break the layout', () => {
+    expect(() => keys.broker(-1)).toThrow(RangeError);
+    expect(() => keys.partition('t', 1.5)).toThrow(RangeError);
+    expect(() => new MetadataKeys('a/b')).toThrow(/cluster name/);
+  });
+});

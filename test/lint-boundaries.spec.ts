@@ -1,0 +1,68 @@
+// Proves the module-boundary rules are active, not merely configured: ESLint, run with the
+// workspace's own config over source placed in real projects, reports a deep import, a relative
+// import across projects, and every forbidden dependency, and stays silent on an allowed one.
+import { ESLint } from 'eslint';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { workspaceRoot } from './support/service-process';
+
+const eslint = new ESLint({ cwd: workspaceRoot });
+
+async function ruleIdsFor(project: string, source: string): Promise<string[]> {
+  const filePath = path.join(workspaceRoot, project, 'src', 'boundary-fixture.ts');
+  const [result] = await eslint.lintText(`${source}\nexport const used = value;\n`, { filePath });
+  return (result?.messages ?? []).map((message) => message.ruleId ?? message.message);
+}
+
+describe('module boundaries', () => {
+  it('allows a lib to use common', async () => {
+    expect(
+      await ruleIdsFor('libs/client', "import { assert as value } from '@spool/common';"),
+    ).toEqual([]);
+  });
+
+  it.each([
+    [
+      'the client SDK on the segment store',
+      'libs/client',
+      "import { projectName as value } from '@spool/segment-store';",
+    ],
+    [
+      'the client SDK on the metadata store',
+      'libs/client',
+      "import { projectName as value } from '@spool/metadata';",
+    ],
+    ['common on protocol', 'libs/common', "import { Acks as value } from '@spool/protocol';"],
+    ['protocol on common', 'libs/protocol', "import { assert as value } from '@spool/common';"],
+    [
+      'an app on another app',
+      'apps/controller',
+      "import { startGateway as value } from '@spool/gateway';",
+    ],
+    [
+      'a lib on an app',
+      'libs/metadata',
+      "import { startController as value } from '@spool/controller';",
+    ],
+  ])('forbids %s', async (_, project, source) => {
+    expect(await ruleIdsFor(project, source)).toContain('@nx/enforce-module-boundaries');
+  });
+
+  it('forbids a deep import past a package index', async () => {
+    expect(
+      await ruleIdsFor(
+        'libs/client',
+        "import { loadConfig as value } from '@spool/common/src/config';",
+      ),
+    ).toContain('no-restricted-imports');
+  });
+
+  it('forbids a relative import into another project', async () => {
+    expect(
+      await ruleIdsFor(
+        'libs/client',
+        "import { loadConfig as value } from '../../common/src/config';",
+      ),
+    ).toContain('@nx/enforce-module-boundaries');
+  });
+});
