@@ -109,3 +109,75 @@ export {
   ProduceResponse,
 } from './generated/spool/v1/gateway';
 export { protoDescriptorSetPath } from './descriptor-set';
+export { ProtocolError, ProtocolErrorCode } from './errors';
+export {
+  type ReadCursor,
+  readVarint,
+  readVarlong,
+  sizeOfVarint,
+  sizeOfVarlong,
+  skipVarlong,
+  writeVarint,
+  writeVarlong,
+} from './record-batch/varint';
+export { crc32c, crc32cImplementation, type Crc32cImplementation } from './record-batch/crc32c';
+export {
+  attributesPosition,
+  baseOffsetPosition,
+  baseSequencePosition,
+  baseTimestampPosition,
+  batchLengthPosition,
+  compressionCodecMask,
+  CompressionType,
+  controlFlagMask,
+  crcPosition,
+  deleteHorizonFlagMask,
+  isKnownCompressionType,
+  lastOffsetDeltaPosition,
+  logOverheadSizeBytes,
+  magicPosition,
+  magicValueV2,
+  maxTimestampPosition,
+  noPartitionLeaderEpoch,
+  noProducerEpoch,
+  noProducerId,
+  noSequence,
+  noTimestamp,
+  partitionLeaderEpochPosition,
+  producerEpochPosition,
+  producerIdPosition,
+  recordBatchHeaderSizeBytes,
+  recordCountPosition,
+  recordsPosition,
+  TimestampType,
+  timestampTypeMask,
+  transactionalFlagMask,
+} from './record-batch/record-batch-layout';
+export {
+  lastOffsetOf,
+  RecordBatchHeader,
+  recordBatchSizeBytes,
+  setBaseOffset,
+  setMaxTimestampAndLogAppendTime,
+  setPartitionLeaderEpoch,
+} from './record-batch/record-batch-header';
+export {
+  type CompressionCodec,
+  compressionCodecFor,
+  registerCompressionCodec,
+} from './record-batch/compression-codec';
+export type { DecodedRecord, RecordHeader, RecordInput } from './record-batch/record';
+export { uncompressedRecordsBytesMaxDefault } from './record-batch/record-reader';
+export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
+export {
+  decodeRecordBatch,
+  decodeRecordBatches,
+  type DecodedRecordBatch,
+  type DecodeRecordBatchOptions,
+} from './record-batch/record-batch-decoder';
+export {
+  type RecordBatchOrigin,
+  type RecordBatchValidationOptions,
+  splitRecordBatches,
+  validateRecordBatch,
+} from './record-batch/record-batch-validator';

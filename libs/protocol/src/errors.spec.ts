@@ -1,0 +1,31 @@
+// Proves ProtocolError has the shape libs/common maps to gRPC statuses (a string `code`, a
+// boolean `retriable`, the standard `cause`) and Kafka's retriable classification of each code.
+import { describe, expect, it } from 'vitest';
+import { ProtocolError, ProtocolErrorCode } from './errors';
+
+describe('ProtocolError', () => {
+  it('carries code, retriable and cause as an Error', () => {
+    const cause = new Error('zlib: incorrect header check');
+    const error = new ProtocolError(ProtocolErrorCode.InvalidRecord, 'bad records', { cause });
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('ProtocolError');
+    expect(error.message).toBe('bad records');
+    expect(typeof error.code).toBe('string');
+    expect(typeof error.retriable).toBe('boolean');
+    expect(error.cause).toBe(cause);
+    expect('cause' in new ProtocolError(ProtocolErrorCode.InvalidRecord, 'no cause')).toBe(false);
+  });
+
+  it('is retriable only for CORRUPT_MESSAGE, as Kafka CorruptRecordException', () => {
+    const retriableByCode = Object.fromEntries(
+      Object.values(ProtocolErrorCode).map((code) => [code, new ProtocolError(code, '').retriable]),
+    );
+    expect(retriableByCode).toEqual({
+      CORRUPT_MESSAGE: true,
+      INVALID_RECORD: false,
+      MESSAGE_TOO_LARGE: false,
+      UNSUPPORTED_VERSION: false,
+      UNSUPPORTED_COMPRESSION_TYPE: false,
+    });
+  });
+});

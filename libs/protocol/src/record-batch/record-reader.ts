@@ -1,0 +1,253 @@
+import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { compressionCodecFor } from './compression-codec';
+import type { DecodedRecord, RecordHeader } from './record';
+import type { RecordBatchHeader } from './record-batch-header';
+import { incrementSequence } from './record-batch-header';
+import { CompressionType, noSequence, TimestampType } from './record-batch-layout';
+import type { ReadCursor } from './varint';
+import { readVarint, readVarlong, skipVarlong } from './varint';
+
+/**
+ * Walks the records section of one batch (layout in record-writer.ts), either materialising
+ * each record (`read`) or only checking its structure (`skip`, which allocates nothing). The
+ * checks are Kafka's DefaultRecord.readFrom checks, made strict:
+ *
+ * 1. A record's length is not negative and fits in what is left of the section.
+ * 2. No field reads past the record's own end, and the fields use up exactly its length.
+ * 3. Key, value and header value lengths are -1 (null) or a byte count; header keys are not null.
+ * 4. The header count is not negative and not larger than the bytes left.
+ * 5. Offset deltas increase from record to record and do not pass the batch's lastOffsetDelta.
+ *
+ * After the batch's recordCount records, `finish` checks that no bytes are left over.
+ */
+
+/** The most bytes a compressed records section may inflate to: a bound on a zip bomb. */
+export const uncompressedRecordsBytesMaxDefault = 64 * 1024 * 1024;
+
+/** Errors that already name their batch and record, so `withContext` leaves them alone. */
+const errorsWithContext = new WeakSet<ProtocolError>();
+
+export class RecordReader {
+  private readonly cursor: ReadCursor;
+  private readonly sectionEnd: number;
+  private readonly header: RecordBatchHeader;
+  private readonly baseOffset: bigint;
+  private readonly baseTimestampMs: bigint;
+  private readonly logAppendTimeMs: bigint | null;
+  private readonly baseSequence: number;
+  private readonly lastOffsetDelta: number;
+  private previousOffsetDelta = -1;
+  private recordIndex = 0;
+
+  /** Reads `records[start, end)`, the (uncompressed) records section of `header`'s batch. */
+  constructor(header: RecordBatchHeader, records: Buffer, start: number, end: number) {
+    this.cursor = { buffer: records, position: start, limit: end };
+    this.sectionEnd = end;
+    this.header = header;
+    this.baseOffset = header.baseOffset;
+    this.baseTimestampMs = header.baseTimestampMs;
+    this.logAppendTimeMs =
+      header.timestampType === TimestampType.LogAppendTime ? header.maxTimestampMs : null;
+    this.baseSequence = header.baseSequence;
+    this.lastOffsetDelta = header.lastOffsetDelta;
+  }
+
+  /** Checks the next record's structure without building it. */
+  skip(): void {
+    try {
+      const recordEnd = this.beginRecord();
+      skipVarlong(this.cursor);
+      this.readOffsetDelta();
+      this.skipBytesField('key');
+      this.skipBytesField('value');
+      const headerCount = this.readHeaderCount();
+      for (let index = 0; index < headerCount; index++) {
+        this.skipBytesField('header key', false);
+        this.skipBytesField('header value');
+      }
+      this.endRecord(recordEnd);
+    } catch (error) {
+      throw this.withContext(error);
+    }
+  }
+
+  read(): DecodedRecord {
+    try {
+      const recordEnd = this.beginRecord();
+      const timestampDelta = readVarlong(this.cursor);
+      const offsetDelta = this.readOffsetDelta();
+      const key = this.readBytesField('key');
+      const value = this.readBytesField('value');
+      const headerCount = this.readHeaderCount();
+      const headers: RecordHeader[] = [];
+      for (let index = 0; index < headerCount; index++) {
+        const keySizeBytes = this.skipBytesField('header key', false);
+        const keyEnd = this.cursor.position;
+        const headerKey = this.cursor.buffer.toString('utf8', keyEnd - keySizeBytes, keyEnd);
+        headers.push({ key: headerKey, value: this.readBytesField('header value') });
+      }
+      this.endRecord(recordEnd);
+      return {
+        offset: this.baseOffset + BigInt(offsetDelta),
+        timestampMs: this.logAppendTimeMs ?? this.baseTimestampMs + timestampDelta,
+        key,
+        value,
+        headers,
+        sequence:
+          this.baseSequence < 0 ? noSequence : incrementSequence(this.baseSequence, offsetDelta),
+      };
+    } catch (error) {
+      throw this.withContext(error);
+    }
+  }
+
+  /** Checks that the records read so far used up the whole section. */
+  finish(): void {
+    const remainingBytes = this.sectionEnd - this.cursor.position;
+    if (remainingBytes !== 0) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRecord,
+        `record batch at position ${this.header.position}: ${remainingBytes} bytes remain ` +
+          `after the ${this.recordIndex} records its recordCount declares`,
+      );
+    }
+  }
+
+  private beginRecord(): number {
+    const bodySizeBytes = readVarint(this.cursor);
+    const bodyStart = this.cursor.position;
+    const remainingBytes = this.sectionEnd - bodyStart;
+    if (bodySizeBytes < 0 || bodySizeBytes > remainingBytes) {
+      throw this.invalid(
+        `length ${bodySizeBytes} at byte position ${bodyStart} does not fit the ` +
+          `${remainingBytes} bytes left in the records section`,
+      );
+    }
+    const recordEnd = bodyStart + bodySizeBytes;
+    this.cursor.limit = recordEnd;
+    if (bodyStart >= recordEnd) throw this.invalid('has no attributes byte');
+    // The record attributes byte is unused by every Kafka version; like Kafka, ignore it.
+    this.cursor.position = bodyStart + 1;
+    return recordEnd;
+  }
+
+  private endRecord(recordEnd: number): void {
+    if (this.cursor.position !== recordEnd) {
+      throw this.invalid(
+        `fields end at byte position ${this.cursor.position}, but its length says ${recordEnd}`,
+      );
+    }
+    this.cursor.limit = this.sectionEnd;
+    this.recordIndex += 1;
+  }
+
+  private readOffsetDelta(): number {
+    const offsetDelta = readVarint(this.cursor);
+    if (offsetDelta <= this.previousOffsetDelta || offsetDelta > this.lastOffsetDelta) {
+      throw this.invalid(
+        `offsetDelta ${offsetDelta} does not follow ${this.previousOffsetDelta} within the ` +
+          `batch's lastOffsetDelta ${this.lastOffsetDelta}`,
+      );
+    }
+    this.previousOffsetDelta = offsetDelta;
+    return offsetDelta;
+  }
+
+  /**
+   * Steps over a length-prefixed field and returns its length, -1 for null; its bytes end where
+   * the cursor now is.
+   */
+  private skipBytesField(field: string, nullable = true): number {
+    const lengthPosition = this.cursor.position;
+    const sizeBytes = readVarint(this.cursor);
+    if (sizeBytes === -1 && nullable) return sizeBytes;
+    const start = this.cursor.position;
+    const remainingBytes = this.cursor.limit - start;
+    if (sizeBytes < 0 || sizeBytes > remainingBytes) {
+      throw this.invalid(
+        `${field} length ${sizeBytes} at byte position ${lengthPosition} does not fit the ` +
+          `${remainingBytes} bytes left in the record`,
+      );
+    }
+    this.cursor.position = start + sizeBytes;
+    return sizeBytes;
+  }
+
+  private readBytesField(field: string): Buffer | null {
+    const sizeBytes = this.skipBytesField(field);
+    if (sizeBytes === -1) return null;
+    const end = this.cursor.position;
+    return this.cursor.buffer.subarray(end - sizeBytes, end);
+  }
+
+  private readHeaderCount(): number {
+    const headerCount = readVarint(this.cursor);
+    const remainingBytes = this.cursor.limit - this.cursor.position;
+    if (headerCount < 0 || headerCount > remainingBytes) {
+      throw this.invalid(
+        `header count ${headerCount} is negative or larger than the ${remainingBytes} bytes left`,
+      );
+    }
+    return headerCount;
+  }
+
+  private describe(): string {
+    return `record batch at position ${this.header.position}: record ${this.recordIndex}`;
+  }
+
+  private invalid(problem: string): ProtocolError {
+    const error = new ProtocolError(
+      ProtocolErrorCode.InvalidRecord,
+      `${this.describe()} ${problem}`,
+    );
+    errorsWithContext.add(error);
+    return error;
+  }
+
+  /** Names the batch and record in errors from the varint readers, which know neither. */
+  private withContext(error: unknown): unknown {
+    if (!(error instanceof ProtocolError) || errorsWithContext.has(error)) return error;
+    return new ProtocolError(error.code, `${this.describe()}: ${error.message}`, { cause: error });
+  }
+}
+
+/**
+ * A reader over the records of a framed batch, inflating them first if the batch is
+ * compressed. Needs a codec for a compressed batch (UNSUPPORTED_COMPRESSION_TYPE otherwise).
+ */
+export function openRecordReader(
+  header: RecordBatchHeader,
+  uncompressedBytesMax: number = uncompressedRecordsBytesMaxDefault,
+): RecordReader {
+  const start = header.recordsPosition;
+  const end = header.position + header.sizeBytes;
+  const compressionType = header.compressionType;
+  if (compressionType === CompressionType.None) {
+    return new RecordReader(header, header.buffer, start, end);
+  }
+  const codec = compressionCodecFor(compressionType);
+  // An empty batch kept by log compaction has no records section to inflate.
+  if (start === end && header.recordCount === 0) {
+    return new RecordReader(header, header.buffer, start, end);
+  }
+  let records: Buffer;
+  try {
+    records = codec.decompress(header.buffer.subarray(start, end), uncompressedBytesMax);
+  } catch (error) {
+    if (error instanceof ProtocolError) throw error;
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRecord,
+      `record batch at position ${header.position}: the records section does not ` +
+        `decompress with ${codec.name}`,
+      { cause: error },
+    );
+  }
+  if (records.length > uncompressedBytesMax) {
+    throw new ProtocolError(
+      ProtocolErrorCode.MessageTooLarge,
+      `record batch at position ${header.position}: the records section inflates to ` +
+        `${records.length} bytes, more than the ${uncompressedBytesMax} allowed`,
+    );
+  }
+  return new RecordReader(header, records, 0, records.length);
+}
