@@ -180,4 +180,7 @@ export {
   type RecordBatchValidationOptions,
   splitRecordBatches,
   validateRecordBatch,
+  checkRecordBatchFraming,
+  checkRecordBatchCrc,
+  checkRecordBatchFields,
 } from './record-batch/record-batch-validator';

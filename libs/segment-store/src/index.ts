@@ -1,1 +1,46 @@
-export const projectName = 'segment-store';
+// The public API of @spool/segment-store, hand-picked: add new exports to the group they
+// belong to, and keep everything else internal to the library.
+
+// Errors
+export {
+  FileTruncatedError,
+  OffsetOutOfRangeError,
+  storageError,
+  SegmentStoreError,
+  type SegmentStoreErrorCode,
+  type SegmentStoreErrorOptions,
+} from './errors';
+
+// Slices and the fetch path
+export type { FileSlice, SegmentFileHandle } from './file-slice';
+export {
+  activeTransferPath,
+  type TransferPath,
+  writeTo,
+  type WriteToOptions,
+} from './file-records';
+export { isTransferPending, socketTransfersPendingMax } from './socket-transfer-queue';
+
+// The partition log
+export {
+  Log,
+  cleanShutdownFile,
+  leaderEpochCheckpointFile,
+  logStartOffsetCheckpointFile,
+  recoveryPointCheckpointFile,
+  type AppendOptions,
+  type AppendResult,
+  type LogOpenOptions,
+  type LogReadResult,
+  type ReadOptions,
+  type RecoveryReport,
+} from './log';
+export {
+  batchSizeBytesLimit,
+  defaultLogConfig,
+  logConfigFromTopicConfigs,
+  resolveLogConfig,
+  type LogConfig,
+} from './log-config';
+export { segmentFileName } from './log-segment';
+export { undefinedEpoch, undefinedEpochOffset, type EpochEntry } from './leader-epoch-cache';

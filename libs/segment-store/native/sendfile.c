@@ -1,0 +1,355 @@
+/*
+ * sendfile.c: moves a byte range of a segment file to a socket with Linux sendfile(2), so fetch
+ * bytes go from the page cache to the socket without ever entering JavaScript.
+ *
+ * JavaScript API (the binding that src/native-sendfile.ts loads and types):
+ *
+ *   sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax)
+ *     -> Promise<{ bytesWritten: number, endOfFile: boolean }>
+ *
+ *   The promise rejects with an Error whose `code` is the errno name ("EPIPE"), whose `errno` is
+ *   the negated errno value (as Node's own system errors), and whose `syscall` names the call.
+ *
+ * Design, and why:
+ *
+ * 1. sendfile(2) runs on the libuv thread pool (napi_create_async_work), never on the event-loop
+ *    thread. The socket side is non-blocking (it is Node's own socket), but the file side is not:
+ *    a page-cache miss makes sendfile wait for the disk, and that wait must not stall the loop.
+ *
+ * 2. The socket is non-blocking, so sendfile returns EAGAIN when the socket's send buffer is full
+ *    (a slow reader). The worker then waits for writability with poll(2) on the socket, bounded
+ *    by `writableWaitMsMax` for the whole call. A reader that catches up within the bound costs
+ *    one wake-up and no round trip through JavaScript. When the bound passes, the call returns
+ *    what it wrote (possibly 0 bytes); JavaScript then waits on a timer before the next call,
+ *    so a stalled reader holds a pool thread for at most `writableWaitMsMax` at a time and
+ *    cannot starve file-system work that shares the pool (4 threads by default).
+ *    Why not uv_poll on the socket from the event loop: libuv keeps one watcher per fd, and Node
+ *    already owns the watcher of this fd; a second one would replace Node's.
+ *
+ * 3. Both descriptors are duplicated (F_DUPFD_CLOEXEC) on the event-loop thread when the call
+ *    starts, and the duplicates are closed on the event-loop thread when it completes. If Node
+ *    closes the socket, or the segment owner closes the file, while the worker runs, the number
+ *    could be reused by an unrelated open(); the worker only ever touches its own duplicates,
+ *    so it can never write into, or read from, someone else's file. The price: a connection that
+ *    Node closes during a call stays open until that call returns (bounded as in 2).
+ *
+ * 4. EINTR from sendfile or poll is retried. A partial write advances the position and loops.
+ *    sendfile returning 0 means the file ended before `count` bytes: reported as `endOfFile`,
+ *    and the caller decides (it re-checks the file size and reports a truncated file).
+ *    Any other errno rejects the promise with the errno name. SIGPIPE is ignored by Node, so a
+ *    peer that has gone away surfaces as EPIPE or ECONNRESET, not as a signal.
+ *
+ * Linux only: other systems have a different sendfile signature; the build script skips this
+ * addon there and the JavaScript copy path is used.
+ */
+#ifndef __linux__
+#error "sendfile.c uses the Linux sendfile(2) signature; other systems use the copy path"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <node_api.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Linux transfers at most this many bytes per sendfile call; larger counts are a caller bug. */
+#define SENDFILE_COUNT_MAX 0x7ffff000
+/* A pool thread must never wait long on one socket (design point 2). */
+#define WRITABLE_WAIT_MS_MAX 1000
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  int socket_fd; /* our duplicate, owned by this struct */
+  int file_fd;   /* our duplicate, owned by this struct */
+  off_t position;
+  size_t count;
+  int writable_wait_ms_max;
+  /* Results, written by the worker, read on the event-loop thread after it finishes. */
+  size_t bytes_written;
+  bool end_of_file;
+  int error_number;
+  const char *failed_syscall;
+} sendfile_chunk;
+
+static const char *errno_name(int error_number) {
+  switch (error_number) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EINTR: return "EINTR";
+    case EIO: return "EIO";
+    case EBADF: return "EBADF";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case EFAULT: return "EFAULT";
+    case EINVAL: return "EINVAL";
+    case ENFILE: return "ENFILE";
+    case EMFILE: return "EMFILE";
+    case ENOSPC: return "ENOSPC";
+    case ESPIPE: return "ESPIPE";
+    case EPIPE: return "EPIPE";
+    case EOVERFLOW: return "EOVERFLOW";
+    case ENOTSOCK: return "ENOTSOCK";
+    case EDESTADDRREQ: return "EDESTADDRREQ";
+    case EMSGSIZE: return "EMSGSIZE";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENETDOWN: return "ENETDOWN";
+    case ENETUNREACH: return "ENETUNREACH";
+    case ENETRESET: return "ENETRESET";
+    case ECONNABORTED: return "ECONNABORTED";
+    case ECONNRESET: return "ECONNRESET";
+    case ENOBUFS: return "ENOBUFS";
+    case ENOTCONN: return "ENOTCONN";
+    case ESHUTDOWN: return "ESHUTDOWN";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EHOSTDOWN: return "EHOSTDOWN";
+    case EHOSTUNREACH: return "EHOSTUNREACH";
+    default: return NULL;
+  }
+}
+
+static int64_t monotonic_ms(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static void record_failure(sendfile_chunk *chunk, const char *syscall, int error_number) {
+  chunk->failed_syscall = syscall;
+  chunk->error_number = error_number;
+}
+
+/*
+ * Runs on a pool thread. Loops until `count` bytes are written, the file ends, an error occurs,
+ * or the socket stayed full for `writable_wait_ms_max` in total (design points 2 and 4).
+ */
+static void execute_sendfile_chunk(napi_env env, void *data) {
+  (void)env;
+  sendfile_chunk *chunk = data;
+  off_t offset = chunk->position;
+  int64_t deadline_ms = -1; /* set at the first EAGAIN: only waiting counts against the bound */
+
+  while (chunk->bytes_written < chunk->count) {
+    ssize_t sent = sendfile(chunk->socket_fd, chunk->file_fd, &offset,
+                            chunk->count - chunk->bytes_written);
+    if (sent > 0) {
+      chunk->bytes_written += (size_t)sent;
+      continue;
+    }
+    if (sent == 0) {
+      chunk->end_of_file = true;
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      record_failure(chunk, "sendfile", errno);
+      return;
+    }
+
+    int64_t now_ms = monotonic_ms();
+    if (deadline_ms < 0) deadline_ms = now_ms + chunk->writable_wait_ms_max;
+    if (now_ms >= deadline_ms) return;
+
+    struct pollfd socket_poll = {.fd = chunk->socket_fd, .events = POLLOUT, .revents = 0};
+    int ready = poll(&socket_poll, 1, (int)(deadline_ms - now_ms));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) {
+      record_failure(chunk, "poll", errno);
+      return;
+    }
+    if (ready == 0) return; /* still full at the deadline: JavaScript backs off on a timer */
+    /* Writable, or POLLERR/POLLHUP: the next sendfile either writes or reports the error. */
+  }
+}
+
+static napi_status set_named_int32(napi_env env, napi_value object, const char *name, int32_t v) {
+  napi_value value;
+  napi_status status = napi_create_int32(env, v, &value);
+  if (status != napi_ok) return status;
+  return napi_set_named_property(env, object, name, value);
+}
+
+static napi_status set_named_string(napi_env env, napi_value object, const char *name,
+                                    const char *text) {
+  napi_value value;
+  napi_status status = napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &value);
+  if (status != napi_ok) return status;
+  return napi_set_named_property(env, object, name, value);
+}
+
+/* Builds an Error shaped like Node's system errors: message, code, errno (negated), syscall. */
+static napi_value create_system_error(napi_env env, const char *syscall, int error_number) {
+  char fallback_name[32];
+  const char *name = errno_name(error_number);
+  if (name == NULL) {
+    snprintf(fallback_name, sizeof fallback_name, "ERRNO_%d", error_number);
+    name = fallback_name;
+  }
+  char message[256];
+  snprintf(message, sizeof message, "%s failed: %s (%s)", syscall, name, strerror(error_number));
+
+  napi_value code_value, message_value, error;
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code_value);
+  napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &message_value);
+  napi_create_error(env, code_value, message_value, &error);
+  set_named_int32(env, error, "errno", -error_number);
+  set_named_string(env, error, "syscall", syscall);
+  return error;
+}
+
+static void close_duplicates(sendfile_chunk *chunk) {
+  if (chunk->socket_fd >= 0) close(chunk->socket_fd);
+  if (chunk->file_fd >= 0) close(chunk->file_fd);
+  chunk->socket_fd = -1;
+  chunk->file_fd = -1;
+}
+
+/* Runs on the event-loop thread after the worker finished: settle the promise, free. */
+static void complete_sendfile_chunk(napi_env env, napi_status status, void *data) {
+  sendfile_chunk *chunk = data;
+  close_duplicates(chunk);
+
+  if (status != napi_ok) {
+    napi_value error = create_system_error(env, "sendfile", ECANCELED);
+    napi_reject_deferred(env, chunk->deferred, error);
+  } else if (chunk->failed_syscall != NULL) {
+    napi_value error = create_system_error(env, chunk->failed_syscall, chunk->error_number);
+    napi_reject_deferred(env, chunk->deferred, error);
+  } else {
+    napi_value result, bytes_written, end_of_file;
+    napi_create_object(env, &result);
+    napi_create_double(env, (double)chunk->bytes_written, &bytes_written);
+    napi_get_boolean(env, chunk->end_of_file, &end_of_file);
+    napi_set_named_property(env, result, "bytesWritten", bytes_written);
+    napi_set_named_property(env, result, "endOfFile", end_of_file);
+    napi_resolve_deferred(env, chunk->deferred, result);
+  }
+
+  napi_delete_async_work(env, chunk->work);
+  free(chunk);
+}
+
+static napi_value throw_type_error(napi_env env, const char *message) {
+  napi_throw_type_error(env, NULL, message);
+  return NULL;
+}
+
+static napi_value throw_range_error(napi_env env, const char *message) {
+  napi_throw_range_error(env, NULL, message);
+  return NULL;
+}
+
+/* Largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER). */
+#define SAFE_INTEGER_MAX 9007199254740991.0
+
+/* Reads a safe integer argument; returns false, with a TypeError thrown, for anything else. */
+static bool read_int64_argument(napi_env env, napi_value value, int64_t *out, const char *name) {
+  napi_valuetype type;
+  if (napi_typeof(env, value, &type) != napi_ok || type != napi_number) {
+    char message[128];
+    snprintf(message, sizeof message, "%s must be a number", name);
+    throw_type_error(env, message);
+    return false;
+  }
+  double as_double;
+  napi_get_value_double(env, value, &as_double);
+  /* The range check comes first: converting NaN or a huge double to int64_t is undefined. */
+  bool in_range = as_double >= -SAFE_INTEGER_MAX && as_double <= SAFE_INTEGER_MAX;
+  if (!in_range || as_double != (double)(int64_t)as_double) {
+    char message[128];
+    snprintf(message, sizeof message, "%s must be an integer", name);
+    throw_type_error(env, message);
+    return false;
+  }
+  *out = (int64_t)as_double;
+  return true;
+}
+
+static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
+  size_t argument_count = 5;
+  napi_value arguments[5];
+  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
+  if (argument_count != 5) {
+    return throw_type_error(
+        env, "sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax) takes 5 arguments");
+  }
+
+  int64_t socket_fd, file_fd, position, count, writable_wait_ms_max;
+  if (!read_int64_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
+  if (!read_int64_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
+  if (!read_int64_argument(env, arguments[2], &position, "position")) return NULL;
+  if (!read_int64_argument(env, arguments[3], &count, "count")) return NULL;
+  if (!read_int64_argument(env, arguments[4], &writable_wait_ms_max, "writableWaitMsMax")) {
+    return NULL;
+  }
+  if (socket_fd < 0 || socket_fd > INT32_MAX) return throw_range_error(env, "socketFd out of range");
+  if (file_fd < 0 || file_fd > INT32_MAX) return throw_range_error(env, "fileFd out of range");
+  if (position < 0) return throw_range_error(env, "position must not be negative");
+  if (count <= 0 || count > SENDFILE_COUNT_MAX) return throw_range_error(env, "count out of range");
+  if (writable_wait_ms_max < 0 || writable_wait_ms_max > WRITABLE_WAIT_MS_MAX) {
+    return throw_range_error(env, "writableWaitMsMax out of range");
+  }
+
+  napi_value promise;
+  napi_deferred deferred;
+  if (napi_create_promise(env, &deferred, &promise) != napi_ok) return NULL;
+
+  /* Design point 3: duplicate now, on the event-loop thread, while both numbers are known good. */
+  int socket_duplicate = fcntl((int)socket_fd, F_DUPFD_CLOEXEC, 0);
+  if (socket_duplicate < 0) {
+    napi_reject_deferred(env, deferred, create_system_error(env, "dup", errno));
+    return promise;
+  }
+  int file_duplicate = fcntl((int)file_fd, F_DUPFD_CLOEXEC, 0);
+  if (file_duplicate < 0) {
+    int error_number = errno;
+    close(socket_duplicate);
+    napi_reject_deferred(env, deferred, create_system_error(env, "dup", error_number));
+    return promise;
+  }
+
+  sendfile_chunk *chunk = calloc(1, sizeof *chunk);
+  if (chunk == NULL) {
+    close(socket_duplicate);
+    close(file_duplicate);
+    napi_reject_deferred(env, deferred, create_system_error(env, "calloc", ENOMEM));
+    return promise;
+  }
+  chunk->deferred = deferred;
+  chunk->socket_fd = socket_duplicate;
+  chunk->file_fd = file_duplicate;
+  chunk->position = (off_t)position;
+  chunk->count = (size_t)count;
+  chunk->writable_wait_ms_max = (int)writable_wait_ms_max;
+
+  napi_value resource_name;
+  napi_create_string_utf8(env, "SpoolSendfileChunk", NAPI_AUTO_LENGTH, &resource_name);
+  napi_status status = napi_create_async_work(env, NULL, resource_name, execute_sendfile_chunk,
+                                              complete_sendfile_chunk, chunk, &chunk->work);
+  if (status == napi_ok) status = napi_queue_async_work(env, chunk->work);
+  if (status != napi_ok) {
+    if (chunk->work != NULL) napi_delete_async_work(env, chunk->work);
+    close_duplicates(chunk);
+    free(chunk);
+    napi_reject_deferred(env, deferred, create_system_error(env, "napi_queue_async_work", EIO));
+  }
+  return promise;
+}
+
+NAPI_MODULE_INIT() {
+  napi_value function;
+  napi_status status = napi_create_function(env, "sendfileChunk", NAPI_AUTO_LENGTH,
+                                            sendfile_chunk_entry, NULL, &function);
+  if (status != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "sendfileChunk", function) != napi_ok) return NULL;
+  return exports;
+}

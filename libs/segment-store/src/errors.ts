@@ -1,0 +1,124 @@
+// Operating errors of the segment store: the one place that lists their codes. Each code is
+// stable (the gRPC layer maps it to a status, the client shows it), carries Kafka's name where
+// Kafka has one, and says once whether the same request may succeed if simply retried.
+// Programmer errors are not here: they are assertions and crash the process.
+import { SpoolError } from '@spool/common';
+
+/**
+ * Every code the segment store reports, with whether a retry of the same request can succeed.
+ * To add a code: add a line here with a one-line reason; the type below follows.
+ */
+const retriableByCode = {
+  // The disk or file system failed under a log directory; another replica may serve the request.
+  KAFKA_STORAGE_ERROR: true,
+  // A batch failed its CRC or size checks; Kafka retries, the bytes may be re-fetched or re-sent.
+  CORRUPT_MESSAGE: true,
+  // The offset is outside [log start offset, log end offset]; the client must reset its position.
+  OFFSET_OUT_OF_RANGE: false,
+  // A segment file became shorter than a slice read from it (the log was truncated meanwhile);
+  // a new read sees the log as it is now.
+  FILE_TRUNCATED: true,
+  // The peer went away or the connection failed while bytes were moving to it.
+  NETWORK_EXCEPTION: true,
+  // Too many transfers are waiting for one socket; the peer should wait for responses first.
+  TRANSFER_QUEUE_FULL: true,
+  // A batch's fields disagree with each other or with the rules for its origin.
+  INVALID_RECORD: false,
+  // One append is larger than a whole segment (segment.bytes) could ever hold.
+  RECORD_BATCH_TOO_LARGE: false,
+  // A follower's batches do not continue its log exactly; it must truncate or refetch.
+  UNEXPECTED_APPEND_OFFSET: false,
+  // A log setting is outside what Kafka allows for it.
+  INVALID_CONFIG: false,
+} as const satisfies Record<string, boolean>;
+
+export type SegmentStoreErrorCode = keyof typeof retriableByCode;
+
+export interface SegmentStoreErrorOptions {
+  readonly cause?: unknown;
+  /** The file the error is about, when there is one; corruption errors must name it. */
+  readonly filePath?: string;
+}
+
+/** The base of the segment store's errors; `retriable` follows from the code, never the caller. */
+export class SegmentStoreError extends SpoolError {
+  override readonly name: string = 'SegmentStoreError';
+  declare readonly code: SegmentStoreErrorCode;
+  readonly filePath: string | undefined;
+
+  constructor(
+    code: SegmentStoreErrorCode,
+    message: string,
+    options: SegmentStoreErrorOptions = {},
+  ) {
+    super(code, message, { retriable: retriableByCode[code], cause: options.cause });
+    this.filePath = options.filePath;
+  }
+}
+
+/**
+ * A segment file is shorter than the end of a slice read from it: it was truncated (for example
+ * by a follower's `truncateTo`) between the read and the transfer, as Kafka's
+ * `FileRecords.writeTo` reports it.
+ */
+export class FileTruncatedError extends SegmentStoreError {
+  override readonly name: string = 'FileTruncatedError';
+  override readonly filePath: string;
+  readonly position: number;
+  readonly sizeBytes: number;
+  readonly fileSizeBytes: number;
+
+  constructor(
+    filePath: string,
+    slice: { readonly position: number; readonly sizeBytes: number },
+    fileSizeBytes: number,
+  ) {
+    const endPosition = slice.position + slice.sizeBytes;
+    super(
+      'FILE_TRUNCATED',
+      `Segment file ${filePath} is ${fileSizeBytes} bytes, shorter than the end ${endPosition} ` +
+        `of the slice at position ${slice.position} of ${slice.sizeBytes} bytes: ` +
+        'it was truncated after the slice was read',
+      { filePath },
+    );
+    this.filePath = filePath;
+    this.position = slice.position;
+    this.sizeBytes = slice.sizeBytes;
+    this.fileSizeBytes = fileSizeBytes;
+  }
+}
+
+/** A read or DeleteRecords outside [log start offset, log end offset] (Kafka's OFFSET_OUT_OF_RANGE). */
+export class OffsetOutOfRangeError extends SegmentStoreError {
+  override readonly name: string = 'OffsetOutOfRangeError';
+
+  constructor(
+    directory: string,
+    readonly offset: bigint,
+    readonly logStartOffset: bigint,
+    readonly logEndOffset: bigint,
+  ) {
+    super(
+      'OFFSET_OUT_OF_RANGE',
+      `offset ${offset} is outside the log ${directory}, which holds offsets ${logStartOffset} ` +
+        `up to (not including) ${logEndOffset}`,
+    );
+  }
+}
+
+/**
+ * A file-system failure as Kafka reports it (KAFKA_STORAGE_ERROR, retriable): a full disk, an
+ * I/O error. The cause keeps the errno.
+ */
+export function storageError(
+  message: string,
+  cause: unknown,
+  filePath?: string,
+): SegmentStoreError {
+  const errno = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return new SegmentStoreError(
+    'KAFKA_STORAGE_ERROR',
+    errno === undefined ? message : `${message}: ${errno}`,
+    { cause, ...(filePath === undefined ? {} : { filePath }) },
+  );
+}

@@ -1,0 +1,66 @@
+// A slice is what a read of the log returns: a byte range of an open segment file, not the
+// bytes themselves, so the fetch path can hand it to sendfile(2) and the bytes never enter
+// JavaScript (Kafka's FileRecords.slice). A slice does not own its file: whoever opened the
+// file keeps it open until every transfer of a slice of it has settled.
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+import { FileTruncatedError, SegmentStoreError } from './errors';
+
+const fstat = promisify(fs.fstat);
+
+/** An open, readable segment file: the descriptor to read and the path to name in errors. */
+export interface SegmentFileHandle {
+  readonly fd: number;
+  readonly path: string;
+}
+
+/** `sizeBytes` bytes of `file`, starting at byte `position`. */
+export interface FileSlice {
+  readonly file: SegmentFileHandle;
+  readonly position: number;
+  readonly sizeBytes: number;
+}
+
+/**
+ * Throws FileTruncatedError when the file no longer reaches the end of the slice. The log may be
+ * truncated (a follower's `truncateTo`, recovery's `trimToValidSize`) between the read that made
+ * the slice and its transfer, so every transfer checks right before its first byte.
+ */
+export async function ensureSliceWithinFile(slice: FileSlice): Promise<void> {
+  let fileSizeBytes: number;
+  try {
+    fileSizeBytes = (await fstat(slice.file.fd)).size;
+  } catch (error) {
+    throw new SegmentStoreError(
+      'KAFKA_STORAGE_ERROR',
+      `Cannot stat segment file ${slice.file.path} (fd ${slice.file.fd}) before a transfer`,
+      { cause: error, filePath: slice.file.path },
+    );
+  }
+  if (fileSizeBytes < slice.position + slice.sizeBytes) {
+    throw new FileTruncatedError(slice.file.path, slice, fileSizeBytes);
+  }
+}
+
+/**
+ * The error for a transfer that hit the end of the file at `position`, inside the slice. Almost
+ * always the file was truncated during the transfer; if it has grown back past the slice end
+ * since, the bytes can no longer be trusted to be the ones the slice was read from.
+ */
+export async function sliceEndedEarlyError(
+  slice: FileSlice,
+  position: number,
+): Promise<SegmentStoreError> {
+  try {
+    await ensureSliceWithinFile(slice);
+  } catch (error) {
+    if (error instanceof SegmentStoreError) return error;
+    throw error;
+  }
+  return new SegmentStoreError(
+    'KAFKA_STORAGE_ERROR',
+    `Segment file ${slice.file.path} ended at position ${position}, inside the slice at ` +
+      `position ${slice.position} of ${slice.sizeBytes} bytes, but is long enough again`,
+    { filePath: slice.file.path },
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * The storage under a segment's sparse indexes (Kafka's `AbstractIndex`): fixed-size entries in
+ * ascending order, kept in memory and appended to a file.
+ *
+ * Layout: `<20-digit base offset>.index` or `.timeindex`, a plain array of entries, big-endian,
+ * nothing else: no header, no padding, no preallocation. The file's size is always a multiple of
+ * the entry size when it was written by us.
+ *
+ * Crash story: entries reach the file with positional writes as they are appended, and are made
+ * durable only when the segment is rolled or the log is closed cleanly. After a crash the log
+ * never trusts the index of a segment it recovers; it rebuilds it from the log (`reset` then
+ * appends). For a segment before the recovery point the index is loaded lazily, checked by
+ * `sanityCheck`, and checked again on every lookup by the caller (offset-index.ts).
+ *
+ * Interleaving: one writer (the log's append path holds the log); lookups are synchronous and
+ * see every entry appended before them.
+ */
+import * as fs from 'node:fs';
+import { assert } from '@spool/common';
+
+/** The in-memory copy starts small and doubles, so thousands of idle segments cost little. */
+const initialCapacityBytes = 4096;
+
+export class IndexFile {
+  private fd: number | undefined;
+  private entries: Buffer;
+  private entryCountValue = 0;
+  private loaded: boolean;
+  /** A write to the file failed; the file is deleted at close and rebuilt on the next open. */
+  private fileBroken = false;
+
+  constructor(
+    readonly path: string,
+    readonly entrySizeBytes: number,
+    /** Kafka's segment.index.bytes: the most the file may hold; a full index rolls the segment. */
+    readonly maxSizeBytes: number,
+    options: { create: boolean },
+  ) {
+    assert(maxSizeBytes >= entrySizeBytes, 'an index must hold at least one entry');
+    this.entries = Buffer.alloc(0);
+    if (options.create) {
+      this.fd = fs.openSync(path, 'w+');
+      this.entries = Buffer.alloc(initialCapacityBytes);
+      this.loaded = true;
+    } else {
+      this.loaded = false;
+    }
+  }
+
+  get entryCount(): number {
+    this.ensureLoaded();
+    return this.entryCountValue;
+  }
+
+  get maxEntries(): number {
+    return Math.floor(this.maxSizeBytes / this.entrySizeBytes);
+  }
+
+  get isFull(): boolean {
+    return this.entryCount >= this.maxEntries;
+  }
+
+  /** The entry bytes in memory; valid up to entryCount × entrySizeBytes. */
+  get buffer(): Buffer {
+    this.ensureLoaded();
+    return this.entries;
+  }
+
+  /** Reads the file into memory on first use. A file that is not whole entries is cut to them. */
+  private ensureLoaded(): void {
+    if (this.loaded) return;
+    this.loaded = true;
+    this.fd = fs.openSync(this.path, fs.existsSync(this.path) ? 'r+' : 'w+');
+    const fileSizeBytes = fs.fstatSync(this.fd).size;
+    const usableBytes = Math.min(
+      fileSizeBytes - (fileSizeBytes % this.entrySizeBytes),
+      this.maxSizeBytes,
+    );
+    this.entries = Buffer.alloc(Math.max(initialCapacityBytes, usableBytes));
+    let readBytes = 0;
+    while (readBytes < usableBytes) {
+      const count = fs.readSync(
+        this.fd,
+        this.entries,
+        readBytes,
+        usableBytes - readBytes,
+        readBytes,
+      );
+      if (count === 0) break;
+      readBytes += count;
+    }
+    this.entryCountValue = Math.floor(readBytes / this.entrySizeBytes);
+    if (fileSizeBytes !== this.entryCountValue * this.entrySizeBytes) {
+      fs.ftruncateSync(this.fd, this.entryCountValue * this.entrySizeBytes);
+    }
+  }
+
+  append(entry: Buffer): void {
+    this.ensureLoaded();
+    assert(entry.length === this.entrySizeBytes, 'index entry has the wrong size');
+    assert(!this.isFull, 'append to a full index');
+    const position = this.entryCountValue * this.entrySizeBytes;
+    if (position + this.entrySizeBytes > this.entries.length) {
+      const grown = Buffer.alloc(
+        Math.min(this.entries.length * 2, this.maxSizeBytes + this.entrySizeBytes),
+      );
+      this.entries.copy(grown, 0, 0, position);
+      this.entries = grown;
+    }
+    entry.copy(this.entries, position);
+    this.entryCountValue++;
+    if (this.fileBroken) return;
+    try {
+      fs.writeSync(this.fd!, entry, 0, entry.length, position);
+    } catch {
+      // The index is a cache of the log: a failed write (a full disk) must not fail the append
+      // whose data is already written. The memory copy stays right; the file is removed at close
+      // so that the next open rebuilds it instead of trusting a file with a hole.
+      this.fileBroken = true;
+    }
+  }
+
+  /** Keeps the first `entryCount` entries. */
+  truncateToEntries(entryCount: number): void {
+    this.ensureLoaded();
+    if (entryCount >= this.entryCountValue) return;
+    this.entryCountValue = entryCount;
+    if (this.fileBroken) return;
+    fs.ftruncateSync(this.fd!, entryCount * this.entrySizeBytes);
+  }
+
+  /** Drops every entry, for a rebuild. */
+  reset(): void {
+    this.truncateToEntries(0);
+  }
+
+  async flush(): Promise<void> {
+    if (this.fd === undefined) return;
+    const fd = this.fd;
+    await new Promise<void>((resolve, reject) =>
+      fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+    );
+  }
+
+  flushSync(): void {
+    if (this.fd !== undefined && !this.fileBroken) fs.fdatasyncSync(this.fd);
+  }
+
+  close(): void {
+    if (this.fd !== undefined) fs.closeSync(this.fd);
+    if (this.fileBroken) fs.rmSync(this.path, { force: true });
+    this.fileBroken = false;
+    this.fd = undefined;
+    this.loaded = false;
+    this.entries = Buffer.alloc(0);
+    this.entryCountValue = 0;
+  }
+
+  /** Closes and removes the file. */
+  delete(): void {
+    this.close();
+    fs.rmSync(this.path, { force: true });
+  }
+}

@@ -1,0 +1,818 @@
+/**
+ * A partition's log (Kafka's `UnifiedLog` and `LocalLog`): an ordered list of segments in one
+ * folder, `<topic>-<partition>`, of which only the last, the active segment, takes appends.
+ *
+ * Files in the folder, besides the segments (log-segment.ts):
+ *
+ *   recovery-point-offset-checkpoint  offset below which everything is known to be on disk
+ *   log-start-offset-checkpoint       the log start offset (DeleteRecords and retention move it)
+ *   leader-epoch-checkpoint           epoch → start offset (leader-epoch-cache.ts)
+ *   .clean-shutdown                   present only between a clean close and the next open
+ *
+ * Checkpoints use the format and atomic write of checkpoint-file.ts.
+ *
+ * Crash story:
+ *   1. A clean close flushes every segment and index, writes the checkpoints, then the marker.
+ *      The next open finds the marker, deletes it, trusts the indexes (after sanity checks) and
+ *      reads only the tail of each segment after its last index entry: it does not scan the log.
+ *   2. Without the marker, open recovers every segment from the one holding the recovery point
+ *      on: each batch's framing, CRC and offsets are checked, the first bad batch and everything
+ *      after it (later segments included) is removed, indexes are rebuilt, the recovered files are
+ *      fsynced, and the report says what was cut. Segments before the recovery point were fsynced
+ *      before the recovery point passed them, so they are trusted like in (1).
+ *   3. The recovery point only moves forward after an fdatasync covered it, and backward at once
+ *      (durably) when the log is truncated. A stale checkpoint only makes recovery scan more.
+ *   4. Truncations are fdatasynced before they are reported, so a truncated tail cannot return.
+ *
+ * Interleaving: appends, reads, truncations and retention are synchronous, so none of them ever
+ * sees another half done; one writer per log holds by construction. Flushes are asynchronous:
+ * they hold references to the files they sync, coalesce (one runs at a time and covers every
+ * append before it), and never move the recovery point past a truncation that happened while
+ * they ran. Readers hold references to the files of their slices until they release them.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import {
+  decodeRecordBatch,
+  setBaseOffset,
+  setMaxTimestampAndLogAppendTime,
+  setPartitionLeaderEpoch,
+  splitRecordBatches,
+  type RecordBatchHeader,
+} from '@spool/protocol';
+import { assert } from '@spool/common';
+import { fsyncDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint-file';
+import { OffsetOutOfRangeError, SegmentStoreError, storageError } from './errors';
+import type { FileSlice } from './file-slice';
+import { LeaderEpochCache } from './leader-epoch-cache';
+import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
+import { LogSegment, type BatchInfo } from './log-segment';
+
+export const recoveryPointCheckpointFile = 'recovery-point-offset-checkpoint';
+export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
+export const leaderEpochCheckpointFile = 'leader-epoch-checkpoint';
+export const cleanShutdownFile = '.clean-shutdown';
+
+/** How often a flush also rewrites the recovery-point checkpoint (Kafka's default is 60 s). */
+const recoveryPointCheckpointIntervalMs = 60_000;
+
+export interface RecoveryReport {
+  /** Whether the log was closed cleanly, so nothing was scanned. */
+  readonly clean: boolean;
+  readonly segmentsScanned: number;
+  readonly batchesValid: number;
+  readonly bytesTruncated: number;
+  /** Segments removed whole because they followed the first bad batch. */
+  readonly segmentsDeleted: number;
+  readonly indexesRebuilt: number;
+  readonly logStartOffset: bigint;
+  readonly logEndOffset: bigint;
+  readonly durationMs: number;
+  /** What was wrong, with file and position, one line per problem. */
+  readonly problems: readonly string[];
+}
+
+export interface AppendOptions {
+  /** The leader epoch to stamp on batches (leader appends) or record in the epoch cache. */
+  readonly leaderEpoch: number;
+  /** True on the leader: assign offsets. False on a follower: keep the leader's offsets. */
+  readonly assignOffsets: boolean;
+}
+
+export interface AppendResult {
+  readonly baseOffset: bigint;
+  readonly lastOffset: bigint;
+  /** The time stamped on the batches with LogAppendTime, -1 with CreateTime (as Kafka answers). */
+  readonly logAppendTimeMs: number;
+  readonly batchCount: number;
+  readonly recordCount: number;
+  readonly sizeBytes: number;
+}
+
+export interface ReadOptions {
+  /** Nothing at or above this offset is returned (the high watermark for consumers). */
+  readonly maxOffsetExclusive?: bigint;
+  /** Return the first batch even when it is larger than maxBytes (default true, as Kafka). */
+  readonly minOneBatch?: boolean;
+}
+
+export interface LogReadResult {
+  /** Whole batches, in offset order; empty at the end of the log. */
+  readonly slices: readonly FileSlice[];
+  readonly sizeBytes: number;
+  /** Lets go of the files behind the slices; call once, after the bytes were sent. */
+  release(): void;
+}
+
+export interface LogOpenOptions {
+  readonly config?: Partial<LogConfig>;
+  /** Milliseconds since the epoch; injectable for retention and roll tests. */
+  readonly clock?: () => number;
+  /** Where flushes that nobody awaits report failures. */
+  readonly onBackgroundError?: (error: unknown) => void;
+}
+
+export class Log {
+  private readonly segments: LogSegment[];
+  private readonly epochCache: LeaderEpochCache;
+  private readonly clock: () => number;
+  private readonly onBackgroundError: (error: unknown) => void;
+  private logStartOffsetValue: bigint;
+  private recoveryPointValue: bigint;
+  private lastRecoveryCheckpointMs = 0;
+  private unflushedRecords = 0;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private flushAgain = false;
+  /** Changes on every truncation, so a flush that started before one cannot advance past it. */
+  private truncationGeneration = 0;
+  private closed = false;
+
+  private constructor(
+    readonly directory: string,
+    readonly config: LogConfig,
+    segments: LogSegment[],
+    epochCache: LeaderEpochCache,
+    logStartOffset: bigint,
+    recoveryPoint: bigint,
+    options: LogOpenOptions,
+  ) {
+    this.segments = segments;
+    this.epochCache = epochCache;
+    this.logStartOffsetValue = logStartOffset;
+    this.recoveryPointValue = recoveryPoint;
+    this.clock = options.clock ?? Date.now;
+    this.onBackgroundError = options.onBackgroundError ?? (() => {});
+  }
+
+  /**
+   * Opens the log in `directory` (creating it when absent), recovering it when it was not closed
+   * cleanly. Never throws for bad data in the log: it cuts and reports. Throws for I/O failures.
+   */
+  static async open(
+    directory: string,
+    options: LogOpenOptions = {},
+  ): Promise<{ log: Log; report: RecoveryReport }> {
+    const startedAtMs = Date.now();
+    const config = resolveLogConfig(options.config);
+    fs.mkdirSync(directory, { recursive: true });
+    const baseOffsets = listSegmentBaseOffsets(directory);
+    const markerPath = path.join(directory, cleanShutdownFile);
+    const clean = fs.existsSync(markerPath) && baseOffsets.length > 0;
+    const problems: string[] = [];
+    let segmentsScanned = 0;
+    let batchesValid = 0;
+    let bytesTruncated = 0;
+    let segmentsDeleted = 0;
+    let indexesRebuilt = 0;
+
+    const checkpointedStart = readOffsetCheckpoint(
+      path.join(directory, logStartOffsetCheckpointFile),
+    );
+    const recoveryPoint = clean
+      ? undefined
+      : (readOffsetCheckpoint(path.join(directory, recoveryPointCheckpointFile)) ?? 0n);
+    if (baseOffsets.length === 0) baseOffsets.push(checkpointedStart ?? 0n);
+
+    const segments: LogSegment[] = [];
+    const recovered: LogSegment[] = [];
+    for (const [index, baseOffset] of baseOffsets.entries()) {
+      const exists = fs.existsSync(
+        path.join(directory, `${baseOffset.toString().padStart(20, '0')}.log`),
+      );
+      const segment = exists
+        ? LogSegment.open(directory, baseOffset, config)
+        : LogSegment.create(directory, baseOffset, config);
+      segment.createdAtMs = (options.clock ?? Date.now)();
+      segments.push(segment);
+      const nextBase = baseOffsets[index + 1];
+      const needsRecovery =
+        recoveryPoint !== undefined && (nextBase === undefined || nextBase > recoveryPoint);
+      let recover = needsRecovery;
+      if (!recover) {
+        try {
+          if (segment.loadTrusted().indexesRebuilt) indexesRebuilt++;
+        } catch (error) {
+          if (!(error instanceof SegmentStoreError)) throw error;
+          problems.push(error.message);
+          recover = true;
+        }
+      }
+      if (recover) {
+        const result = segment.recover(batchSizeBytesLimit);
+        segmentsScanned++;
+        indexesRebuilt++;
+        batchesValid += result.batchesValid;
+        bytesTruncated += result.bytesTruncated;
+        recovered.push(segment);
+        if (result.problem !== undefined) {
+          problems.push(result.problem);
+          // Everything after the first bad batch is gone: later segments cannot be trusted to
+          // continue the offsets, so they go too (Kafka does the same).
+          for (const later of baseOffsets.slice(index + 1)) {
+            const doomed = LogSegment.open(directory, later, config);
+            bytesTruncated += doomed.sizeBytes;
+            doomed.delete();
+            segmentsDeleted++;
+          }
+          break;
+        }
+      }
+      // Let the event loop breathe between segments of a long recovery.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (const segment of recovered) {
+      await segment.flush();
+      segment.flushIndexesSync();
+    }
+    if (fs.existsSync(markerPath)) fs.rmSync(markerPath);
+    fsyncDirectory(directory);
+
+    const { cache: epochCache, malformed } = LeaderEpochCache.load(
+      path.join(directory, leaderEpochCheckpointFile),
+    );
+    if (malformed)
+      problems.push(`${leaderEpochCheckpointFile} was malformed; rebuilt from the batches`);
+    for (const segment of malformed ? segments : recovered) assignEpochsFrom(segment, epochCache);
+
+    const logEndOffset = segments.at(-1)!.nextOffset;
+    let logStartOffset = checkpointedStart ?? segments[0]!.baseOffset;
+    if (logStartOffset < segments[0]!.baseOffset) logStartOffset = segments[0]!.baseOffset;
+    const log = new Log(
+      directory,
+      config,
+      segments,
+      epochCache,
+      logStartOffset,
+      logEndOffset,
+      options,
+    );
+    if (logStartOffset > logEndOffset) {
+      // The tail below a DeleteRecords point was lost: start empty there, so deleted records
+      // stay deleted and offsets stay monotonic.
+      problems.push(
+        `log end offset ${logEndOffset} was below the log start offset ${logStartOffset}`,
+      );
+      log.truncateFullyAndStartAt(logStartOffset);
+    }
+    epochCache.truncateFromEnd(log.logEndOffset);
+    epochCache.truncateFromStart(log.logStartOffset);
+    log.writeCheckpoints();
+    return {
+      log,
+      report: {
+        clean,
+        segmentsScanned,
+        batchesValid,
+        bytesTruncated,
+        segmentsDeleted,
+        indexesRebuilt,
+        logStartOffset: log.logStartOffset,
+        logEndOffset: log.logEndOffset,
+        durationMs: Date.now() - startedAtMs,
+        problems,
+      },
+    };
+  }
+
+  get logStartOffset(): bigint {
+    return this.logStartOffsetValue;
+  }
+
+  /** The offset the next appended record gets. */
+  get logEndOffset(): bigint {
+    return this.activeSegment.nextOffset;
+  }
+
+  get recoveryPoint(): bigint {
+    return this.recoveryPointValue;
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  get sizeBytes(): number {
+    return this.segments.reduce((total, segment) => total + segment.sizeBytes, 0);
+  }
+
+  get latestEpoch(): number {
+    return this.epochCache.latestEpoch;
+  }
+
+  /** Base offsets of the segments, oldest first. */
+  segmentBaseOffsets(): bigint[] {
+    return this.segments.map((segment) => segment.baseOffset);
+  }
+
+  private get activeSegment(): LogSegment {
+    return this.segments.at(-1)!;
+  }
+
+  private ensureOpen(): void {
+    if (this.closed)
+      throw new SegmentStoreError('KAFKA_STORAGE_ERROR', `log ${this.directory} is closed`);
+  }
+
+  /**
+   * Appends one or more batches (RecordBatch v2 bytes, back to back). Every batch is validated
+   * before anything is written, so a request with one bad batch writes none of them. On the
+   * leader the batches get offsets and the leader epoch patched in place (never re-encoded);
+   * a follower's batches must continue the log exactly.
+   *
+   *   1. Validate every batch: framing, magic, CRC, fields, max.message.bytes (leader only).
+   *   2. Refuse what cannot fit one segment.
+   *   3. Leader: assign offsets and epoch (and LogAppendTime); follower: check contiguity.
+   *   4. Roll the active segment if this append would overflow it or it is due.
+   *   5. Write, index, record new epochs, schedule a flush by policy.
+   */
+  append(records: Buffer, options: AppendOptions): AppendResult {
+    this.ensureOpen();
+    // 1.
+    const headers = splitRecordBatches(records, {
+      maxBatchSizeBytes: options.assignOffsets ? this.config.maxMessageBytes : batchSizeBytesLimit,
+      origin: options.assignOffsets ? 'client' : 'log',
+    });
+    if (headers.length === 0) {
+      throw new SegmentStoreError(
+        'INVALID_RECORD',
+        `append to ${this.directory} carried no record batches`,
+      );
+    }
+    // 2.
+    if (records.length > this.config.segmentBytes) {
+      throw new SegmentStoreError(
+        'RECORD_BATCH_TOO_LARGE',
+        `append of ${records.length} bytes to ${this.directory} is larger than segment.bytes ${this.config.segmentBytes}`,
+      );
+    }
+    // 3.
+    const logAppendTimeMs =
+      this.config.messageTimestampType === 'LogAppendTime' ? this.clock() : -1;
+    const firstOffset = this.logEndOffset;
+    let nextOffset = firstOffset;
+    let recordCount = 0;
+    for (const header of headers) {
+      if (options.assignOffsets) {
+        setBaseOffset(records, header.position, nextOffset);
+        setPartitionLeaderEpoch(records, header.position, options.leaderEpoch);
+        if (logAppendTimeMs >= 0)
+          setMaxTimestampAndLogAppendTime(records, header.position, BigInt(logAppendTimeMs));
+      } else if (header.baseOffset !== nextOffset) {
+        throw new SegmentStoreError(
+          'UNEXPECTED_APPEND_OFFSET',
+          `follower append to ${this.directory} starts a batch at offset ${header.baseOffset} where ${nextOffset} was expected`,
+        );
+      }
+      nextOffset = header.lastOffset + 1n;
+      recordCount += header.recordCount;
+    }
+    const batches = headers.map(batchInfoOf);
+    const lastOffset = nextOffset - 1n;
+    // 4.
+    this.maybeRoll(
+      records.length,
+      lastOffset,
+      batches.reduce((max, batch) => Math.max(max, batch.maxTimestampMs), -1),
+    );
+    // 5.
+    this.activeSegment.append(records, batches);
+    if (options.assignOffsets) {
+      this.epochCache.assign(options.leaderEpoch, firstOffset);
+    } else {
+      for (const batch of batches)
+        this.epochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
+    }
+    this.unflushedRecords += recordCount;
+    this.scheduleFlushByPolicy();
+    return {
+      baseOffset: firstOffset,
+      lastOffset,
+      logAppendTimeMs,
+      batchCount: headers.length,
+      recordCount,
+      sizeBytes: records.length,
+    };
+  }
+
+  private maybeRoll(
+    appendSizeBytes: number,
+    lastOffset: bigint,
+    incomingMaxTimestampMs: number,
+  ): void {
+    const segment = this.activeSegment;
+    if (segment.isEmpty) return;
+    const ageMs = segment.timeWaitedForRollMs(this.clock(), incomingMaxTimestampMs);
+    if (
+      segment.sizeBytes + appendSizeBytes > this.config.segmentBytes ||
+      ageMs > this.config.segmentMs ||
+      segment.indexesFull ||
+      lastOffset - segment.baseOffset > 0xffffffffn
+    ) {
+      this.roll();
+    }
+  }
+
+  /** Closes the active segment to appends and starts a new one at the log end offset. */
+  roll(): void {
+    this.ensureOpen();
+    const previous = this.activeSegment;
+    if (previous.isEmpty) return;
+    previous.onBecomeInactive();
+    const segment = LogSegment.create(this.directory, this.logEndOffset, this.config);
+    segment.createdAtMs = this.clock();
+    this.segments.push(segment);
+    fsyncDirectory(this.directory);
+    // The closed segment will not change again: make it durable now, off the append path.
+    this.flush().catch(this.onBackgroundError);
+  }
+
+  /**
+   * Reads whole batches from `startOffset`: the batch holding it first, then following ones up
+   * to `maxBytes` (at least one whole batch when there is one and minOneBatch), never any at or
+   * past `maxOffsetExclusive`. Reading at the log end offset returns nothing; outside
+   * [log start offset, log end offset] throws OFFSET_OUT_OF_RANGE.
+   */
+  read(startOffset: bigint, maxBytes: number, options: ReadOptions = {}): LogReadResult {
+    this.ensureOpen();
+    if (startOffset < this.logStartOffset || startOffset > this.logEndOffset) {
+      throw new OffsetOutOfRangeError(
+        this.directory,
+        startOffset,
+        this.logStartOffset,
+        this.logEndOffset,
+      );
+    }
+    assert(Number.isInteger(maxBytes) && maxBytes >= 0, 'maxBytes must be a non-negative integer');
+    const maxOffset =
+      options.maxOffsetExclusive === undefined || options.maxOffsetExclusive > this.logEndOffset
+        ? this.logEndOffset
+        : options.maxOffsetExclusive;
+    const slices: Array<FileSlice & { file: { release(): void } }> = [];
+    let remaining = maxBytes;
+    let offset = startOffset;
+    for (let index = this.segmentIndexFor(startOffset); index < this.segments.length; index++) {
+      const segment = this.segments[index]!;
+      if (segment.baseOffset >= maxOffset || (slices.length > 0 && remaining <= 0)) break;
+      const maxPosition =
+        maxOffset < segment.nextOffset ? segment.positionOf(maxOffset) : segment.sizeBytes;
+      const minOneBatch = (options.minOneBatch ?? true) && slices.length === 0;
+      const range = segment.read(offset, remaining, maxPosition, minOneBatch);
+      if (range !== undefined) {
+        slices.push(segment.slice(range.position, range.sizeBytes));
+        remaining -= range.sizeBytes;
+      }
+      // Continue into the next segment only when this one was read to its end; a batch that did
+      // not fit must stop the read, or the next segment's batches would skip over it.
+      const reachedSegmentEnd =
+        maxPosition === segment.sizeBytes &&
+        (range === undefined
+          ? offset >= segment.nextOffset
+          : range.position + range.sizeBytes === segment.sizeBytes);
+      if (!reachedSegmentEnd) break;
+      offset = segment.nextOffset;
+    }
+    let released = false;
+    return {
+      slices,
+      sizeBytes: slices.reduce((total, slice) => total + slice.sizeBytes, 0),
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const slice of slices) slice.file.release();
+      },
+    };
+  }
+
+  /** Index of the segment that holds `offset`: the last one whose base offset is ≤ it. */
+  private segmentIndexFor(offset: bigint): number {
+    let low = 0;
+    let high = this.segments.length - 1;
+    let found = 0;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      if (this.segments[middle]!.baseOffset <= offset) {
+        found = middle;
+        low = middle + 1;
+      } else {
+        high = middle - 1;
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Kafka's ListOffsets by timestamp: the first offset whose record timestamp is ≥ the target,
+   * with that timestamp; undefined when every record is older. Records are decoded only in the
+   * one batch that holds the answer; a batch whose codec this process lacks answers with its
+   * first offset.
+   */
+  offsetForTimestamp(
+    targetTimestampMs: number,
+  ): { offset: bigint; timestampMs: number } | undefined {
+    this.ensureOpen();
+    for (const segment of this.segments) {
+      if (segment.maxTimestampMs < targetTimestampMs || segment.nextOffset <= this.logStartOffset)
+        continue;
+      const batch = segment.findBatchAtOrAfterTimestamp(targetTimestampMs);
+      if (batch === undefined) continue;
+      const bytes = Buffer.allocUnsafe(batch.sizeBytes);
+      fs.readSync(segment.logFile.fd, bytes, 0, batch.sizeBytes, batch.position);
+      try {
+        const { records } = decodeRecordBatch(bytes, 0, { verifyCrc: false });
+        for (const record of records) {
+          if (
+            Number(record.timestampMs) >= targetTimestampMs &&
+            record.offset >= this.logStartOffset
+          ) {
+            return { offset: record.offset, timestampMs: Number(record.timestampMs) };
+          }
+        }
+      } catch {
+        const offset =
+          batch.baseOffset > this.logStartOffset ? batch.baseOffset : this.logStartOffset;
+        return { offset, timestampMs: batch.maxTimestampMs };
+      }
+    }
+    return undefined;
+  }
+
+  /** Kafka's OffsetsForLeaderEpoch answer from this log. */
+  endOffsetForLeaderEpoch(epoch: number): { epoch: number; endOffset: bigint } {
+    return this.epochCache.endOffsetFor(epoch, this.logEndOffset);
+  }
+
+  /** Epoch → start offset entries, for followers and tests. */
+  leaderEpochEntries(): ReadonlyArray<{ epoch: number; startOffset: bigint }> {
+    return this.epochCache.list();
+  }
+
+  /**
+   * Kafka's DeleteRecords: moves the log start offset up to `offset` (records below become
+   * unreadable) and deletes the segments wholly below it. The caller keeps it ≤ the high
+   * watermark; this refuses anything past the log end offset.
+   */
+  deleteRecordsBefore(offset: bigint): { logStartOffset: bigint; segmentsDeleted: number } {
+    this.ensureOpen();
+    if (offset > this.logEndOffset) {
+      throw new OffsetOutOfRangeError(
+        this.directory,
+        offset,
+        this.logStartOffset,
+        this.logEndOffset,
+      );
+    }
+    if (offset > this.logStartOffset) this.setLogStartOffset(offset);
+    let segmentsDeleted = 0;
+    while (this.segments.length > 1 && this.segments[1]!.baseOffset <= this.logStartOffset) {
+      this.segments.shift()!.delete();
+      segmentsDeleted++;
+    }
+    if (segmentsDeleted > 0) fsyncDirectory(this.directory);
+    return { logStartOffset: this.logStartOffset, segmentsDeleted };
+  }
+
+  private setLogStartOffset(offset: bigint): void {
+    this.logStartOffsetValue = offset;
+    writeOffsetCheckpoint(path.join(this.directory, logStartOffsetCheckpointFile), offset);
+    this.epochCache.truncateFromStart(offset);
+  }
+
+  /**
+   * Retention: deletes closed segments whose newest batch is older than retention.ms, then the
+   * oldest closed segments while the log is larger than retention.bytes. The active segment is
+   * never deleted. Readers of a deleted segment finish with the file they hold.
+   */
+  deleteRetainedSegments(): { segmentsDeleted: number; bytesDeleted: number } {
+    this.ensureOpen();
+    const nowMs = this.clock();
+    let segmentsDeleted = 0;
+    let bytesDeleted = 0;
+    const deleteOldest = (): void => {
+      const segment = this.segments.shift()!;
+      bytesDeleted += segment.sizeBytes;
+      segmentsDeleted++;
+      segment.delete();
+    };
+    if (this.config.retentionMs >= 0) {
+      while (
+        this.segments.length > 1 &&
+        this.largestTimestampOf(this.segments[0]!) < nowMs - this.config.retentionMs
+      ) {
+        deleteOldest();
+      }
+    }
+    if (this.config.retentionBytes >= 0) {
+      let excessBytes = this.sizeBytes - this.config.retentionBytes;
+      while (this.segments.length > 1 && excessBytes >= this.segments[0]!.sizeBytes) {
+        excessBytes -= this.segments[0]!.sizeBytes;
+        deleteOldest();
+      }
+    }
+    if (segmentsDeleted > 0) {
+      fsyncDirectory(this.directory);
+      if (this.segments[0]!.baseOffset > this.logStartOffset)
+        this.setLogStartOffset(this.segments[0]!.baseOffset);
+    }
+    return { segmentsDeleted, bytesDeleted };
+  }
+
+  /** A segment's newest record time; its file's modification time when it has no timestamps. */
+  private largestTimestampOf(segment: LogSegment): number {
+    return segment.maxTimestampMs >= 0 ? segment.maxTimestampMs : fs.statSync(segment.path).mtimeMs;
+  }
+
+  /**
+   * Removes every record at or after `offset` (a follower's divergent tail, KIP-101). A batch
+   * that straddles the offset goes whole. Durable before it returns.
+   */
+  truncateTo(offset: bigint): { bytesTruncated: number } {
+    this.ensureOpen();
+    if (offset >= this.logEndOffset) return { bytesTruncated: 0 };
+    if (offset < this.logStartOffset) {
+      const bytesTruncated = this.sizeBytes;
+      this.truncateFullyAndStartAt(offset);
+      return { bytesTruncated };
+    }
+    this.truncationGeneration++;
+    let bytesTruncated = 0;
+    while (this.segments.length > 1 && this.activeSegment.baseOffset >= offset) {
+      const segment = this.segments.pop()!;
+      bytesTruncated += segment.sizeBytes;
+      segment.delete();
+    }
+    const segment = this.activeSegment;
+    bytesTruncated += segment.truncateTo(offset);
+    fs.fdatasyncSync(segment.logFile.fd);
+    fsyncDirectory(this.directory);
+    if (this.recoveryPointValue > this.logEndOffset) {
+      this.recoveryPointValue = this.logEndOffset;
+      writeOffsetCheckpoint(
+        path.join(this.directory, recoveryPointCheckpointFile),
+        this.recoveryPointValue,
+      );
+    }
+    this.epochCache.truncateFromEnd(this.logEndOffset);
+    // A batch straddling the target goes whole, which can take the end below a DeleteRecords
+    // point; the log is then empty from its end, and nothing deleted becomes readable again.
+    if (this.logStartOffsetValue > this.logEndOffset) this.setLogStartOffset(this.logEndOffset);
+    return { bytesTruncated };
+  }
+
+  /** Deletes everything and starts an empty log at `offset` (a follower far behind the leader). */
+  truncateFullyAndStartAt(offset: bigint): void {
+    this.ensureOpen();
+    assert(offset >= 0n, 'a log cannot start at a negative offset');
+    this.truncationGeneration++;
+    for (const segment of this.segments.splice(0)) segment.delete();
+    this.segments.push(LogSegment.create(this.directory, offset, this.config));
+    fsyncDirectory(this.directory);
+    this.recoveryPointValue = offset;
+    this.logStartOffsetValue = offset;
+    this.epochCache.clear();
+    this.writeCheckpoints();
+  }
+
+  private scheduleFlushByPolicy(): void {
+    if (this.unflushedRecords >= this.config.flushMessages) {
+      this.flush().catch(this.onBackgroundError);
+      return;
+    }
+    if (this.flushTimer === undefined && this.config.flushMs < Number.MAX_SAFE_INTEGER) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flush().catch(this.onBackgroundError);
+      }, this.config.flushMs);
+      this.flushTimer.unref();
+    }
+  }
+
+  /**
+   * Makes every append before the call durable (fdatasync) and advances the recovery point.
+   * Concurrent calls coalesce: one flush runs at a time and the next covers all appends since.
+   */
+  flush(): Promise<void> {
+    if (this.flushing !== undefined) {
+      this.flushAgain = true;
+      return this.flushing.then(() => (this.flushing === undefined ? this.flush() : this.flushing));
+    }
+    this.flushing = this.flushOnce().finally(() => {
+      this.flushing = undefined;
+      if (this.flushAgain) {
+        this.flushAgain = false;
+        this.flush().catch(this.onBackgroundError);
+      }
+    });
+    return this.flushing;
+  }
+
+  private async flushOnce(): Promise<void> {
+    if (this.closed) return;
+    const targetOffset = this.logEndOffset;
+    const generation = this.truncationGeneration;
+    this.unflushedRecords = 0;
+    if (targetOffset <= this.recoveryPointValue) return;
+    const dirty = this.segments.filter((segment) => segment.nextOffset > this.recoveryPointValue);
+    try {
+      await Promise.all(dirty.map((segment) => segment.flush()));
+    } catch (error) {
+      throw storageError(`fdatasync of ${this.directory} failed`, error);
+    }
+    if (generation !== this.truncationGeneration || this.closed) return;
+    if (targetOffset > this.recoveryPointValue) this.recoveryPointValue = targetOffset;
+    const nowMs = Date.now();
+    if (nowMs - this.lastRecoveryCheckpointMs >= recoveryPointCheckpointIntervalMs) {
+      this.lastRecoveryCheckpointMs = nowMs;
+      writeOffsetCheckpoint(
+        path.join(this.directory, recoveryPointCheckpointFile),
+        this.recoveryPointValue,
+      );
+    }
+  }
+
+  private writeCheckpoints(): void {
+    writeOffsetCheckpoint(
+      path.join(this.directory, recoveryPointCheckpointFile),
+      this.recoveryPointValue,
+    );
+    writeOffsetCheckpoint(
+      path.join(this.directory, logStartOffsetCheckpointFile),
+      this.logStartOffsetValue,
+    );
+  }
+
+  /**
+   * Clean close: flush everything, make the indexes durable, write the checkpoints, then the
+   * clean-shutdown marker, so the next open reads no more than each segment's tail.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    clearTimeout(this.flushTimer);
+    await this.flush();
+    this.closed = true;
+    await Promise.all(this.segments.map((segment) => segment.flush()));
+    for (const segment of this.segments) segment.flushIndexesSync();
+    this.recoveryPointValue = this.logEndOffset;
+    this.writeCheckpoints();
+    for (const segment of this.segments) segment.close();
+    const marker = fs.openSync(path.join(this.directory, cleanShutdownFile), 'w');
+    fs.fsyncSync(marker);
+    fs.closeSync(marker);
+    fsyncDirectory(this.directory);
+  }
+
+  /** Closes without the marker (the next open recovers); for tests that simulate a crash. */
+  abandon(): void {
+    if (this.closed) return;
+    clearTimeout(this.flushTimer);
+    this.closed = true;
+    for (const segment of this.segments) segment.close();
+  }
+
+  /** Deletes the whole log folder (the replica was removed from this node). */
+  async delete(): Promise<void> {
+    this.abandon();
+    await fs.promises.rm(this.directory, { recursive: true, force: true });
+  }
+}
+
+function batchInfoOf(header: RecordBatchHeader): BatchInfo {
+  return {
+    baseOffset: header.baseOffset,
+    lastOffset: header.lastOffset,
+    position: header.position,
+    sizeBytes: header.sizeBytes,
+    maxTimestampMs: Number(header.maxTimestampMs),
+    partitionLeaderEpoch: header.partitionLeaderEpoch,
+  };
+}
+
+/** Records the epochs of a segment's batches in the cache (after recovery, or to rebuild it). */
+function assignEpochsFrom(segment: LogSegment, cache: LeaderEpochCache): void {
+  let position = 0;
+  for (;;) {
+    const batch = segment.readBatchAt(position);
+    if (batch === undefined) return;
+    if (batch.partitionLeaderEpoch > cache.latestEpoch)
+      cache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
+    position += batch.sizeBytes;
+  }
+}
+
+/** Base offsets of the .log files, ascending; removes leftovers of interrupted writes. */
+function listSegmentBaseOffsets(directory: string): bigint[] {
+  const names = fs.readdirSync(directory);
+  const logs = new Set<string>();
+  for (const name of names) {
+    if (/^\d{20}\.log$/.test(name)) logs.add(name.slice(0, 20));
+  }
+  for (const name of names) {
+    const orphanIndex = /^(\d{20})\.(index|timeindex)$/.exec(name);
+    if ((orphanIndex !== null && !logs.has(orphanIndex[1]!)) || name.endsWith('.tmp')) {
+      fs.rmSync(path.join(directory, name), { force: true });
+    }
+  }
+  return [...logs]
+    .map((name) => BigInt(name))
+    .sort((left, right) => (left < right ? -1 : left > right ? 1 : 0));
+}
