@@ -80,6 +80,8 @@ export interface ServiceContext<S extends SettingsSchema> {
   onShutdown(step: ShutdownStep): void;
   /** Steps run after gRPC drained: close logs, flush files. */
   onShutdownAfterDrain(step: ShutdownStep): void;
+  /** Runs once the listeners are bound, with their ports (a port setting of 0 picks one). */
+  afterListen(step: (ports: { grpcPort: number; metricsPort: number }) => Promise<void>): void;
 }
 
 export interface RunningService {
@@ -137,6 +139,7 @@ export async function startService<S extends SettingsSchema>(
   });
   const beforeDrain: ShutdownStep[] = [];
   const afterDrain: ShutdownStep[] = [];
+  const afterListen: Array<(ports: { grpcPort: number; metricsPort: number }) => Promise<void>> = [];
   readiness.require('start-up');
   readiness.onChange((ready) => grpc.setServing(ready));
 
@@ -149,6 +152,7 @@ export async function startService<S extends SettingsSchema>(
       grpc,
       onShutdown: (step) => beforeDrain.push(step),
       onShutdownAfterDrain: (step) => afterDrain.push(step),
+      afterListen: (step) => afterListen.push(step),
     });
   } catch (error) {
     logger.fatal({ err: error }, 'start-up failed');
@@ -162,6 +166,7 @@ export async function startService<S extends SettingsSchema>(
     readiness,
     logger,
   });
+  for (const step of afterListen) await step({ grpcPort, metricsPort: operations.port });
   readiness.satisfy('start-up');
   logger.info(
     { event: 'started', grpcPort, metricsPort: operations.port },

@@ -23,6 +23,15 @@ describe('MetadataKeys', () => {
     expect(keys.parsePartition(keys.broker(1))).toBeUndefined();
   });
 
+  it('parses broker and topic keys back', () => {
+    expect(keys.parseBroker(keys.broker(12))).toBe(12);
+    expect(keys.parseBroker(keys.topic('x'))).toBeUndefined();
+    expect(keys.parseTopic(keys.topic('orders'))).toBe('orders');
+    expect(keys.parseTopic(keys.partition('orders', 1))).toBeUndefined();
+    expect(keys.partition('orders', 1).startsWith(keys.partitions('orders'))).toBe(true);
+    expect(keys.partition('orders2', 1).startsWith(keys.partitions('orders'))).toBe(false);
+  });
+
   it('refuses ids and names that would break the layout', () => {
     expect(() => keys.broker(-1)).toThrow(RangeError);
     expect(() => keys.partition('t', 1.5)).toThrow(RangeError);

@@ -6,7 +6,9 @@
  *   /spool/<cluster>/brokers/<brokerId>                          registration (lease-bound)
  *   /spool/<cluster>/topics/<topic>                              topic id, configs
  *   /spool/<cluster>/topics/<topic>/partitions/<partition>       leader, epochs, ISR
- *   /spool/<cluster>/controller                                  the election key
+ *   /spool/<cluster>/cluster                                     cluster id
+ *   /spool/<cluster>/controller/<candidate lease>                controller election (lease-bound)
+ *   /spool/<cluster>/producer-ids                                next producer id block
  *
  * Broker ids and partitions are zero-padded to ten digits so lexical order is numeric order.
  */
@@ -39,11 +41,39 @@ export class MetadataKeys {
   }
 
   partition(topic: string, partition: number): string {
-    return `${this.topic(topic)}/partitions/${padded(partition)}`;
+    return `${this.partitions(topic)}${padded(partition)}`;
   }
 
+  /** The election prefix: each controller candidate's key lives under it. */
   controller(): string {
-    return `${this.root}controller`;
+    return `${this.root}controller/`;
+  }
+
+  cluster(): string {
+    return `${this.root}cluster`;
+  }
+
+  producerIds(): string {
+    return `${this.root}producer-ids`;
+  }
+
+  /** The prefix of a topic's partition keys (never matches another topic's, unlike `topic()`). */
+  partitions(topic: string): string {
+    return `${this.topic(topic)}/partitions/`;
+  }
+
+  /** Reads the broker id back from a broker key, or undefined for other keys. */
+  parseBroker(key: string): number | undefined {
+    if (!key.startsWith(this.brokers())) return undefined;
+    const match = /^(\d{10})$/.exec(key.slice(this.brokers().length));
+    return match === null ? undefined : Number(match[1]);
+  }
+
+  /** Reads the topic name back from a topic key (not a partition key), or undefined. */
+  parseTopic(key: string): string | undefined {
+    if (!key.startsWith(this.topics())) return undefined;
+    const rest = key.slice(this.topics().length);
+    return rest.includes('/') || rest === '' ? undefined : rest;
   }
 
   /** Reads the topic and partition back from a partition key, or undefined for other keys. */

@@ -1,0 +1,363 @@
+/**
+ * The `etcd` metadata store: production, replicated, highly available. A thin mapping onto
+ * etcd's v3 API through the `etcd3` client's RPC layer:
+ *
+ *   get, getPrefix        Range (linearizable), with the header revision it was read at
+ *   put, delete           Put (with lease), DeleteRange
+ *   transaction           Txn: `absent` is version == 0, the revision compares are Create/Mod,
+ *                         `value` is Value; put/delete/deletePrefix are RequestOps
+ *   watchPrefix           a Watch stream from afterRevision + 1 (etcd-watch.ts)
+ *   grantLease            LeaseGrant plus our keepalive loop (etcd-lease.ts)
+ *   campaign, leader      the election recipe over these primitives (election.ts)
+ *
+ * Every unary call has a deadline of `requestTimeoutMs`. Failures become MetadataStoreErrors.
+ * Reads and lease calls are retried on another endpoint when the failure was the network's;
+ * writes are retried only when the request provably never left this process (no connection), so
+ * a retry can never apply a write twice; otherwise the caller gets a retriable
+ * METADATA_STORE_UNAVAILABLE and must re-read before it writes again, as with any etcd client.
+ */
+import { ConfigError, sleep, type Logger } from '@spool/common';
+import { noop as noRetryPolicy, isBrokenCircuitError } from 'cockatiel';
+import {
+  ClientClosedError,
+  CompareResult,
+  CompareTarget,
+  Etcd3,
+  EtcdLeaseInvalidError,
+  GRPCInvalidArgumentError,
+  GRPCOutOfRangeError,
+  isRecoverableError,
+  SortOrder,
+  SortTarget,
+  type ICompare,
+  type IRequestOp,
+} from 'etcd3';
+import { campaign, readLeader } from './election';
+import { EtcdLease } from './etcd-lease';
+import { EtcdPrefixWatch, prefixRange, toKeyValue } from './etcd-watch';
+import { MetadataStoreError } from './errors';
+import type {
+  CampaignOptions,
+  Compare,
+  KeyValue,
+  Leadership,
+  Lease,
+  MetadataStore,
+  Operation,
+  Transaction,
+  TransactionResult,
+  Watch,
+  WatchHandlers,
+} from './metadata-store';
+
+/** Deadline of one unary call; a healthy etcd answers in milliseconds, an election takes ~1 s. */
+export const requestTimeoutMsDefault = 5_000;
+/** Attempts of a call that may be retried (reads, lease calls, writes that never left). */
+const requestAttemptsMax = 3;
+const retryDelayMs = 50;
+/** The largest response accepted from etcd (a whole-cluster getPrefix), bounded all the same. */
+const responseBytesMax = 256 * 1024 * 1024;
+/** How long close() waits for etcd to revoke this process's leases. */
+const closeRevokeTimeoutMs = 2_000;
+
+export interface EtcdMetadataStoreOptions {
+  /** endpoints: etcd client URLs, e.g. ["http://etcd-0.etcd:2379"]. */
+  readonly endpoints: readonly string[];
+  /** requestTimeoutMs: deadline of one call to etcd. */
+  readonly requestTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+export class EtcdMetadataStore implements MetadataStore {
+  private readonly leases = new Set<EtcdLease>();
+  private readonly watches = new Set<EtcdPrefixWatch>();
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly client: Etcd3,
+    readonly endpoints: readonly string[],
+    private readonly requestTimeoutMs: number,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  /** Connects and checks that etcd answers, so a wrong endpoint fails at start-up. */
+  static async connect(options: EtcdMetadataStoreOptions): Promise<EtcdMetadataStore> {
+    if (options.endpoints.length === 0) {
+      throw new ConfigError('endpoints must list at least one etcd client URL');
+    }
+    const requestTimeoutMs = options.requestTimeoutMs ?? requestTimeoutMsDefault;
+    if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs <= 0) {
+      throw new ConfigError(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
+    }
+    const client = new Etcd3({
+      hosts: [...options.endpoints],
+      // Streams (watch, keepalive) live as long as they are used; unary calls get a deadline.
+      defaultCallOptions: (context) =>
+        context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs },
+      // Retries are ours (see the header): the client must not repeat a write on its own.
+      faultHandling: { global: noRetryPolicy },
+      // gRPC's default 4 MiB would cap a getPrefix of a large cluster's partitions.
+      grpcOptions: { 'grpc.max_receive_message_length': responseBytesMax },
+    });
+    const store = new EtcdMetadataStore(
+      client,
+      options.endpoints,
+      requestTimeoutMs,
+      options.logger,
+    );
+    try {
+      // A read of a range no key of ours falls in: proves an endpoint answers, costs nothing.
+      await store.getPrefix('\0');
+    } catch (error) {
+      client.close();
+      throw error;
+    }
+    return store;
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    const response = await this.call('get', 'retry', () =>
+      this.client.kv.range({ key: Buffer.from(key) }),
+    );
+    const kv = response.kvs[0];
+    return kv === undefined ? undefined : toKeyValue(kv);
+  }
+
+  async getPrefix(
+    prefix: string,
+  ): Promise<{ readonly entries: readonly KeyValue[]; readonly revision: bigint }> {
+    const response = await this.call('getPrefix', 'retry', () =>
+      this.client.kv.range({
+        ...prefixRange(prefix),
+        sort_order: SortOrder.Ascend,
+        sort_target: SortTarget.Key,
+      }),
+    );
+    return { entries: response.kvs.map(toKeyValue), revision: BigInt(response.header.revision) };
+  }
+
+  async put(key: string, value: Buffer, options: { lease?: bigint } = {}): Promise<bigint> {
+    const response = await this.call('put', 'write', () =>
+      this.client.kv.put({ key: Buffer.from(key), value, lease: String(options.lease ?? 0n) }),
+    );
+    return BigInt(response.header.revision);
+  }
+
+  async delete(key: string): Promise<bigint> {
+    const response = await this.call('delete', 'write', () =>
+      this.client.kv.deleteRange({ key: Buffer.from(key) }),
+    );
+    return BigInt(response.header.revision);
+  }
+
+  async transaction(transaction: Transaction): Promise<TransactionResult> {
+    const response = await this.call('transaction', 'write', () =>
+      this.client.kv.txn({
+        compare: transaction.compares.map(toEtcdCompare),
+        success: transaction.success.map(toEtcdOperation),
+        failure: (transaction.failure ?? []).map(toEtcdOperation),
+      }),
+    );
+    return { succeeded: response.succeeded, revision: BigInt(response.header.revision) };
+  }
+
+  async watchPrefix(
+    prefix: string,
+    afterRevision: bigint,
+    handlers: WatchHandlers,
+  ): Promise<Watch> {
+    const watch = await this.call('watchPrefix', 'retry', () =>
+      EtcdPrefixWatch.start(this.client.watchClient, prefix, afterRevision, handlers, {
+        createTimeoutMs: this.requestTimeoutMs,
+        onEnd: (ended) => this.watches.delete(ended),
+      }),
+    );
+    this.watches.add(watch);
+    return watch;
+  }
+
+  /** etcd counts lease TTLs in whole seconds (and may raise a short one); ttlMs rounds up. */
+  async grantLease(ttlMs: number): Promise<Lease> {
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+      throw new MetadataStoreError(
+        'METADATA_STORE_INVALID_REQUEST',
+        `lease TTL must be a positive integer of milliseconds, got ${ttlMs}`,
+      );
+    }
+    const sentAtMs = Date.now();
+    const response = await this.call('grantLease', 'retry', () =>
+      this.client.leaseClient.leaseGrant({ TTL: Math.ceil(ttlMs / 1000) }),
+    );
+    const lease = new EtcdLease(
+      this.client.leaseClient,
+      BigInt(response.ID),
+      Number(response.TTL),
+      sentAtMs,
+      (id) => this.revokeLease(id),
+      (ended) => this.leases.delete(ended),
+    );
+    if (this.closing !== undefined) {
+      // close() began during the grant and will not see this lease: end it here.
+      await lease.revoke().catch(() => undefined);
+      throw new MetadataStoreError('METADATA_STORE_CLOSED', 'the etcd metadata store is closed');
+    }
+    this.leases.add(lease);
+    return lease;
+  }
+
+  campaign(electionPrefix: string, options: CampaignOptions): Promise<Leadership> {
+    return campaign(this, electionPrefix, options);
+  }
+
+  leader(electionPrefix: string): Promise<{ candidate: string; fencingToken: bigint } | undefined> {
+    return readLeader(this, electionPrefix);
+  }
+
+  /** Compacts etcd's history below `revision` (physically), as an operator would. */
+  async compact(revision: bigint): Promise<void> {
+    await this.call('compact', 'write', () =>
+      this.client.kv.compact({ revision: revision.toString(), physical: true }),
+    );
+  }
+
+  /**
+   * Ends the watches, revokes this process's leases (so their keys vanish now, not a TTL later,
+   * and a standby takes over at once), and closes the connections.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
+    for (const watch of [...this.watches]) await watch.cancel();
+    const revocations = Promise.allSettled([...this.leases].map((lease) => lease.revoke()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      revocations,
+      new Promise((resolve) => (timer = setTimeout(resolve, closeRevokeTimeoutMs))),
+    ]);
+    clearTimeout(timer);
+    this.client.close();
+  }
+
+  private async revokeLease(id: bigint): Promise<void> {
+    try {
+      await this.call('revokeLease', 'retry', () =>
+        this.client.leaseClient.leaseRevoke({ ID: id.toString() }),
+      );
+    } catch (error) {
+      // Already gone (expired, or revoked elsewhere): what revoking wanted.
+      if (!(error instanceof MetadataStoreError && error.code === 'LEASE_LOST')) throw error;
+    }
+  }
+
+  /**
+   * Runs one call to etcd, retrying as the header says, and turns failures into
+   * MetadataStoreErrors. `retry`: safe to repeat; `write`: repeated only if it never left.
+   */
+  private async call<T>(what: string, kind: 'retry' | 'write', run: () => Promise<T>): Promise<T> {
+    if (this.closing !== undefined && what !== 'revokeLease') {
+      throw new MetadataStoreError('METADATA_STORE_CLOSED', 'the etcd metadata store is closed');
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (error) {
+        const retriable = kind === 'retry' ? isNetworkFailure(error) : neverSent(error);
+        if (!retriable || attempt >= requestAttemptsMax || this.closing !== undefined) {
+          throw this.toMetadataStoreError(what, error);
+        }
+        this.logger?.debug({ err: error, attempt }, `etcd ${what} failed; retrying`);
+        await sleep(retryDelayMs * attempt);
+      }
+    }
+  }
+
+  private toMetadataStoreError(what: string, error: unknown): MetadataStoreError {
+    if (error instanceof MetadataStoreError) return error;
+    const message = error instanceof Error ? error.message : String(error);
+    const options = { cause: error };
+    if (error instanceof EtcdLeaseInvalidError) {
+      return new MetadataStoreError('LEASE_LOST', `etcd ${what}: ${message}`, options);
+    }
+    if (error instanceof GRPCInvalidArgumentError || error instanceof GRPCOutOfRangeError) {
+      return new MetadataStoreError(
+        'METADATA_STORE_INVALID_REQUEST',
+        `etcd ${what}: ${message}`,
+        options,
+      );
+    }
+    if (error instanceof ClientClosedError) {
+      return new MetadataStoreError('METADATA_STORE_CLOSED', `etcd ${what}: ${message}`, options);
+    }
+    return new MetadataStoreError(
+      'METADATA_STORE_UNAVAILABLE',
+      `etcd ${what} failed against ${this.endpoints.join(',')}: ${message}`,
+      options,
+    );
+  }
+}
+
+function isNetworkFailure(error: unknown): boolean {
+  return (error instanceof Error && isRecoverableError(error)) || isBrokenCircuitError(error);
+}
+
+/**
+ * Whether a failed call provably never reached etcd: no connection could be made, or every
+ * endpoint's circuit breaker refused it. Only then may a write be repeated.
+ */
+function neverSent(error: unknown): boolean {
+  if (isBrokenCircuitError(error)) return true;
+  return (
+    error instanceof Error &&
+    isRecoverableError(error) &&
+    /No connection established|ECONNREFUSED/.test(error.message)
+  );
+}
+
+function toEtcdCompare(compare: Compare): ICompare {
+  const key = Buffer.from(compare.key);
+  switch (compare.kind) {
+    case 'absent':
+      return { key, target: CompareTarget.Version, result: CompareResult.Equal, version: 0 };
+    case 'createRevision':
+      return {
+        key,
+        target: CompareTarget.Create,
+        result: CompareResult.Equal,
+        create_revision: compare.equals.toString(),
+      };
+    case 'modRevision':
+      return {
+        key,
+        target: CompareTarget.Mod,
+        result: CompareResult.Equal,
+        mod_revision: compare.equals.toString(),
+      };
+    case 'value':
+      return {
+        key,
+        target: CompareTarget.Value,
+        result: CompareResult.Equal,
+        value: compare.equals,
+      };
+  }
+}
+
+function toEtcdOperation(operation: Operation): IRequestOp {
+  switch (operation.kind) {
+    case 'put':
+      return {
+        request_put: {
+          key: Buffer.from(operation.key),
+          value: operation.value,
+          lease: String(operation.lease ?? 0n),
+        },
+      };
+    case 'delete':
+      return { request_delete_range: { key: Buffer.from(operation.key) } };
+    case 'deletePrefix':
+      return { request_delete_range: prefixRange(operation.prefix) };
+  }
+}
