@@ -1,12 +1,86 @@
+import * as os from 'node:os';
 import { startService, type RunningService, type SettingsSchema } from '@spool/common';
-import { protoDescriptorSetPath } from '@spool/protocol';
+import { createMetadataStore, MetadataKeys } from '@spool/metadata';
+import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
+import { ControllerMetrics } from './controller-metrics';
+import { ControllerRole } from './controller-role';
+import { ControllerError } from './controller-errors';
+import { controllerHandlers, type ControllerAccess } from './controller-rpc';
+import { MetadataPublisher } from './metadata-publisher';
 
 /**
- * The controller service: the cluster's brain. It owns brokers, topics, partitions, leaders, ISR and epochs in the metadata store and pushes every change to the other services.
+ * The controller service: the cluster's brain. It owns brokers, topics, partitions, leaders, ISR
+ * and epochs in the metadata store and pushes every change to the other services.
  */
-export const controllerSettings = {} as const satisfies SettingsSchema;
+export const controllerSettings = {
+  metadataBackend: {
+    type: 'string',
+    default: 'local',
+    choices: ['local', 'etcd'],
+    description: 'Where cluster metadata lives: a local file (one controller) or etcd (several).',
+  },
+  metadataPath: {
+    type: 'string',
+    default: '.spool/controller/metadata.journal',
+    description: "The local backend's file.",
+  },
+  etcdEndpoints: {
+    type: 'list',
+    default: ['127.0.0.1:2379'],
+    description: 'etcd client endpoints (host:port), for the etcd backend.',
+  },
+  clusterName: {
+    type: 'string',
+    default: 'spool',
+    pattern: /^[a-zA-Z0-9._-]{1,64}$/,
+    description: "Names this cluster's keys in the metadata store, so clusters can share one etcd.",
+  },
+  controllerLeaseTtlMs: {
+    type: 'integer',
+    default: 5_000,
+    min: 2_000,
+    max: 120_000,
+    description: "How long the active controller's election lease outlives its last renewal.",
+  },
+  brokerSessionTimeoutMs: {
+    type: 'integer',
+    default: 9_000,
+    min: 200,
+    max: 600_000,
+    description: "A broker silent this long is fenced (Kafka's broker.session.timeout.ms).",
+  },
+  defaultReplicationFactor: {
+    type: 'integer',
+    default: 1,
+    min: 1,
+    max: 32,
+    description: 'Replication factor of topics created without one (default.replication.factor).',
+  },
+  numPartitions: {
+    type: 'integer',
+    default: 1,
+    min: 1,
+    max: 10_000,
+    description: 'Partition count of topics created without one (num.partitions).',
+  },
+  autoLeaderRebalanceEnable: {
+    type: 'boolean',
+    default: true,
+    description: 'Move leadership back to preferred replicas (auto.leader.rebalance.enable).',
+  },
+  leaderImbalanceCheckIntervalMs: {
+    type: 'integer',
+    default: 5_000,
+    min: 100,
+    max: 3_600_000,
+    description: 'How often preferred leaders are restored.',
+  },
+} as const satisfies SettingsSchema;
 
 export const controllerDefaultPorts = { grpcPort: 9093, metricsPort: 9193 } as const;
+
+/** How often the active controller checks broker sessions and offline partitions. */
+const maintenanceIntervalMs = 100;
 
 export function startController(
   options: {
@@ -20,7 +94,78 @@ export function startController(
     settings: controllerSettings,
     defaultPorts: controllerDefaultPorts,
     descriptorSetPaths: [protoDescriptorSetPath],
-    setup: async () => {},
     ...options,
+    setup: async ({
+      config,
+      logger,
+      metrics,
+      readiness,
+      grpc,
+      onShutdown,
+      onShutdownAfterDrain,
+      afterListen,
+    }) => {
+      readiness.require('metadata store');
+      const store = await createMetadataStore(
+        config.metadataBackend === 'etcd'
+          ? { backend: 'etcd', endpoints: config.etcdEndpoints }
+          : { backend: 'local', path: config.metadataPath },
+      );
+      readiness.satisfy('metadata store');
+      const controllerMetrics = new ControllerMetrics(metrics);
+      const publisher = new MetadataPublisher(logger.child({ component: 'metadata-publisher' }));
+      let role: ControllerRole | undefined;
+      // The role starts once the port is known (its address is its name in the election);
+      // until then every call is answered NOT_CONTROLLER.
+      const access: ControllerAccess = {
+        requireActive: () =>
+          role === undefined
+            ? Promise.reject(
+                new ControllerError('NOT_CONTROLLER', 'this controller is still starting'),
+              )
+            : role.requireActive(),
+        activeAddress: async () => (role === undefined ? '' : role.activeAddress()),
+      };
+      const handlers = controllerHandlers(access, publisher);
+      grpc.addService(ControllerServiceService, handlers);
+
+      afterListen(async ({ grpcPort }) => {
+        const host =
+          config.advertisedHost !== ''
+            ? config.advertisedHost
+            : config.host === '0.0.0.0'
+              ? os.hostname()
+              : config.host;
+        role = new ControllerRole(
+          store,
+          new MetadataKeys(config.clusterName),
+          `${host}:${grpcPort}`,
+          {
+            leaseTtlMs: config.controllerLeaseTtlMs,
+            brokerSessionTimeoutMs: config.brokerSessionTimeoutMs,
+            defaultReplicationFactor: config.defaultReplicationFactor,
+            defaultPartitionCount: config.numPartitions,
+            maintenanceIntervalMs,
+            autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
+            leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalMs,
+          },
+          logger.child({ component: 'controller-role' }),
+          controllerMetrics,
+        );
+        role.onChange((active, state) => {
+          controllerMetrics.setView(state);
+          if (active === undefined) publisher.endAll();
+        });
+        const running = role
+          .run()
+          .catch((error: unknown) => logger.fatal({ err: error }, 'controller role failed'));
+        onShutdown(async () => {
+          await role!.stop();
+          publisher.endAll();
+          await running;
+        });
+      });
+      onShutdownAfterDrain(() => store.close());
+    },
   });
 }

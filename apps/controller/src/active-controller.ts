@@ -1,0 +1,76 @@
+/**
+ * The controller while it leads: the command queue, broker lifecycles and the periodic
+ * maintenance that fences silent brokers and runs automatic elections. It exists only between
+ * winning an election and losing it; a new leadership gets a new ActiveController built from a
+ * fresh read of the store.
+ */
+import type { Logger } from '@spool/common';
+import { BrokerLifecycle } from './broker-lifecycle';
+import type { ClusterState } from './cluster-state';
+import type { ControllerContext } from './controller-context';
+import { ControllerEventQueue } from './controller-event-queue';
+import type { ControllerMetrics } from './controller-metrics';
+import type { MetadataWriter } from './metadata-writer';
+import { runAutomaticElections } from './partition-commands';
+
+export interface ActiveControllerSettings {
+  readonly brokerSessionTimeoutMs: number;
+  readonly defaultReplicationFactor: number;
+  readonly defaultPartitionCount: number;
+  /** How often sessions and offline partitions are checked. */
+  readonly maintenanceIntervalMs: number;
+  /** Kafka's auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds. */
+  readonly autoLeaderRebalanceEnable: boolean;
+  readonly leaderImbalanceCheckIntervalMs: number;
+}
+
+export class ActiveController {
+  readonly queue = new ControllerEventQueue();
+  readonly brokers: BrokerLifecycle;
+  readonly context: ControllerContext;
+  private timer: NodeJS.Timeout | undefined;
+  private lastPreferredElectionMs = Date.now();
+
+  constructor(
+    state: ClusterState,
+    writer: MetadataWriter,
+    logger: Logger,
+    metrics: ControllerMetrics,
+    private readonly settings: ActiveControllerSettings,
+  ) {
+    const liveBrokerIds = (): Set<number> =>
+      new Set([...state.brokers.keys()].filter((brokerId) => this.brokers.isLive(brokerId)));
+    this.context = { state, writer, logger, metrics, settings, liveBrokerIds };
+    this.brokers = new BrokerLifecycle(this.context);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      // Maintenance waits behind client commands, and never queues up behind itself.
+      if (this.queue.pending > 0) return;
+      this.queue
+        .run(() => this.maintain())
+        .catch((error: unknown) => {
+          this.context.logger.warn(
+            { err: error },
+            'controller maintenance failed; retrying next round',
+          );
+        });
+    }, this.settings.maintenanceIntervalMs);
+    this.timer.unref();
+  }
+
+  private async maintain(): Promise<void> {
+    for (const brokerId of this.brokers.expiredBrokers()) await this.brokers.fence(brokerId);
+    const preferredDue =
+      this.settings.autoLeaderRebalanceEnable &&
+      Date.now() - this.lastPreferredElectionMs >= this.settings.leaderImbalanceCheckIntervalMs;
+    if (preferredDue) this.lastPreferredElectionMs = Date.now();
+    await runAutomaticElections(this.context, this.brokers, { preferred: preferredDue });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.queue.close();
+  }
+}

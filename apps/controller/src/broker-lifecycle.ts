@@ -1,0 +1,254 @@
+/**
+ * Brokers' lives as the active controller sees them (Kafka's KRaft model): a storage node
+ * registers with a new incarnation id per process start and receives a broker epoch (larger than
+ * any epoch this id had before; see BrokerRecord); it then heartbeats. A broker silent for `broker.session.timeout.ms` is fenced: in one transaction it is
+ * marked fenced, leaves every ISR it can leave, and loses its leaderships. A broker shutting down
+ * asks first (controlled shutdown) so its leaderships move while it still serves.
+ *
+ * Sessions live in memory: a controller that takes over gives every unfenced broker one full
+ * session timeout to reach it before fencing it.
+ */
+import type { Operation } from '@spool/metadata';
+import type { ControllerContext } from './controller-context';
+import { ControllerError } from './controller-errors';
+import { encodeRecord, type BrokerRecord, type EndpointRecord } from './metadata-records';
+import { removeBroker, type PartitionChange } from './partition-elections';
+import { effectiveTopicConfig } from './topic-configs';
+
+interface BrokerSession {
+  lastHeartbeatMs: number;
+  /** Set by controlled shutdown: the broker still serves, but leads and joins nothing new. */
+  shuttingDown: boolean;
+}
+
+export class BrokerLifecycle {
+  private readonly sessions = new Map<number, BrokerSession>();
+
+  constructor(
+    private readonly context: ControllerContext,
+    private readonly clock: () => number = Date.now,
+  ) {
+    for (const broker of context.state.brokers.values()) {
+      if (!broker.record.fenced)
+        this.sessions.set(broker.record.brokerId, {
+          lastHeartbeatMs: clock(),
+          shuttingDown: false,
+        });
+    }
+  }
+
+  isLive(brokerId: number): boolean {
+    const broker = this.context.state.brokers.get(brokerId);
+    const session = this.sessions.get(brokerId);
+    return (
+      broker !== undefined &&
+      !broker.record.fenced &&
+      session !== undefined &&
+      !session.shuttingDown &&
+      this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
+    );
+  }
+
+  async register(request: {
+    brokerId: number;
+    rack: string;
+    endpoints: readonly EndpointRecord[];
+    incarnationId: string;
+  }): Promise<bigint> {
+    const { brokerId } = request;
+    if (!Number.isInteger(brokerId) || brokerId < 0) {
+      throw new ControllerError(
+        'INVALID_REQUEST',
+        `broker_id is ${brokerId}; it must be a non-negative integer`,
+      );
+    }
+    if (request.incarnationId === '') {
+      throw new ControllerError('INVALID_REQUEST', 'incarnation_id is empty');
+    }
+    for (const endpoint of request.endpoints) {
+      if (
+        endpoint.host === '' ||
+        !Number.isInteger(endpoint.port) ||
+        endpoint.port < 1 ||
+        endpoint.port > 65535
+      ) {
+        throw new ControllerError(
+          'INVALID_REQUEST',
+          `endpoint "${endpoint.name}" has no valid host and port`,
+        );
+      }
+    }
+    const existing = this.context.state.brokers.get(brokerId);
+    const session = this.sessions.get(brokerId);
+    if (
+      existing !== undefined &&
+      !existing.record.fenced &&
+      existing.record.incarnationId !== request.incarnationId &&
+      session !== undefined &&
+      this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
+    ) {
+      throw new ControllerError(
+        'DUPLICATE_BROKER_REGISTRATION',
+        `broker id ${brokerId} is held by a live process (incarnation ${existing.record.incarnationId}); ` +
+          'stop it or give this node another broker.id',
+      );
+    }
+    const keys = this.context.writer.metadataKeys;
+    const brokerEpoch = this.context.state.revision + 1n;
+    const record: BrokerRecord = {
+      brokerId,
+      rack: request.rack,
+      endpoints: request.endpoints,
+      incarnationId: request.incarnationId,
+      brokerEpoch: brokerEpoch.toString(),
+      fenced: false,
+    };
+    await this.context.writer.commit(
+      [this.context.writer.unchangedSince(keys.broker(brokerId), existing?.modRevision)],
+      [{ kind: 'put', key: keys.broker(brokerId), value: encodeRecord(record) }],
+    );
+    this.sessions.set(brokerId, { lastHeartbeatMs: this.clock(), shuttingDown: false });
+    this.context.logger.info({ brokerId, brokerEpoch, rack: request.rack }, 'broker registered');
+    return brokerEpoch;
+  }
+
+  /** Answers whether the broker is fenced (it must register again). */
+  heartbeat(brokerId: number, brokerEpoch: bigint): { fenced: boolean } {
+    const broker = this.context.state.brokers.get(brokerId);
+    if (broker === undefined || broker.brokerEpoch !== brokerEpoch || broker.record.fenced)
+      return { fenced: true };
+    const session = this.sessions.get(brokerId);
+    if (session === undefined)
+      this.sessions.set(brokerId, { lastHeartbeatMs: this.clock(), shuttingDown: false });
+    else session.lastHeartbeatMs = this.clock();
+    return { fenced: false };
+  }
+
+  checkEpoch(brokerId: number, brokerEpoch: bigint): void {
+    const broker = this.context.state.brokers.get(brokerId);
+    if (broker === undefined || broker.brokerEpoch !== brokerEpoch || broker.record.fenced) {
+      throw new ControllerError(
+        'STALE_BROKER_EPOCH',
+        `broker ${brokerId} with epoch ${brokerEpoch} is not registered as such; register again`,
+      );
+    }
+  }
+
+  /** Brokers whose session ran out and that are not fenced yet. */
+  expiredBrokers(): number[] {
+    const expired: number[] = [];
+    for (const broker of this.context.state.brokers.values()) {
+      if (broker.record.fenced) continue;
+      const session = this.sessions.get(broker.record.brokerId);
+      if (
+        session === undefined ||
+        this.clock() - session.lastHeartbeatMs > this.context.settings.brokerSessionTimeoutMs
+      ) {
+        expired.push(broker.record.brokerId);
+      }
+    }
+    return expired;
+  }
+
+  /** Fences a silent broker: one transaction marks it and moves everything it held. */
+  async fence(brokerId: number): Promise<void> {
+    const broker = this.context.state.brokers.get(brokerId);
+    if (broker === undefined || broker.record.fenced) return;
+    const keys = this.context.writer.metadataKeys;
+    const moved = this.partitionChanges(brokerId, () => true);
+    await this.context.writer.commit(
+      [
+        this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision),
+        ...moved.map((change) =>
+          this.context.writer.unchangedSince(change.key, change.modRevision),
+        ),
+      ],
+      [
+        {
+          kind: 'put',
+          key: keys.broker(brokerId),
+          value: encodeRecord({ ...broker.record, fenced: true }),
+        },
+        ...moved.map((change): Operation => ({
+          kind: 'put',
+          key: change.key,
+          value: encodeRecord(change.change.record),
+        })),
+      ],
+    );
+    this.sessions.delete(brokerId);
+    this.countElections(moved.map((change) => change.change));
+    this.context.logger.warn(
+      { brokerId, partitionsChanged: moved.length },
+      'broker fenced: its session expired',
+    );
+  }
+
+  /**
+   * Controlled shutdown: moves the broker's leaderships to other live ISR members and takes it
+   * out of ISRs that have other members. Partitions it alone can lead stay with it; they are
+   * returned, and the caller decides whether to wait.
+   */
+  async controlledShutdown(
+    brokerId: number,
+    brokerEpoch: bigint,
+  ): Promise<Array<{ topic: string; partition: number }>> {
+    this.checkEpoch(brokerId, brokerEpoch);
+    const session = this.sessions.get(brokerId);
+    if (session !== undefined) session.shuttingDown = true;
+    const moved = this.partitionChanges(brokerId, (change) => change.record.leader !== -1);
+    if (moved.length > 0) {
+      await this.context.writer.commit(
+        moved.map((change) => this.context.writer.unchangedSince(change.key, change.modRevision)),
+        moved.map((change): Operation => ({
+          kind: 'put',
+          key: change.key,
+          value: encodeRecord(change.change.record),
+        })),
+      );
+      this.countElections(moved.map((change) => change.change));
+    }
+    const remaining: Array<{ topic: string; partition: number }> = [];
+    for (const partition of this.context.state.allPartitions()) {
+      if (partition.record.leader === brokerId)
+        remaining.push({ topic: partition.topic, partition: partition.partition });
+    }
+    this.context.logger.info(
+      { brokerId, moved: moved.length, remaining: remaining.length },
+      'controlled shutdown',
+    );
+    return remaining;
+  }
+
+  private partitionChanges(
+    brokerId: number,
+    accept: (change: PartitionChange) => boolean,
+  ): Array<{ key: string; modRevision: bigint; change: PartitionChange }> {
+    const live = this.context.liveBrokerIds();
+    live.delete(brokerId);
+    const keys = this.context.writer.metadataKeys;
+    const changes: Array<{ key: string; modRevision: bigint; change: PartitionChange }> = [];
+    for (const topic of this.context.state.topics.values()) {
+      const unclean =
+        effectiveTopicConfig(topic.record.configs, 'unclean.leader.election.enable') === 'true';
+      for (const partition of topic.partitions.values()) {
+        const change = removeBroker(partition.record, brokerId, live, unclean);
+        if (change !== undefined && accept(change)) {
+          changes.push({
+            key: keys.partition(partition.topic, partition.partition),
+            modRevision: partition.modRevision,
+            change,
+          });
+        }
+      }
+    }
+    return changes;
+  }
+
+  countElections(changes: readonly PartitionChange[]): void {
+    for (const change of changes) {
+      if (change.election !== 'none')
+        this.context.metrics.leaderElections.inc({ type: change.election });
+    }
+  }
+}

@@ -1,0 +1,19 @@
+import type { Logger } from '@spool/common';
+import type { ClusterState } from './cluster-state';
+import type { ControllerMetrics } from './controller-metrics';
+import type { MetadataWriter } from './metadata-writer';
+
+/** What the active controller's commands share. */
+export interface ControllerContext {
+  readonly state: ClusterState;
+  readonly writer: MetadataWriter;
+  readonly logger: Logger;
+  readonly metrics: ControllerMetrics;
+  readonly settings: {
+    readonly brokerSessionTimeoutMs: number;
+    readonly defaultReplicationFactor: number;
+    readonly defaultPartitionCount: number;
+  };
+  /** Brokers that may lead or join an ISR now: registered, unfenced, heartbeating, not leaving. */
+  liveBrokerIds(): Set<number>;
+}

@@ -1,0 +1,278 @@
+/**
+ * The controller's gRPC API: each handler asks the role for the active controller (a standby
+ * answers NOT_CONTROLLER naming the active one), runs writes through the command queue, and
+ * answers per topic with Kafka's error names where Kafka answers per topic.
+ */
+import type { ServerWritableStream } from '@grpc/grpc-js';
+import type {
+  AlterConfigsRequest,
+  AlterConfigsResponse,
+  AlterPartitionRequest,
+  AlterPartitionResponse,
+  BrokerHeartbeatRequest,
+  BrokerHeartbeatResponse,
+  ControlledShutdownRequest,
+  ControlledShutdownResponse,
+  CreatePartitionsRequest,
+  CreatePartitionsResponse,
+  CreateTopicsRequest,
+  CreateTopicsResponse,
+  DeleteTopicsRequest,
+  DeleteTopicsResponse,
+  DescribeClusterResponse,
+  DescribeConfigsRequest,
+  DescribeConfigsResponse,
+  DescribeTopicsRequest,
+  DescribeTopicsResponse,
+  ListTopicsRequest,
+  ListTopicsResponse,
+  ProtoError,
+  RegisterBrokerRequest,
+  RegisterBrokerResponse,
+  WatchMetadataRequest,
+  WatchMetadataResponse,
+} from '@spool/protocol';
+import { ControllerError } from './controller-errors';
+import type { ActiveController } from './active-controller';
+import type { ClusterState } from './cluster-state';
+import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
+import type { MetadataPublisher } from './metadata-publisher';
+import { alterPartition } from './partition-commands';
+import { describeTopicConfigs } from './topic-configs';
+import {
+  alterConfigs,
+  createPartitions,
+  createTopics,
+  deleteTopics,
+  internalTopics,
+  type TopicOutcome,
+} from './topic-commands';
+
+function protoError(error: ControllerError | undefined): ProtoError | undefined {
+  return error === undefined
+    ? undefined
+    : { code: error.code, message: error.message, retriable: error.retriable };
+}
+
+function topicResults(outcomes: readonly TopicOutcome[]) {
+  return outcomes.map((outcome) => ({
+    name: outcome.name,
+    error: protoError(outcome.error),
+    topicId: outcome.topicId ?? '',
+  }));
+}
+
+function requireInt32(value: number, field: string, min: number): void {
+  if (!Number.isInteger(value) || value < min) {
+    throw new ControllerError(
+      'INVALID_REQUEST',
+      `${field} is ${value}; it must be an integer of at least ${min}`,
+    );
+  }
+}
+
+/** How the handlers reach the active controller: the role, once the controller has one. */
+export interface ControllerAccess {
+  requireActive(): Promise<{ controller: ActiveController; state: ClusterState }>;
+  activeAddress(): Promise<string>;
+}
+
+export function controllerHandlers(role: ControllerAccess, publisher: MetadataPublisher) {
+  return {
+    registerBroker: async (request: RegisterBrokerRequest): Promise<RegisterBrokerResponse> => {
+      const { controller } = await role.requireActive();
+      const brokerEpoch = await controller.queue.run(() =>
+        controller.brokers.register({
+          brokerId: request.brokerId,
+          rack: request.rack,
+          endpoints: request.endpoints,
+          incarnationId: request.incarnationId,
+        }),
+      );
+      return { error: undefined, brokerEpoch };
+    },
+
+    brokerHeartbeat: async (request: BrokerHeartbeatRequest): Promise<BrokerHeartbeatResponse> => {
+      const { controller } = await role.requireActive();
+      const { fenced } = controller.brokers.heartbeat(request.brokerId, request.brokerEpoch);
+      return {
+        fenced,
+        error: fenced
+          ? protoError(
+              new ControllerError(
+                'STALE_BROKER_EPOCH',
+                `broker ${request.brokerId} epoch ${request.brokerEpoch} is fenced or stale; register again`,
+              ),
+            )
+          : undefined,
+      };
+    },
+
+    controlledShutdown: async (
+      request: ControlledShutdownRequest,
+    ): Promise<ControlledShutdownResponse> => {
+      const { controller } = await role.requireActive();
+      const remaining = await controller.queue.run(() =>
+        controller.brokers.controlledShutdown(request.brokerId, request.brokerEpoch),
+      );
+      return { error: undefined, remainingPartitions: remaining };
+    },
+
+    createTopics: async (request: CreateTopicsRequest): Promise<CreateTopicsResponse> => {
+      const { controller } = await role.requireActive();
+      const outcomes = await controller.queue.run(() =>
+        createTopics(
+          controller.context,
+          request.topics.map((topic) => ({
+            name: topic.name,
+            partitionCount: topic.numPartitions,
+            replicationFactor: topic.replicationFactor,
+            configs: topic.configs,
+          })),
+          request.validateOnly,
+        ),
+      );
+      return { results: topicResults(outcomes) };
+    },
+
+    deleteTopics: async (request: DeleteTopicsRequest): Promise<DeleteTopicsResponse> => {
+      const { controller } = await role.requireActive();
+      const outcomes = await controller.queue.run(() =>
+        deleteTopics(controller.context, request.names),
+      );
+      return { results: topicResults(outcomes) };
+    },
+
+    createPartitions: async (
+      request: CreatePartitionsRequest,
+    ): Promise<CreatePartitionsResponse> => {
+      const { controller } = await role.requireActive();
+      const outcomes = await controller.queue.run(() =>
+        createPartitions(controller.context, request.topics, request.validateOnly),
+      );
+      return { results: topicResults(outcomes) };
+    },
+
+    describeTopics: async (request: DescribeTopicsRequest): Promise<DescribeTopicsResponse> => {
+      const { state } = await role.requireActive();
+      const names = request.names.length === 0 ? [...state.topics.keys()].sort() : request.names;
+      return {
+        topics: names.map((name) => {
+          const topic = state.topics.get(name);
+          return topic === undefined
+            ? {
+                error: protoError(
+                  new ControllerError(
+                    'UNKNOWN_TOPIC_OR_PARTITION',
+                    `topic "${name}" does not exist`,
+                  ),
+                ),
+                topic: { name, topicId: '', partitions: [], configs: [], internal: false },
+              }
+            : { error: undefined, topic: topicMetadataOf(topic) };
+        }),
+      };
+    },
+
+    listTopics: async (request: ListTopicsRequest): Promise<ListTopicsResponse> => {
+      const { state } = await role.requireActive();
+      return {
+        names: [...state.topics.values()]
+          .filter(
+            (topic) =>
+              request.includeInternal ||
+              !(topic.record.internal || internalTopics.has(topic.record.name)),
+          )
+          .map((topic) => topic.record.name)
+          .sort(),
+      };
+    },
+
+    describeConfigs: async (request: DescribeConfigsRequest): Promise<DescribeConfigsResponse> => {
+      const { state } = await role.requireActive();
+      return {
+        results: request.topics.map((name) => {
+          const topic = state.topics.get(name);
+          return topic === undefined
+            ? {
+                topic: name,
+                error: protoError(
+                  new ControllerError(
+                    'UNKNOWN_TOPIC_OR_PARTITION',
+                    `topic "${name}" does not exist`,
+                  ),
+                ),
+                configs: [],
+              }
+            : {
+                topic: name,
+                error: undefined,
+                configs: describeTopicConfigs(topic.record.configs),
+              };
+        }),
+      };
+    },
+
+    alterConfigs: async (request: AlterConfigsRequest): Promise<AlterConfigsResponse> => {
+      const { controller } = await role.requireActive();
+      const outcomes = await controller.queue.run(() =>
+        alterConfigs(controller.context, request.topics, request.validateOnly),
+      );
+      return { results: topicResults(outcomes) };
+    },
+
+    describeCluster: async (): Promise<DescribeClusterResponse> => {
+      const { state } = await role.requireActive();
+      return {
+        clusterId: state.clusterId,
+        controllerId: -1,
+        controllerAddress: await role.activeAddress(),
+        brokers: sortedBrokers(state),
+        metadataVersion: state.revision,
+      };
+    },
+
+    alterPartition: async (request: AlterPartitionRequest): Promise<AlterPartitionResponse> => {
+      requireInt32(request.partition, 'partition', 0);
+      requireInt32(request.brokerId, 'broker_id', 0);
+      const { controller } = await role.requireActive();
+      try {
+        const partition = await controller.queue.run(() =>
+          alterPartition(controller.context, controller.brokers, {
+            brokerId: request.brokerId,
+            brokerEpoch: request.brokerEpoch,
+            topic: request.topic,
+            partition: request.partition,
+            leaderEpoch: request.leaderEpoch,
+            partitionEpoch: request.partitionEpoch,
+            newIsr: request.newIsr,
+          }),
+        );
+        return { error: undefined, partition: partitionMetadataOf(partition) };
+      } catch (error) {
+        if (
+          !(error instanceof ControllerError) ||
+          error.code === 'NOT_CONTROLLER' ||
+          error.code === 'UNAVAILABLE'
+        ) {
+          throw error;
+        }
+        const current = controller.context.state.topics
+          .get(request.topic)
+          ?.partitions.get(request.partition);
+        return {
+          error: protoError(error),
+          partition: current === undefined ? undefined : partitionMetadataOf(current),
+        };
+      }
+    },
+
+    watchMetadata: async (
+      _request: WatchMetadataRequest,
+      call: ServerWritableStream<WatchMetadataRequest, WatchMetadataResponse>,
+    ): Promise<void> => {
+      const { state } = await role.requireActive();
+      await publisher.serve(call, state, await role.activeAddress());
+    },
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * What the controller stores under each metadata key, as JSON (readable with `etcdctl get`).
+ * Offsets and epochs that can pass 2^53 are decimal strings; the rest are plain numbers.
+ * Decoding checks the shape, so a hand-edited or foreign value is reported, not trusted.
+ */
+export interface EndpointRecord {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface BrokerRecord {
+  readonly brokerId: number;
+  readonly rack: string;
+  readonly endpoints: readonly EndpointRecord[];
+  /** Random per process start: tells a restart from a second process claiming the same id. */
+  readonly incarnationId: string;
+  /**
+   * The broker epoch, as a decimal string: one more than the metadata version the controller had
+   * applied when it registered the broker, so each registration of an id has a larger epoch than
+   * every earlier one, across controller failovers too.
+   */
+  readonly brokerEpoch: string;
+  /** Fenced brokers lead nothing and are out of every ISR until they register again. */
+  readonly fenced: boolean;
+}
+
+export interface TopicRecord {
+  readonly name: string;
+  readonly topicId: string;
+  readonly partitionCount: number;
+  readonly configs: Readonly<Record<string, string>>;
+  readonly internal: boolean;
+}
+
+export interface PartitionRecord {
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+  /** -1 when the partition has no leader (offline). */
+  readonly leader: number;
+  readonly leaderEpoch: number;
+  /** Bumped by every change; AlterPartition compares against it. */
+  readonly partitionEpoch: number;
+}
+
+export interface ClusterRecord {
+  readonly clusterId: string;
+}
+
+export const noLeader = -1;
+
+export function encodeRecord(
+  record: BrokerRecord | TopicRecord | PartitionRecord | ClusterRecord,
+): Buffer {
+  return Buffer.from(JSON.stringify(record));
+}
+
+function parse(bytes: Buffer, what: string): Record<string, unknown> {
+  const value = JSON.parse(bytes.toString('utf8')) as unknown;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`${what} record is not a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function isIntegerList(value: unknown): value is number[] {
+  return Array.isArray(value) && value.every((item) => Number.isInteger(item));
+}
+
+export function decodeBrokerRecord(bytes: Buffer): BrokerRecord {
+  const value = parse(bytes, 'broker');
+  if (
+    !Number.isInteger(value['brokerId']) ||
+    typeof value['rack'] !== 'string' ||
+    !Array.isArray(value['endpoints']) ||
+    typeof value['incarnationId'] !== 'string' ||
+    typeof value['brokerEpoch'] !== 'string' ||
+    !/^\d+$/.test(value['brokerEpoch']) ||
+    typeof value['fenced'] !== 'boolean'
+  ) {
+    throw new Error('broker record is missing fields');
+  }
+  return value as unknown as BrokerRecord;
+}
+
+export function decodeTopicRecord(bytes: Buffer): TopicRecord {
+  const value = parse(bytes, 'topic');
+  if (
+    typeof value['name'] !== 'string' ||
+    typeof value['topicId'] !== 'string' ||
+    !Number.isInteger(value['partitionCount']) ||
+    typeof value['configs'] !== 'object' ||
+    typeof value['internal'] !== 'boolean'
+  ) {
+    throw new Error('topic record is missing fields');
+  }
+  return value as unknown as TopicRecord;
+}
+
+export function decodePartitionRecord(bytes: Buffer): PartitionRecord {
+  const value = parse(bytes, 'partition');
+  if (
+    !isIntegerList(value['replicas']) ||
+    !isIntegerList(value['isr']) ||
+    !Number.isInteger(value['leader']) ||
+    !Number.isInteger(value['leaderEpoch']) ||
+    !Number.isInteger(value['partitionEpoch'])
+  ) {
+    throw new Error('partition record is missing fields');
+  }
+  return value as unknown as PartitionRecord;
+}
+
+export function decodeClusterRecord(bytes: Buffer): ClusterRecord {
+  const value = parse(bytes, 'cluster');
+  if (typeof value['clusterId'] !== 'string') throw new Error('cluster record has no clusterId');
+  return value as unknown as ClusterRecord;
+}

@@ -1,0 +1,114 @@
+import { ControllerError } from './controller-errors';
+
+/**
+ * The topic configs Spool knows, with Kafka's names, defaults and validation. Anything else is
+ * refused by name, so a typo never silently does nothing.
+ */
+type ConfigType =
+  | { readonly type: 'long'; readonly min: number; readonly max?: number }
+  | { readonly type: 'int'; readonly min: number; readonly max?: number }
+  | { readonly type: 'boolean' }
+  | { readonly type: 'list'; readonly choices: readonly string[] }
+  | { readonly type: 'string'; readonly choices: readonly string[] };
+
+interface TopicConfigDefinition {
+  readonly default: string;
+  readonly kind: ConfigType;
+}
+
+const int32Max = 2_147_483_647;
+
+export const topicConfigDefinitions: Readonly<Record<string, TopicConfigDefinition>> = {
+  'retention.ms': { default: '604800000', kind: { type: 'long', min: -1 } },
+  'retention.bytes': { default: '-1', kind: { type: 'long', min: -1 } },
+  'segment.bytes': { default: '1073741824', kind: { type: 'int', min: 14, max: int32Max } },
+  'segment.ms': { default: '604800000', kind: { type: 'long', min: 1 } },
+  'cleanup.policy': { default: 'delete', kind: { type: 'list', choices: ['delete', 'compact'] } },
+  'min.insync.replicas': { default: '1', kind: { type: 'int', min: 1, max: int32Max } },
+  'max.message.bytes': { default: '1048588', kind: { type: 'int', min: 0, max: 64 * 1024 * 1024 } },
+  'unclean.leader.election.enable': { default: 'false', kind: { type: 'boolean' } },
+  'message.timestamp.type': {
+    default: 'CreateTime',
+    kind: { type: 'string', choices: ['CreateTime', 'LogAppendTime'] },
+  },
+  'flush.messages': { default: '9223372036854775807', kind: { type: 'long', min: 1 } },
+  'flush.ms': { default: '9223372036854775807', kind: { type: 'long', min: 0 } },
+  'index.interval.bytes': { default: '4096', kind: { type: 'int', min: 0, max: int32Max } },
+};
+
+/** Checks one config and returns its normalized value; throws INVALID_CONFIG naming it. */
+export function validateTopicConfig(name: string, value: string): string {
+  const definition = topicConfigDefinitions[name];
+  if (definition === undefined) {
+    throw new ControllerError('INVALID_CONFIG', `unknown topic config "${name}"`);
+  }
+  const bad = (allowed: string): never => {
+    throw new ControllerError(
+      'INVALID_CONFIG',
+      `invalid value "${value}" for topic config ${name}: ${allowed}`,
+    );
+  };
+  const trimmed = value.trim();
+  const { kind } = definition;
+  switch (kind.type) {
+    case 'long':
+    case 'int': {
+      if (!/^-?\d+$/.test(trimmed)) return bad('expected an integer');
+      const number = BigInt(trimmed);
+      const max = kind.max === undefined ? 9_223_372_036_854_775_807n : BigInt(kind.max);
+      if (number < BigInt(kind.min) || number > max) {
+        return bad(`expected an integer from ${kind.min} to ${max}`);
+      }
+      return number.toString();
+    }
+    case 'boolean': {
+      const lower = trimmed.toLowerCase();
+      if (lower !== 'true' && lower !== 'false') return bad('expected true or false');
+      return lower;
+    }
+    case 'list': {
+      const items = trimmed.split(',').map((item) => item.trim());
+      if (items.length === 0 || items.some((item) => !kind.choices.includes(item))) {
+        return bad(`expected a comma-separated list of ${kind.choices.join(', ')}`);
+      }
+      return items.join(',');
+    }
+    case 'string':
+      if (!kind.choices.includes(trimmed)) return bad(`expected one of ${kind.choices.join(', ')}`);
+      return trimmed;
+  }
+}
+
+/** Validates a set of configs, refusing duplicates; returns the normalized map. */
+export function validateTopicConfigs(
+  entries: ReadonlyArray<{ name: string; value: string }>,
+): Record<string, string> {
+  const configs: Record<string, string> = {};
+  for (const entry of entries) {
+    if (entry.name in configs) {
+      throw new ControllerError('INVALID_CONFIG', `topic config ${entry.name} is given twice`);
+    }
+    configs[entry.name] = validateTopicConfig(entry.name, entry.value);
+  }
+  return configs;
+}
+
+/** Every known config with the topic's value or the default, as DescribeConfigs answers. */
+export function describeTopicConfigs(
+  configs: Readonly<Record<string, string>>,
+): Array<{ name: string; value: string; isDefault: boolean }> {
+  return Object.entries(topicConfigDefinitions).map(([name, definition]) => ({
+    name,
+    value: configs[name] ?? definition.default,
+    isDefault: !(name in configs),
+  }));
+}
+
+export function effectiveTopicConfig(
+  configs: Readonly<Record<string, string>>,
+  name: string,
+): string {
+  const definition = topicConfigDefinitions[name];
+  if (definition === undefined) throw new Error(`no topic config named ${name}`);
+  return configs[name] ?? definition.default;
+}
