@@ -17,7 +17,7 @@ import {
 const services: ServiceName[] = ['controller', 'storage-node', 'coordinator', 'gateway'];
 // The Spool gRPC services each process registers; reflection must list exactly these.
 const servedServices: Record<ServiceName, string[]> = {
-  controller: [],
+  controller: ['spool.v1.ControllerService'],
   'storage-node': [],
   coordinator: [],
   gateway: [],

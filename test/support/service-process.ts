@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 
@@ -61,7 +63,7 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const { child, exited, stdout, stderr } = spawnService(
     name,
-    ['--grpc-port', '0', '--metrics-port', '0', ...argv],
+    ['--grpc-port', '0', '--metrics-port', '0', ...defaultStateArgs(name, argv), ...argv],
     env,
   );
   const deadline = Date.now() + startTimeoutMs;
@@ -85,6 +87,21 @@ export async function startServiceProcess(
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A fresh temporary place for a service's state, unless the test chose one. */
+function defaultStateArgs(name: ServiceName, argv: readonly string[]): string[] {
+  if (
+    name === 'controller' &&
+    !argv.includes('--metadata-path') &&
+    !argv.includes('--metadata-backend')
+  ) {
+    return [
+      '--metadata-path',
+      path.join(mkdtempSync(path.join(tmpdir(), 'spool-metadata-')), 'metadata.journal'),
+    ];
+  }
+  return [];
 }
 
 function parseRecord(line: string): Record<string, unknown> | undefined {

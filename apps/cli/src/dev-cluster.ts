@@ -51,7 +51,18 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
   mkdirSync(dataDirectory, { recursive: true });
 
   const plan: Array<{ role: ServiceName; id: number; argv: string[] }> = [
-    { role: 'controller', id: 0, argv: ['--grpc-port', '0', '--metrics-port', '0'] },
+    {
+      role: 'controller',
+      id: 0,
+      argv: [
+        '--grpc-port',
+        '0',
+        '--metrics-port',
+        '0',
+        '--metadata-path',
+        path.join(dataDirectory, 'controller', 'metadata.journal'),
+      ],
+    },
     { role: 'coordinator', id: 0, argv: ['--grpc-port', '0', '--metrics-port', '0'] },
     ...Array.from({ length: nodes }, (_, id) => ({
       role: 'storage-node' as const,
