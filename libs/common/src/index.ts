@@ -60,3 +60,4 @@ export {
   type ServiceDefinition,
   type RunningService,
 } from './start-service';
+export { ProcessLock, type LockedErrorFactory } from './process-lock';

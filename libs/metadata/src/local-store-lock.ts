@@ -1,104 +1,27 @@
 /**
- * One process per local store file: `<path>.lock` holds the owner's pid as decimal text.
- *
- * Acquiring creates the lock with O_CREAT|O_EXCL, so of two processes starting together exactly
- * one wins. A lock that already exists is held if its pid names a live process (or another open
- * store in this process); a lock whose pid is dead is stale (its owner crashed without removing
- * it) and is taken over: unlinked, then created again exclusively. Like PostgreSQL's
- * postmaster.pid, this leaves one narrow race: two processes that both find the same stale lock
- * at the same moment can both take it over; starting one controller at a time avoids it.
- *
- * The lock is written to a temporary file and hard-linked into place, so its content is complete
- * the moment it exists: an empty or half-written lock never appears.
+ * One process per local store file: `<path>.lock` (see ProcessLock in @spool/common for how it
+ * is taken, and how a stale lock is taken over).
  */
-import * as fs from 'node:fs';
+import { ProcessLock } from '@spool/common';
 import { MetadataStoreError } from './errors';
 
-/** Stale-lock takeovers before giving up: each one lost to another process costs one attempt. */
-const acquireAttemptsMax = 5;
-
-/** Paths this process holds, so a second open in the same process is refused too. */
-const heldInThisProcess = new Set<string>();
-
 export class LocalStoreLock {
-  private released = false;
-
-  private constructor(readonly lockPath: string) {}
+  private constructor(private readonly lock: ProcessLock) {}
 
   /** Takes the lock for the store file, or throws METADATA_STORE_LOCKED naming the owner. */
   static acquire(storePath: string): LocalStoreLock {
-    const lockPath = `${storePath}.lock`;
-    if (heldInThisProcess.has(lockPath)) {
-      throw locked(storePath, process.pid, 'it is already open in this process');
-    }
-    for (let attempt = 1; attempt <= acquireAttemptsMax; attempt++) {
-      if (tryCreate(lockPath)) {
-        heldInThisProcess.add(lockPath);
-        return new LocalStoreLock(lockPath);
-      }
-      const ownerPid = readOwnerPid(lockPath);
-      if (ownerPid !== undefined && ownerPid !== process.pid && isProcessAlive(ownerPid)) {
-        throw locked(storePath, ownerPid, `process ${ownerPid} holds ${lockPath}`);
-      }
-      // A dead owner, or this very pid left over from an earlier run that reused it: stale.
-      fs.rmSync(lockPath, { force: true });
-    }
-    throw locked(storePath, undefined, `the lock ${lockPath} kept changing hands`);
+    return new LocalStoreLock(
+      ProcessLock.acquire(`${storePath}.lock`, (ownerPid, reason) => {
+        const owner = ownerPid === undefined ? '' : ` (owner pid ${ownerPid})`;
+        return new MetadataStoreError(
+          'METADATA_STORE_LOCKED',
+          `cannot open the local metadata store ${storePath}${owner}: ${reason}`,
+        );
+      }),
+    );
   }
 
-  /** Removes the lock if it is still ours. */
   release(): void {
-    if (this.released) return;
-    this.released = true;
-    heldInThisProcess.delete(this.lockPath);
-    if (readOwnerPid(this.lockPath) === process.pid) fs.rmSync(this.lockPath, { force: true });
+    this.lock.release();
   }
-}
-
-function tryCreate(lockPath: string): boolean {
-  const temporaryPath = `${lockPath}.${process.pid}.tmp`;
-  fs.writeFileSync(temporaryPath, `${process.pid}\n`);
-  try {
-    fs.linkSync(temporaryPath, lockPath);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  } finally {
-    fs.rmSync(temporaryPath, { force: true });
-  }
-}
-
-function readOwnerPid(lockPath: string): number | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(lockPath, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  const match = /^(\d{1,10})\n?$/.exec(text);
-  return match === null ? undefined : Number(match[1]);
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function locked(
-  storePath: string,
-  ownerPid: number | undefined,
-  reason: string,
-): MetadataStoreError {
-  const owner = ownerPid === undefined ? '' : ` (owner pid ${ownerPid})`;
-  return new MetadataStoreError(
-    'METADATA_STORE_LOCKED',
-    `cannot open the local metadata store ${storePath}${owner}: ${reason}`,
-  );
 }
