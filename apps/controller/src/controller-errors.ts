@@ -36,7 +36,11 @@ const retriableByCode = {
 export type ControllerErrorCode = keyof typeof retriableByCode;
 
 export class ControllerError extends SpoolError {
-  constructor(code: ControllerErrorCode, message: string, options: { cause?: unknown } = {}) {
+  constructor(
+    code: ControllerErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Readonly<Record<string, string>> } = {},
+  ) {
     super(code, message, { retriable: retriableByCode[code], ...options });
     this.name = 'ControllerError';
   }

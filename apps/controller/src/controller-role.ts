@@ -79,6 +79,7 @@ export class ControllerRole {
       leader === undefined
         ? 'this controller is a standby and no controller is active yet; retry shortly'
         : `this controller is a standby; the active controller is ${leader.candidate}`,
+      leader === undefined ? {} : { details: { activeController: leader.candidate } },
     );
   }
 

@@ -9,16 +9,26 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 export class SpoolError extends Error {
   readonly code: string;
   readonly retriable: boolean;
+  /**
+   * Facts a client acts on, travelling with the error (as `spool-detail-<name>` metadata), such
+   * as `activeController` on NOT_CONTROLLER or `leader` on NOT_LEADER_OR_FOLLOWER.
+   */
+  readonly details: Readonly<Record<string, string>>;
 
   constructor(
     code: string,
     message: string,
-    options: { retriable?: boolean; cause?: unknown } = {},
+    options: {
+      retriable?: boolean;
+      cause?: unknown;
+      details?: Readonly<Record<string, string>>;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SpoolError';
     this.code = code;
     this.retriable = options.retriable ?? false;
+    this.details = options.details ?? {};
   }
 }
 

@@ -19,12 +19,20 @@ import {
  */
 export const errorCodeMetadataKey = 'spool-error-code';
 export const retriableMetadataKey = 'spool-retriable';
+const detailMetadataPrefix = 'spool-detail-';
 
 export function toGrpcStatus(error: unknown): Partial<StatusObject> {
   const metadata = new Metadata();
   if (isCodedError(error)) {
     metadata.set(errorCodeMetadataKey, error.code);
     metadata.set(retriableMetadataKey, String(error.retriable));
+    const details = (error as Partial<SpoolError>).details ?? {};
+    for (const [name, value] of Object.entries(details)) {
+      metadata.set(
+        `${detailMetadataPrefix}${name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`,
+        value,
+      );
+    }
     return {
       code: grpcStatusForCode(error.code, error.retriable),
       details: `${error.code}: ${error.message}`,
@@ -49,7 +57,19 @@ export function fromGrpcError(error: ServiceError): SpoolError {
     const message = error.details.startsWith(prefix)
       ? error.details.slice(prefix.length)
       : error.details;
-    return new SpoolError(code, message, { retriable: retriable === 'true', cause: error });
+    const details: Record<string, string> = {};
+    for (const [key, values] of Object.entries(error.metadata.getMap())) {
+      if (!key.startsWith(detailMetadataPrefix) || typeof values !== 'string') continue;
+      const name = key
+        .slice(detailMetadataPrefix.length)
+        .replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+      details[name] = values;
+    }
+    return new SpoolError(code, message, {
+      retriable: retriable === 'true',
+      cause: error,
+      details,
+    });
   }
   if (error.code === GrpcStatus.DEADLINE_EXCEEDED) {
     return new SpoolError(CommonErrorCode.RequestTimedOut, error.details || 'deadline exceeded', {

@@ -44,6 +44,12 @@ async function startEcho(): Promise<{ server: GrpcServer; client: grpc.Client; e
       if (request.delayMs) await new Promise((resolve) => setTimeout(resolve, request.delayMs));
       if (request.text === 'bad')
         throw new SpoolError('INVALID_TOPIC_EXCEPTION', 'topic name "bad" is invalid');
+      if (request.text === 'moved') {
+        throw new SpoolError('NOT_CONTROLLER', 'standby', {
+          retriable: true,
+          details: { activeController: 'h:1' },
+        });
+      }
       if (request.text === 'crash') throw new TypeError('oops');
       if (calls <= (request.failTimes ?? 0)) {
         throw new SpoolError('NOT_LEADER_OR_FOLLOWER', 'leader moved', { retriable: true });
@@ -71,6 +77,10 @@ describe('gRPC helpers', () => {
     expect((error as SpoolError).code).toBe('INVALID_TOPIC_EXCEPTION');
     expect((error as SpoolError).message).toBe('topic name "bad" is invalid');
     expect((error as SpoolError).retriable).toBe(false);
+    const moved = (await callOnce(client, echo, { text: 'moved' }).catch(
+      (e: unknown) => e,
+    )) as SpoolError;
+    expect(moved.details).toEqual({ activeController: 'h:1' });
     const crash = (await callOnce(client, echo, { text: 'crash' }).catch(
       (e: unknown) => e,
     )) as SpoolError;

@@ -139,7 +139,8 @@ export async function startService<S extends SettingsSchema>(
   });
   const beforeDrain: ShutdownStep[] = [];
   const afterDrain: ShutdownStep[] = [];
-  const afterListen: Array<(ports: { grpcPort: number; metricsPort: number }) => Promise<void>> = [];
+  const afterListen: Array<(ports: { grpcPort: number; metricsPort: number }) => Promise<void>> =
+    [];
   readiness.require('start-up');
   readiness.onChange((ready) => grpc.setServing(ready));
 
