@@ -6,14 +6,18 @@
  * nothing else: no header, no padding, no preallocation. The file's size is always a multiple of
  * the entry size when it was written by us.
  *
- * Crash story: entries reach the file with positional writes as they are appended, and are made
- * durable only when the segment is rolled or the log is closed cleanly. After a crash the log
- * never trusts the index of a segment it recovers; it rebuilds it from the log (`reset` then
- * appends). For a segment before the recovery point the index is loaded lazily, checked by
- * `sanityCheck`, and checked again on every lookup by the caller (offset-index.ts).
+ * Crash story: entries reach the file in groups, with one positional write per
+ * `pendingEntriesBytesMax` of entries and whenever the segment is flushed (`writePending`, which
+ * LogSegment.flush calls before its fdatasync, so the recovery point never passes an entry that
+ * is not in the file), closed or its index made durable; they are made durable only when the log
+ * is closed cleanly. The file is therefore always a prefix of the entries in memory. After a
+ * crash the log never trusts the index of a segment it recovers; it rebuilds it from the log
+ * (`reset` then appends). For a segment before the recovery point the index is loaded lazily,
+ * checked by `sanityCheck`, and checked again on every lookup by the caller (offset-index.ts); a
+ * prefix is a sound index, it only makes lookups past its last entry scan further.
  *
- * Interleaving: one writer (the log's append path holds the log); lookups are synchronous and
- * see every entry appended before them.
+ * Interleaving: one writer (the log's append path holds the log); lookups are synchronous, read
+ * the memory copy, and see every entry appended before them whether or not it reached the file.
  */
 import * as fs from 'node:fs';
 import { assert } from '@spool/common';
@@ -21,10 +25,19 @@ import { assert } from '@spool/common';
 /** The in-memory copy starts small and doubles, so thousands of idle segments cost little. */
 const initialCapacityBytes = 4096;
 
+/**
+ * Entries held back before they are written to the file: one page. A write per entry cost one
+ * more system call per appended batch (about 7 % of an append's CPU time with 16 KiB batches);
+ * grouped, a log of 16 KiB batches writes its offset index once per 8 MiB.
+ */
+const pendingEntriesBytesMax = 4096;
+
 export class IndexFile {
   private fd: number | undefined;
   private entries: Buffer;
   private entryCountValue = 0;
+  /** Entries in the file; those from here to entryCountValue are only in memory. */
+  private fileEntryCount = 0;
   private loaded: boolean;
   /** A write to the file failed; the file is deleted at close and rebuilt on the next open. */
   private fileBroken = false;
@@ -90,6 +103,7 @@ export class IndexFile {
       readBytes += count;
     }
     this.entryCountValue = Math.floor(readBytes / this.entrySizeBytes);
+    this.fileEntryCount = this.entryCountValue;
     if (fileSizeBytes !== this.entryCountValue * this.entrySizeBytes) {
       fs.ftruncateSync(this.fd, this.entryCountValue * this.entrySizeBytes);
     }
@@ -109,9 +123,32 @@ export class IndexFile {
     }
     entry.copy(this.entries, position);
     this.entryCountValue++;
+    if (
+      (this.entryCountValue - this.fileEntryCount) * this.entrySizeBytes >=
+      pendingEntriesBytesMax
+    ) {
+      this.writePending();
+    }
+  }
+
+  /** Writes the entries that are only in memory to the file, in one positional write. */
+  writePending(): void {
+    if (!this.loaded || this.fileEntryCount === this.entryCountValue) return;
+    const start = this.fileEntryCount * this.entrySizeBytes;
+    const end = this.entryCountValue * this.entrySizeBytes;
+    this.fileEntryCount = this.entryCountValue;
     if (this.fileBroken) return;
     try {
-      fs.writeSync(this.fd!, entry, 0, entry.length, position);
+      let written = 0;
+      while (start + written < end) {
+        written += fs.writeSync(
+          this.fd!,
+          this.entries,
+          start + written,
+          end - start - written,
+          start + written,
+        );
+      }
     } catch {
       // The index is a cache of the log: a failed write (a full disk) must not fail the append
       // whose data is already written. The memory copy stays right; the file is removed at close
@@ -125,6 +162,9 @@ export class IndexFile {
     this.ensureLoaded();
     if (entryCount >= this.entryCountValue) return;
     this.entryCountValue = entryCount;
+    // Entries still only in memory are simply dropped; the file is cut only below what it holds.
+    if (entryCount >= this.fileEntryCount) return;
+    this.fileEntryCount = entryCount;
     if (this.fileBroken) return;
     fs.ftruncateSync(this.fd!, entryCount * this.entrySizeBytes);
   }
@@ -136,6 +176,7 @@ export class IndexFile {
 
   async flush(): Promise<void> {
     if (this.fd === undefined) return;
+    this.writePending();
     const fd = this.fd;
     await new Promise<void>((resolve, reject) =>
       fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
@@ -143,10 +184,12 @@ export class IndexFile {
   }
 
   flushSync(): void {
+    this.writePending();
     if (this.fd !== undefined && !this.fileBroken) fs.fdatasyncSync(this.fd);
   }
 
   close(): void {
+    this.writePending();
     if (this.fd !== undefined) fs.closeSync(this.fd);
     if (this.fileBroken) fs.rmSync(this.path, { force: true });
     this.fileBroken = false;
@@ -154,10 +197,13 @@ export class IndexFile {
     this.loaded = false;
     this.entries = Buffer.alloc(0);
     this.entryCountValue = 0;
+    this.fileEntryCount = 0;
   }
 
   /** Closes and removes the file. */
   delete(): void {
+    // Entries about to be deleted need not be written first.
+    this.fileEntryCount = this.entryCountValue;
     this.close();
     fs.rmSync(this.path, { force: true });
   }

@@ -99,7 +99,10 @@ export function logConfigFromTopicConfigs(configs: Readonly<Record<string, strin
         `${bound.name} must be an integer, got "${raw}"`,
       );
     }
-    overrides[bound.key] = Number(raw.trim());
+    // Kafka writes "never" as Long.MAX_VALUE; anything past 2^53 means the same here.
+    const value = BigInt(raw.trim());
+    overrides[bound.key] =
+      value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
   }
   const timestampType = configs['message.timestamp.type'];
   if (timestampType !== undefined) overrides['messageTimestampType'] = timestampType;

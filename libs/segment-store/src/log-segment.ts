@@ -277,16 +277,17 @@ export class LogSegment {
    */
   translateOffset(offset: bigint): BatchInfo | undefined {
     let entry = this.offsetIndex.lookup(offset);
-    if (entry.position > 0 && this.readBatchAt(entry.position)?.baseOffset !== entry.offset) {
+    // The header at the entry is read once: it verifies the entry and starts the scan.
+    let batch = this.readBatchAt(entry.position);
+    if (entry.position > 0 && batch?.baseOffset !== entry.offset) {
       this.rebuildIndexes();
       entry = this.offsetIndex.lookup(offset);
+      batch = this.readBatchAt(entry.position);
     }
-    let position = entry.position;
-    for (;;) {
-      const batch = this.readBatchAt(position);
-      if (batch === undefined || batch.lastOffset >= offset) return batch;
-      position += batch.sizeBytes;
+    while (batch !== undefined && batch.lastOffset < offset) {
+      batch = this.readBatchAt(batch.position + batch.sizeBytes);
     }
+    return batch;
   }
 
   /** Where the batch holding `offset` (or the next one) starts; the segment size past the end. */
@@ -312,24 +313,25 @@ export class LogSegment {
     if (limit >= maxPosition) {
       end = maxPosition;
     } else {
-      // Jump close to the limit with the index, then walk whole batches up to it.
+      // Jump close to the limit with the index, then walk whole batches up to it. A header
+      // already read (the start batch, or the one verifying the entry) is not read again.
       const entry = this.offsetIndex.lookupByPosition(limit);
       end = start.position;
-      if (
-        entry.position > start.position &&
-        this.readBatchAt(entry.position)?.baseOffset === entry.offset
-      ) {
-        end = entry.position;
+      let batch: BatchInfo | undefined = start;
+      if (entry.position > start.position) {
+        const atEntry = this.readBatchAt(entry.position);
+        if (atEntry?.baseOffset === entry.offset) {
+          end = entry.position;
+          batch = atEntry;
+        }
       }
-      for (;;) {
-        const batch = this.readBatchAt(end);
-        if (
-          batch === undefined ||
-          end + batch.sizeBytes > limit ||
-          end + batch.sizeBytes > maxPosition
-        )
-          break;
+      while (
+        batch !== undefined &&
+        end + batch.sizeBytes <= limit &&
+        end + batch.sizeBytes <= maxPosition
+      ) {
         end += batch.sizeBytes;
+        batch = this.readBatchAt(end);
       }
       if (end === start.position && minOneBatch) end = start.position + start.sizeBytes;
     }
@@ -474,6 +476,10 @@ export class LogSegment {
   }
 
   async flush(): Promise<void> {
+    // Index entries are written to their files in groups (index-file.ts); everything this flush
+    // makes durable must have its entries in the files before the recovery point passes it.
+    this.offsetIndex.writePending();
+    this.timeIndex.writePending();
     await this.logFile.flush();
   }
 

@@ -130,7 +130,7 @@ export class Log {
 
   private constructor(
     readonly directory: string,
-    readonly config: LogConfig,
+    private configValue: LogConfig,
     segments: LogSegment[],
     epochCache: LeaderEpochCache,
     logStartOffset: bigint,
@@ -273,6 +273,18 @@ export class Log {
         problems,
       },
     };
+  }
+
+  get config(): LogConfig {
+    return this.configValue;
+  }
+
+  /**
+   * Applies changed topic configs (AlterConfigs). New segment and index sizes apply to segments
+   * created from now on; retention and flush settings apply at their next check.
+   */
+  updateConfig(overrides: Partial<LogConfig>): void {
+    this.configValue = resolveLogConfig({ ...this.configValue, ...overrides });
   }
 
   get logStartOffset(): bigint {

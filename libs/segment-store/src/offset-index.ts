@@ -137,6 +137,11 @@ export class OffsetIndex {
     this.file.flushSync();
   }
 
+  /** Writes entries held in memory to the file, without waiting for the disk. */
+  writePending(): void {
+    this.file.writePending();
+  }
+
   close(): void {
     this.file.close();
   }
@@ -145,22 +150,53 @@ export class OffsetIndex {
     this.file.delete();
   }
 
-  /** Binary search over the u32 field at `fieldPosition` of each entry. */
+  /**
+   * The last entry whose u32 field at `fieldPosition` is ≤ target, or -1 when there is none.
+   *
+   * Interpolation search: offsets and positions grow about evenly along an index, so a guess
+   * from the values lands near the entry and a few probes find it. A binary search takes
+   * log2(entries) probes spread over the whole index, each a likely cache and TLB miss once the
+   * index is large: in the benchmark's 4 GiB log (1 GiB segments, 65,536 entries each) they took
+   * three times as long as in a 100 MiB log, and a read should cost the same however large the
+   * log is. A probe after a guess that did not halve the range bisects, so an unevenly grown
+   * index costs at most about twice a binary search.
+   *
+   *   1. Below the first entry there is none; at or past the last, the last is the answer.
+   *   2. Otherwise keep value(low) ≤ target < value(high) and probe strictly between the two
+   *      until they are neighbours; low is then the answer.
+   */
   private largestEntryAtMost(target: number, fieldPosition: number): number {
     const buffer = this.file.buffer;
+    const valueAt = (index: number): number =>
+      buffer.readUInt32BE(index * offsetIndexEntrySizeBytes + fieldPosition);
+    const count = this.file.entryCount;
+    // 1.
+    if (count === 0 || valueAt(0) > target) return -1;
+    let high = count - 1;
+    let highValue = valueAt(high);
+    if (highValue <= target) return high;
+    // 2.
     let low = 0;
-    let high = this.file.entryCount - 1;
-    let found = -1;
-    while (low <= high) {
-      const middle = (low + high) >>> 1;
-      const value = buffer.readUInt32BE(middle * offsetIndexEntrySizeBytes + fieldPosition);
+    let lowValue = valueAt(low);
+    let bisectNext = false;
+    while (high - low > 1) {
+      const span = high - low;
+      // A damaged index (not yet caught by sanityCheck) may not ascend; bisect through it.
+      const bisect: boolean = bisectNext || highValue <= lowValue;
+      const guess = bisect
+        ? low + (span >>> 1)
+        : low + Math.floor(((target - lowValue) / (highValue - lowValue)) * span);
+      const middle = Math.min(high - 1, Math.max(low + 1, guess));
+      const value = valueAt(middle);
       if (value <= target) {
-        found = middle;
-        low = middle + 1;
+        low = middle;
+        lowValue = value;
       } else {
-        high = middle - 1;
+        high = middle;
+        highValue = value;
       }
+      bisectNext = !bisect && high - low > span / 2;
     }
-    return found;
+    return low;
   }
 }

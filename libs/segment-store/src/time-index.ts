@@ -130,6 +130,11 @@ export class TimeIndex {
     this.file.flushSync();
   }
 
+  /** Writes entries held in memory to the file, without waiting for the disk. */
+  writePending(): void {
+    this.file.writePending();
+  }
+
   close(): void {
     this.file.close();
   }
