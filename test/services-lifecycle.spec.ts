@@ -6,19 +6,23 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/controller-client';
 import {
   spawnService,
   startServiceProcess,
   workspaceRoot,
   type ServiceName,
+  type ServiceProcess,
 } from './support/service-process';
 
 const services: ServiceName[] = ['controller', 'storage-node', 'coordinator', 'gateway'];
 // The Spool gRPC services each process registers; reflection must list exactly these.
 const servedServices: Record<ServiceName, string[]> = {
   controller: ['spool.v1.ControllerService'],
-  'storage-node': [],
+  'storage-node': ['spool.v1.StorageService'],
   coordinator: [],
   gateway: [],
 };
@@ -82,9 +86,36 @@ function listServices(port: number): Promise<string[]> {
   });
 }
 
+// A storage node is ready only once it has the controller's metadata, so it gets a controller.
+let controller: ServiceProcess | undefined;
+beforeAll(async () => {
+  controller = await startServiceProcess('controller');
+});
+afterAll(async () => {
+  controller?.child.kill('SIGTERM');
+  await controller?.exited;
+});
+
+function argsFor(name: ServiceName): string[] {
+  if (name !== 'storage-node') return [];
+  return [
+    '--controller-addresses',
+    `127.0.0.1:${controller!.grpcPort}`,
+    '--data-port',
+    '0',
+    '--broker-id',
+    '0',
+    '--data-dir',
+    mkdtempSync(path.join(tmpdir(), 'spool-lifecycle-')),
+  ];
+}
+
 describe.each(services)('%s process', (name) => {
   it('serves health, reflection, metrics and readiness, then stops cleanly on SIGTERM', async () => {
-    const service = await startServiceProcess(name);
+    const service = await startServiceProcess(name, argsFor(name));
+    await eventually(async () => {
+      expect((await fetch(`http://127.0.0.1:${service.metricsPort}/readyz`)).status).toBe(200);
+    }, 10_000);
     try {
       expect(await checkHealth(service.grpcPort)).toBe('SERVING');
       for (const served of servedServices[name]) {

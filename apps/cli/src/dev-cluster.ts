@@ -15,7 +15,8 @@ interface ClusterProcess {
   readonly role: ServiceName;
   readonly id: number;
   readonly child: ChildProcess;
-  ports?: { grpc: number; metrics: number };
+  ports?: { grpc: number; metrics: number; data?: number };
+  dataPort?: number;
 }
 
 /** How long start-up may take before `spool dev` gives up and stops what it started. */
@@ -50,48 +51,56 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
   const dataDirectory = path.resolve(values['data-dir']);
   mkdirSync(dataDirectory, { recursive: true });
 
-  const plan: Array<{ role: ServiceName; id: number; argv: string[] }> = [
-    {
-      role: 'controller',
-      id: 0,
-      argv: [
-        '--grpc-port',
-        '0',
-        '--metrics-port',
-        '0',
-        '--metadata-path',
-        path.join(dataDirectory, 'controller', 'metadata.journal'),
-      ],
-    },
-    { role: 'coordinator', id: 0, argv: ['--grpc-port', '0', '--metrics-port', '0'] },
-    ...Array.from({ length: nodes }, (_, id) => ({
-      role: 'storage-node' as const,
-      id,
-      argv: ['--grpc-port', '0', '--metrics-port', '0'],
-    })),
-    { role: 'gateway', id: 0, argv: ['--grpc-port', String(gatewayPort), '--metrics-port', '0'] },
-  ];
-  const processes: ClusterProcess[] = plan.map(({ role, id, argv }) => {
+  const ephemeralPorts = ['--grpc-port', '0', '--metrics-port', '0'];
+  const processes: ClusterProcess[] = [];
+  const launch = (role: ServiceName, id: number, argv: string[]): ClusterProcess => {
     const child = spawn(process.execPath, [serviceEntryPoint(role), ...argv], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: process.env,
     });
-    return { role, id, child };
-  });
+    const entry: ClusterProcess = { role, id, child };
+    processes.push(entry);
+    return entry;
+  };
 
   let stopping = false;
   const stopAll = async (): Promise<void> => {
     stopping = true;
     await Promise.all(processes.map((entry) => stopProcess(entry.child)));
   };
-  const started = Promise.all(
-    processes.map((entry) => watchProcess(entry, context, () => stopping)),
-  );
+  // The controller first: everything else is told where it is.
+  const startAll = async (): Promise<void> => {
+    const controller = launch('controller', 0, [
+      ...ephemeralPorts,
+      '--metadata-path',
+      path.join(dataDirectory, 'controller', 'metadata.journal'),
+    ]);
+    await watchProcess(controller, context, () => stopping);
+    const controllerAddress = `127.0.0.1:${controller.ports!.grpc}`;
+    const others = [
+      launch('coordinator', 0, ephemeralPorts),
+      ...Array.from({ length: nodes }, (_, id) =>
+        launch('storage-node', id, [
+          ...ephemeralPorts,
+          '--data-port',
+          '0',
+          '--broker-id',
+          String(id),
+          '--data-dir',
+          path.join(dataDirectory, `storage-${id}`),
+          '--controller-addresses',
+          controllerAddress,
+        ]),
+      ),
+      launch('gateway', 0, ['--grpc-port', String(gatewayPort), '--metrics-port', '0']),
+    ];
+    await Promise.all(others.map((entry) => watchProcess(entry, context, () => stopping)));
+  };
   const timeout = new Promise<'timed-out'>((resolve) =>
     setTimeout(() => resolve('timed-out'), startTimeoutMs).unref(),
   );
   const outcome = await Promise.race([
-    started.then(
+    startAll().then(
       () => 'started' as const,
       () => 'failed' as const,
     ),
@@ -163,13 +172,19 @@ function watchProcess(
           event?: string;
           grpcPort?: number;
           metricsPort?: number;
+          dataPort?: number;
         };
+        if (record.dataPort !== undefined) entry.dataPort = record.dataPort;
         if (
           record.event === 'started' &&
           record.grpcPort !== undefined &&
           record.metricsPort !== undefined
         ) {
-          entry.ports = { grpc: record.grpcPort, metrics: record.metricsPort };
+          entry.ports = {
+            grpc: record.grpcPort,
+            metrics: record.metricsPort,
+            ...(entry.dataPort === undefined ? {} : { data: entry.dataPort }),
+          };
           resolve();
         }
       } catch {

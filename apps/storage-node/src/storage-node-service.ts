@@ -1,12 +1,79 @@
+import * as os from 'node:os';
 import { startService, type RunningService, type SettingsSchema } from '@spool/common';
-import { protoDescriptorSetPath } from '@spool/protocol';
+import {
+  ClusterMetadataCache,
+  StorageServiceService,
+  protoDescriptorSetPath,
+} from '@spool/protocol';
+import { resolveBrokerId } from './broker-identity';
+import { ControllerLink } from './controller-link';
+import { DataDirectory } from './data-directory';
+import { DataPortServer } from './data-port-server';
+import { createFetchHandlers } from './fetch-handler';
+import { ReplicaManager } from './replica-manager';
+import { StorageMetrics } from './storage-metrics';
+import { storageHandlers } from './storage-rpc';
 
 /**
- * The storage-node service: hosts partition replicas on its own disk, takes produce requests for the partitions it leads and serves fetches through its data port.
+ * The storage-node service: hosts partition replicas on its own disk, takes produce requests for
+ * the partitions it leads and serves fetches through its data port.
  */
-export const storageNodeSettings = {} as const satisfies SettingsSchema;
+export const storageNodeSettings = {
+  brokerId: {
+    type: 'integer',
+    default: -1,
+    min: -1,
+    max: 2_147_483_647,
+    description:
+      "This node's broker id; -1 takes it from the StatefulSet ordinal in the host name.",
+  },
+  rack: {
+    type: 'string',
+    default: '',
+    description: 'Rack or zone of this node, for rack-aware replica placement (broker.rack).',
+  },
+  dataDir: {
+    type: 'string',
+    default: '.spool/storage',
+    description: 'Where this node keeps its partition logs (log.dirs); one process per directory.',
+  },
+  controllerAddresses: {
+    type: 'list',
+    default: ['127.0.0.1:9093'],
+    description: 'Controller gRPC addresses (host:port); any of them, the active one is found.',
+  },
+  dataPort: {
+    type: 'integer',
+    default: 9292,
+    min: 0,
+    max: 65535,
+    description: 'Port of the binary data port that serves fetches with sendfile; 0 picks one.',
+  },
+  brokerHeartbeatIntervalMs: {
+    type: 'integer',
+    default: 2_000,
+    min: 50,
+    max: 60_000,
+    description: 'How often this node heartbeats to the controller (broker.heartbeat.interval.ms).',
+  },
+  logRetentionCheckIntervalMs: {
+    type: 'integer',
+    default: 300_000,
+    min: 100,
+    max: 86_400_000,
+    description: 'How often retention deletes old segments (log.retention.check.interval.ms).',
+  },
+  perPartitionMetrics: {
+    type: 'boolean',
+    default: true,
+    description: 'Export per-partition gauges; switch off on nodes with very many partitions.',
+  },
+} as const satisfies SettingsSchema;
 
 export const storageNodeDefaultPorts = { grpcPort: 9092, metricsPort: 9192 } as const;
+
+/** How often high watermarks are written beside the logs (Kafka checkpoints every 5 s). */
+const highWatermarkCheckpointIntervalMs = 5_000;
 
 export function startStorageNode(
   options: {
@@ -20,7 +87,122 @@ export function startStorageNode(
     settings: storageNodeSettings,
     defaultPorts: storageNodeDefaultPorts,
     descriptorSetPaths: [protoDescriptorSetPath],
-    setup: async () => {},
     ...options,
+    setup: async (context) => {
+      const { config, logger, metrics, readiness, grpc } = context;
+      const brokerId = resolveBrokerId(config.brokerId, os.hostname());
+      const nodeLogger = logger.child({ brokerId });
+      const dataDirectory = DataDirectory.open(config.dataDir);
+      const metadata = new ClusterMetadataCache();
+      // The metrics read the replicas at scrape time; the replicas report recoveries to them.
+      const replicaHolder: { manager?: ReplicaManager } = {};
+      const storageMetrics = new StorageMetrics(
+        metrics,
+        () => replicaHolder.manager,
+        dataDirectory,
+        config.perPartitionMetrics,
+      );
+      const replicaManager = new ReplicaManager(
+        brokerId,
+        dataDirectory,
+        metadata,
+        nodeLogger.child({ component: 'replicas' }),
+        {
+          onLogOpened: (_name, report) => {
+            storageMetrics.recoverySegmentsScanned.inc(report.segmentsScanned);
+            storageMetrics.recoveryBytesTruncated.inc(report.bytesTruncated);
+          },
+        },
+      );
+      replicaHolder.manager = replicaManager;
+      const replicas = replicaManager;
+      readiness.require('local logs');
+      const opened = await replicas.openLocalLogs();
+      readiness.satisfy('local logs');
+      nodeLogger.info({ logs: opened, dataDir: config.dataDir }, 'local logs open');
+
+      grpc.addService(
+        StorageServiceService,
+        storageHandlers(
+          () => replicas,
+          (topic, name) => metadata.topicConfig(topic, name),
+          storageMetrics,
+        ),
+      );
+      const dataPort = new DataPortServer({
+        logger: nodeLogger,
+        registry: metrics,
+        handlers: createFetchHandlers({ replicas: () => replicas, metrics: storageMetrics }),
+        onBytesSent: (topic, sizeBytes) => storageMetrics.bytesOut.inc({ topic }, sizeBytes),
+      });
+      const dataPortBound = await dataPort.listen(config.host, config.dataPort);
+
+      readiness.require('metadata');
+      context.afterListen(async ({ grpcPort }) => {
+        const host =
+          config.advertisedHost !== ''
+            ? config.advertisedHost
+            : config.host === '0.0.0.0'
+              ? os.hostname()
+              : config.host;
+        const link = new ControllerLink(
+          {
+            brokerId,
+            rack: config.rack,
+            endpoints: [
+              { name: 'grpc', host, port: grpcPort },
+              { name: 'data', host, port: dataPortBound },
+            ],
+            controllerAddresses: config.controllerAddresses,
+            heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
+          },
+          metadata,
+          nodeLogger.child({ component: 'controller-link' }),
+        );
+        metadata.onChange(() => void replicas.reconcile());
+        void link
+          .start()
+          .catch((error: unknown) => nodeLogger.error({ err: error }, 'controller link failed'));
+        void link.firstSnapshotApplied.then(async () => {
+          await replicas.reconcile();
+          readiness.satisfy('metadata');
+        });
+        nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
+        context.onShutdown(async () => link.stop());
+      });
+
+      const retentionTimer = setInterval(() => {
+        for (const replica of replicas.all()) {
+          try {
+            const deleted = replica.log.deleteRetainedSegments();
+            if (deleted.segmentsDeleted > 0) {
+              nodeLogger.info(
+                { partition: replica.name, ...deleted },
+                'retention deleted segments',
+              );
+              replica.clampHighWatermark();
+            }
+          } catch (error) {
+            nodeLogger.warn({ err: error, partition: replica.name }, 'retention failed');
+          }
+        }
+      }, config.logRetentionCheckIntervalMs);
+      retentionTimer.unref();
+      const checkpointTimer = setInterval(
+        () => replicas.checkpointHighWatermarks(),
+        highWatermarkCheckpointIntervalMs,
+      );
+      checkpointTimer.unref();
+
+      context.onShutdown(async () => {
+        clearInterval(retentionTimer);
+        clearInterval(checkpointTimer);
+      });
+      context.onShutdownAfterDrain(async () => {
+        await dataPort.close(2_000);
+        await replicas.closeAll();
+        dataDirectory.release();
+      });
+    },
   });
 }

@@ -61,3 +61,4 @@ export {
   type RunningService,
 } from './start-service';
 export { ProcessLock, type LockedErrorFactory } from './process-lock';
+export { LeaderChannel, type LeaderChannelOptions } from './leader-channel';

@@ -1,0 +1,175 @@
+/**
+ * This node's control-plane link to the active controller: it registers (a new incarnation id
+ * per process, so a restart is told from an impostor), heartbeats, registers again when the
+ * controller says it was fenced, and follows WatchMetadata into the metadata cache, resuming
+ * after a reconnect and following the active controller wherever it moves.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import {
+  LeaderChannel,
+  backoffMs,
+  callOnce,
+  createGrpcClient,
+  fromGrpcError,
+  sleep,
+  type Logger,
+} from '@spool/common';
+import {
+  ControllerServiceClient,
+  type AlterPartitionRequest,
+  type AlterPartitionResponse,
+  type ClusterMetadataCache,
+  type Endpoint,
+  type WatchMetadataResponse,
+} from '@spool/protocol';
+
+export interface ControllerLinkOptions {
+  readonly brokerId: number;
+  readonly rack: string;
+  readonly endpoints: readonly Endpoint[];
+  readonly controllerAddresses: readonly string[];
+  readonly heartbeatIntervalMs: number;
+}
+
+/** Calls to the controller give up after this, so a dead controller cannot hang a step. */
+const controllerCallDeadlineMs = 5_000;
+
+export class ControllerLink {
+  readonly incarnationId = randomUUID();
+  private brokerEpochValue = -1n;
+  private readonly channel: LeaderChannel<ControllerServiceClient>;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private stream: ClientReadableStream<WatchMetadataResponse> | undefined;
+  private stopped = false;
+  private firstSnapshot: () => void = () => {};
+  readonly firstSnapshotApplied = new Promise<void>((resolve) => (this.firstSnapshot = resolve));
+
+  constructor(
+    private readonly options: ControllerLinkOptions,
+    private readonly metadata: ClusterMetadataCache,
+    private readonly logger: Logger,
+  ) {
+    this.channel = new LeaderChannel(
+      options.controllerAddresses,
+      (address) => createGrpcClient(ControllerServiceClient, address),
+      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController', attempts: 1_000_000 },
+    );
+  }
+
+  get brokerEpoch(): bigint {
+    return this.brokerEpochValue;
+  }
+
+  /** Registers (retrying until a controller answers), then heartbeats and follows metadata. */
+  async start(): Promise<void> {
+    await this.register();
+    this.heartbeatTimer = setInterval(
+      () => void this.heartbeat(),
+      this.options.heartbeatIntervalMs,
+    );
+    this.heartbeatTimer.unref();
+    void this.followMetadata();
+  }
+
+  private async register(): Promise<void> {
+    const response = await this.channel.call((client) =>
+      callOnce(
+        client,
+        client.registerBroker,
+        {
+          brokerId: this.options.brokerId,
+          rack: this.options.rack,
+          endpoints: [...this.options.endpoints],
+          incarnationId: this.incarnationId,
+        },
+        { deadlineMs: controllerCallDeadlineMs },
+      ),
+    );
+    this.brokerEpochValue = response.brokerEpoch;
+    this.logger.info(
+      { brokerEpoch: response.brokerEpoch.toString() },
+      'registered with the controller',
+    );
+  }
+
+  private heartbeating = false;
+
+  private async heartbeat(): Promise<void> {
+    if (this.heartbeating || this.stopped) return;
+    this.heartbeating = true;
+    try {
+      const client = this.channel.client();
+      const response = await callOnce(
+        client,
+        client.brokerHeartbeat,
+        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+        { deadlineMs: this.options.heartbeatIntervalMs },
+      );
+      if (response.fenced) {
+        this.logger.warn('the controller fenced this broker; registering again');
+        await this.register();
+      }
+    } catch (error) {
+      this.channel.follow(error);
+      this.logger.debug({ err: error }, 'heartbeat failed');
+    } finally {
+      this.heartbeating = false;
+    }
+  }
+
+  private async followMetadata(): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt++) {
+      const client = this.channel.client();
+      const ended = await new Promise<unknown>((resolve) => {
+        const stream = client.watchMetadata({ fromVersion: this.metadata.version });
+        this.stream = stream;
+        stream.on('data', (message: WatchMetadataResponse) => {
+          attempt = 0;
+          this.metadata.apply(message);
+          if (message.snapshot) this.firstSnapshot();
+        });
+        stream.on('error', (error) => resolve(fromGrpcError(error as never)));
+        stream.on('end', () => resolve(undefined));
+      });
+      if (this.stopped) return;
+      this.channel.follow(ended);
+      this.logger.debug({ err: ended }, 'metadata stream ended; reconnecting');
+      await sleep(backoffMs(Math.max(1, attempt)));
+    }
+  }
+
+  /** A leader's ISR change, through the active controller (used by replication). */
+  alterPartition(
+    request: Omit<AlterPartitionRequest, 'brokerId' | 'brokerEpoch'>,
+  ): Promise<AlterPartitionResponse> {
+    return this.channel.call((client) =>
+      callOnce(
+        client,
+        client.alterPartition,
+        { ...request, brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+        { deadlineMs: controllerCallDeadlineMs },
+      ),
+    );
+  }
+
+  /** Asks the controller to move this node's leaderships elsewhere before it stops. */
+  async controlledShutdown(): Promise<number> {
+    const response = await this.channel.call((client) =>
+      callOnce(
+        client,
+        client.controlledShutdown,
+        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+        { deadlineMs: controllerCallDeadlineMs },
+      ),
+    );
+    return response.remainingPartitions.length;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.heartbeatTimer);
+    this.stream?.cancel();
+    this.channel.close();
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * One partition replica hosted by this storage node (Kafka's `Partition`): its log, its role
+ * (leader or follower) at a leader epoch, the ISR as the controller last recorded it, and the
+ * high watermark (HW): the offset below which every ISR member has the records, the only ones
+ * consumers may read and the point an acks=all produce waits for.
+ *
+ * The leader keeps each follower's log end offset from its fetches and advances the HW to the
+ * smallest log end offset in the ISR. Followers learn the HW from the leader's fetch responses.
+ *
+ * Interleaving: every method is synchronous except the waits, so a state change is never seen
+ * half done. Waiters (long-poll fetches, acks=all produces) are woken after each append or HW
+ * change and re-check their condition; each wait is bounded by its own timeout.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Log } from '@spool/segment-store';
+import { StorageError } from './storage-errors';
+
+export enum ReplicaRole {
+  Leader = 'leader',
+  Follower = 'follower',
+}
+
+export interface PartitionAssignment {
+  readonly leaderId: number;
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+}
+
+export interface FollowerState {
+  logEndOffset: bigint;
+  /** The last time the follower's fetch reached the leader's log end offset. */
+  lastCaughtUpTimeMs: number;
+  lastFetchTimeMs: number;
+}
+
+/** File in the partition folder holding the HW, so a restart does not expose or hide records. */
+export const highWatermarkFile = 'high-watermark';
+
+export class PartitionReplica {
+  role: ReplicaRole;
+  assignment: PartitionAssignment;
+  private highWatermarkValue: bigint;
+  readonly followers = new Map<number, FollowerState>();
+  private readonly waiters = new Set<() => void>();
+  /** Counts appends, HW moves and role changes, so a long poll can tell whether anything happened. */
+  changeCount = 0;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly log: Log,
+    readonly localBrokerId: number,
+    assignment: PartitionAssignment,
+  ) {
+    this.assignment = assignment;
+    this.role = assignment.leaderId === localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
+    this.highWatermarkValue = readHighWatermark(log);
+  }
+
+  get name(): string {
+    return `${this.topic}-${this.partition}`;
+  }
+
+  get highWatermark(): bigint {
+    return this.highWatermarkValue;
+  }
+
+  get isLeader(): boolean {
+    return this.role === ReplicaRole.Leader;
+  }
+
+  /**
+   * Applies the controller's view. Returns what changed so the caller can start or stop
+   * replication: a new leader epoch means a new term, whatever the role.
+   */
+  applyAssignment(
+    assignment: PartitionAssignment,
+    nowMs: number,
+  ): { epochChanged: boolean; roleChanged: boolean } {
+    const previous = this.assignment;
+    const previousRole = this.role;
+    this.assignment = assignment;
+    this.role =
+      assignment.leaderId === this.localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
+    const epochChanged = assignment.leaderEpoch !== previous.leaderEpoch;
+    if (this.role === ReplicaRole.Leader && (epochChanged || previousRole !== ReplicaRole.Leader)) {
+      // A new term: follower positions are unknown until they fetch again.
+      this.followers.clear();
+      for (const replica of assignment.replicas) {
+        if (replica !== this.localBrokerId) {
+          this.followers.set(replica, {
+            logEndOffset: -1n,
+            lastCaughtUpTimeMs: nowMs,
+            lastFetchTimeMs: 0,
+          });
+        }
+      }
+    }
+    if (this.role === ReplicaRole.Leader) this.maybeAdvanceHighWatermark();
+    this.wake();
+    return { epochChanged, roleChanged: previousRole !== this.role };
+  }
+
+  /** Refuses a request that needs the leader, naming the current one. */
+  ensureLeader(): void {
+    if (this.role !== ReplicaRole.Leader) {
+      throw new StorageError(
+        'NOT_LEADER_OR_FOLLOWER',
+        `broker ${this.localBrokerId} is not the leader of ${this.name}; broker ${this.assignment.leaderId} is`,
+        { details: { leader: String(this.assignment.leaderId) } },
+      );
+    }
+  }
+
+  /** Checks a request's leader epoch against this replica's (-1 skips the check). */
+  checkLeaderEpoch(requestEpoch: number): void {
+    if (requestEpoch < 0 || requestEpoch === this.assignment.leaderEpoch) return;
+    if (requestEpoch < this.assignment.leaderEpoch) {
+      throw new StorageError(
+        'FENCED_LEADER_EPOCH',
+        `leader epoch ${requestEpoch} for ${this.name} is older than the current ${this.assignment.leaderEpoch}`,
+      );
+    }
+    throw new StorageError(
+      'UNKNOWN_LEADER_EPOCH',
+      `leader epoch ${requestEpoch} for ${this.name} is newer than this replica's ${this.assignment.leaderEpoch}`,
+    );
+  }
+
+  /** The leader's HW: the smallest log end offset in the ISR (this replica's own included). */
+  maybeAdvanceHighWatermark(): boolean {
+    if (this.role !== ReplicaRole.Leader) return false;
+    let candidate = this.log.logEndOffset;
+    for (const replica of this.assignment.isr) {
+      if (replica === this.localBrokerId) continue;
+      const follower = this.followers.get(replica);
+      const followerEnd =
+        follower === undefined || follower.logEndOffset < 0n
+          ? this.highWatermarkValue
+          : follower.logEndOffset;
+      if (followerEnd < candidate) candidate = followerEnd;
+    }
+    return this.setHighWatermark(candidate);
+  }
+
+  /** A follower's HW comes from the leader, capped at what this replica has. */
+  updateHighWatermarkAsFollower(leaderHighWatermark: bigint): void {
+    const capped =
+      leaderHighWatermark < this.log.logEndOffset ? leaderHighWatermark : this.log.logEndOffset;
+    this.setHighWatermark(capped);
+  }
+
+  private setHighWatermark(offset: bigint): boolean {
+    let next = offset < this.log.logStartOffset ? this.log.logStartOffset : offset;
+    if (next > this.log.logEndOffset) next = this.log.logEndOffset;
+    if (this.role === ReplicaRole.Leader && next < this.highWatermarkValue) return false;
+    if (next === this.highWatermarkValue) return false;
+    this.highWatermarkValue = next;
+    this.wake();
+    return true;
+  }
+
+  /** After a truncation the HW can be no larger than the log end. */
+  clampHighWatermark(): void {
+    if (this.highWatermarkValue > this.log.logEndOffset)
+      this.highWatermarkValue = this.log.logEndOffset;
+    if (this.highWatermarkValue < this.log.logStartOffset)
+      this.highWatermarkValue = this.log.logStartOffset;
+  }
+
+  /** Wakes waiters: new records or a new HW. */
+  wake(): void {
+    this.changeCount++;
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  /**
+   * The leader learns a follower's position from its fetch: the fetch offset is the follower's
+   * log end offset. A follower that reached the leader's log end offset is caught up now.
+   * Returns whether the HW moved.
+   */
+  recordFollowerFetch(followerId: number, fetchOffset: bigint, nowMs: number): boolean {
+    const follower = this.followers.get(followerId);
+    if (follower === undefined) return false;
+    follower.logEndOffset = fetchOffset;
+    follower.lastFetchTimeMs = nowMs;
+    if (fetchOffset >= this.log.logEndOffset) follower.lastCaughtUpTimeMs = nowMs;
+    return this.maybeAdvanceHighWatermark();
+  }
+
+  /**
+   * Resolves when `ready()` holds, after `timeoutMs`, or when the signal aborts; `ready` is
+   * re-checked after every append and HW change. Returns whether it became ready.
+   */
+  waitUntil(ready: () => boolean, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (ready()) return Promise.resolve(true);
+    if (timeoutMs <= 0 || signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const finish = (result: boolean): void => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      const check = (): void => {
+        if (ready()) finish(true);
+      };
+      const onAbort = (): void => finish(false);
+      const timer = setTimeout(() => finish(ready()), timeoutMs);
+      this.waiters.add(check);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Writes the HW beside the log (atomically), for the next start. */
+  checkpointHighWatermark(): void {
+    const file = path.join(this.log.directory, highWatermarkFile);
+    fs.writeFileSync(`${file}.tmp`, `${this.highWatermarkValue}\n`);
+    fs.renameSync(`${file}.tmp`, file);
+  }
+}
+
+function readHighWatermark(log: Log): bigint {
+  let checkpointed = log.logStartOffset;
+  try {
+    const text = fs.readFileSync(path.join(log.directory, highWatermarkFile), 'utf8').trim();
+    if (/^\d+$/.test(text)) checkpointed = BigInt(text);
+  } catch {
+    // No checkpoint yet: start at the log start; the leader's fetches or its ISR raise it.
+  }
+  if (checkpointed > log.logEndOffset) return log.logEndOffset;
+  if (checkpointed < log.logStartOffset) return log.logStartOffset;
+  return checkpointed;
+}

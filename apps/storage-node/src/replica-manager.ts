@@ -1,0 +1,270 @@
+/**
+ * The partition replicas this storage node hosts (Kafka's `ReplicaManager`). At start-up it opens
+ * every log found in the data directory, recovering those that were not closed cleanly, and
+ * reports each recovery. Then it follows the controller's metadata: it creates the logs of
+ * replicas newly assigned to this node, deletes those no longer assigned (or whose topic was
+ * deleted and re-created: the topic id differs), and applies every leader and ISR change.
+ *
+ * Each partition folder carries `partition.metadata` with the topic id, as Kafka's does, so a log
+ * is never mistaken for the log of a later topic with the same name.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Logger } from '@spool/common';
+import type { ClusterMetadataCache, TopicMetadata } from '@spool/protocol';
+import { Log, logConfigFromTopicConfigs, type RecoveryReport } from '@spool/segment-store';
+import type { DataDirectory } from './data-directory';
+import { PartitionReplica, type PartitionAssignment } from './partition-replica';
+import { StorageError } from './storage-errors';
+
+export const partitionMetadataFile = 'partition.metadata';
+
+export interface ReplicaManagerEvents {
+  /** A log was opened at start-up or created; `report` says what recovery did. */
+  onLogOpened?(replicaName: string, report: RecoveryReport): void;
+  /** A replica became leader or follower at a new epoch (replication starts or stops here). */
+  onRoleChange?(
+    replica: PartitionReplica,
+    change: { epochChanged: boolean; roleChanged: boolean },
+  ): void;
+  onReplicaRemoved?(replica: PartitionReplica): void;
+}
+
+function topicConfigMap(topic: TopicMetadata): Record<string, string> {
+  return Object.fromEntries(topic.configs.map((entry) => [entry.name, entry.value]));
+}
+
+function partitionKey(topic: string, partition: number): string {
+  return `${topic}-${partition}`;
+}
+
+export class ReplicaManager {
+  private readonly replicas = new Map<string, PartitionReplica>();
+  /** Logs opened at start-up, waiting for metadata to say whether they are still ours. */
+  private readonly unclaimedLogs = new Map<string, { log: Log; topicId: string }>();
+  private reconciling = Promise.resolve();
+
+  constructor(
+    readonly brokerId: number,
+    private readonly dataDirectory: DataDirectory,
+    private readonly metadata: ClusterMetadataCache,
+    private readonly logger: Logger,
+    private readonly events: ReplicaManagerEvents = {},
+  ) {}
+
+  /** Opens every log on disk. Never throws for damaged data: recovery cuts and reports it. */
+  async openLocalLogs(): Promise<number> {
+    for (const folder of this.dataDirectory.listPartitionFolders()) {
+      const { log, report } = await Log.open(folder.directory, {
+        onBackgroundError: (error) =>
+          this.logger.error(
+            { err: error, partition: `${folder.topic}-${folder.partition}` },
+            'background flush failed',
+          ),
+      });
+      const name = partitionKey(folder.topic, folder.partition);
+      this.logger.info(
+        { partition: name, ...stringify(report) },
+        report.clean ? 'log opened' : 'log recovered',
+      );
+      this.events.onLogOpened?.(name, report);
+      this.unclaimedLogs.set(name, { log, topicId: readTopicId(folder.directory) });
+    }
+    return this.unclaimedLogs.size;
+  }
+
+  get(topic: string, partition: number): PartitionReplica | undefined {
+    return this.replicas.get(partitionKey(topic, partition));
+  }
+
+  all(): IterableIterator<PartitionReplica> {
+    return this.replicas.values();
+  }
+
+  /** The replica, or the error Kafka answers for a partition this node cannot serve. */
+  require(topic: string, partition: number): PartitionReplica {
+    const replica = this.get(topic, partition);
+    if (replica !== undefined) return replica;
+    const known = this.metadata.partition(topic, partition);
+    if (known === undefined) {
+      throw new StorageError(
+        'UNKNOWN_TOPIC_OR_PARTITION',
+        `this node knows no partition ${topic}-${partition}`,
+      );
+    }
+    throw new StorageError(
+      'NOT_LEADER_OR_FOLLOWER',
+      `broker ${this.brokerId} does not host ${topic}-${partition}; broker ${known.leaderId} leads it`,
+      { details: { leader: String(known.leaderId) } },
+    );
+  }
+
+  /** Applies the metadata cache to the hosted replicas; changes are applied one after another. */
+  reconcile(nowMs = Date.now()): Promise<void> {
+    this.reconciling = this.reconciling
+      .then(() => this.reconcileOnce(nowMs))
+      .catch((error: unknown) => {
+        this.logger.error({ err: error }, 'applying metadata to local replicas failed');
+      });
+    return this.reconciling;
+  }
+
+  private async reconcileOnce(nowMs: number): Promise<void> {
+    const assigned = new Set<string>();
+    for (const topic of this.metadata.topics.values()) {
+      for (const partition of topic.partitions) {
+        if (!partition.replicas.includes(this.brokerId)) continue;
+        const name = partitionKey(topic.name, partition.partition);
+        assigned.add(name);
+        const assignment: PartitionAssignment = {
+          leaderId: partition.leaderId,
+          leaderEpoch: partition.leaderEpoch,
+          partitionEpoch: partition.partitionEpoch,
+          replicas: partition.replicas,
+          isr: partition.isr,
+        };
+        const config = logConfigFromTopicConfigs(topicConfigMap(topic));
+        let replica = this.replicas.get(name);
+        if (replica !== undefined && this.topicIdOf(replica) !== topic.topicId) {
+          await this.remove(replica);
+          replica = undefined;
+        }
+        if (replica === undefined) {
+          const log = await this.claimOrCreateLog(topic, partition.partition);
+          log.updateConfig(config);
+          replica = new PartitionReplica(
+            topic.name,
+            partition.partition,
+            log,
+            this.brokerId,
+            assignment,
+          );
+          this.replicas.set(name, replica);
+          this.logger.info(
+            { partition: name, role: replica.role, leaderEpoch: assignment.leaderEpoch },
+            'replica hosted',
+          );
+          this.events.onRoleChange?.(replica, { epochChanged: true, roleChanged: true });
+          continue;
+        }
+        replica.log.updateConfig(config);
+        if (
+          replica.assignment.leaderEpoch !== assignment.leaderEpoch ||
+          replica.assignment.partitionEpoch !== assignment.partitionEpoch
+        ) {
+          const change = replica.applyAssignment(assignment, nowMs);
+          if (change.epochChanged || change.roleChanged) {
+            this.logger.info(
+              {
+                partition: name,
+                role: replica.role,
+                leaderEpoch: assignment.leaderEpoch,
+                isr: assignment.isr,
+              },
+              'replica role changed',
+            );
+          }
+          this.events.onRoleChange?.(replica, change);
+        }
+      }
+    }
+    for (const [name, replica] of this.replicas) {
+      if (!assigned.has(name)) await this.remove(replica);
+    }
+    for (const [name, unclaimed] of this.unclaimedLogs) {
+      if (assigned.has(name)) continue;
+      this.logger.info({ partition: name }, 'deleting a local log no longer assigned to this node');
+      await unclaimed.log.delete();
+      this.unclaimedLogs.delete(name);
+    }
+  }
+
+  private async claimOrCreateLog(topic: TopicMetadata, partition: number): Promise<Log> {
+    const name = partitionKey(topic.name, partition);
+    const unclaimed = this.unclaimedLogs.get(name);
+    if (unclaimed !== undefined) {
+      this.unclaimedLogs.delete(name);
+      if (unclaimed.topicId === topic.topicId || unclaimed.topicId === '') {
+        writeTopicId(unclaimed.log.directory, topic.topicId);
+        return unclaimed.log;
+      }
+      this.logger.warn(
+        { partition: name },
+        'local log belongs to an older topic of the same name; deleting it',
+      );
+      await unclaimed.log.delete();
+    }
+    const directory = this.dataDirectory.partitionDirectory(topic.name, partition);
+    const { log, report } = await Log.open(directory, {
+      config: logConfigFromTopicConfigs(topicConfigMap(topic)),
+      onBackgroundError: (error) =>
+        this.logger.error({ err: error, partition: name }, 'background flush failed'),
+    });
+    writeTopicId(directory, topic.topicId);
+    this.events.onLogOpened?.(name, report);
+    return log;
+  }
+
+  private topicIdOf(replica: PartitionReplica): string {
+    return readTopicId(replica.log.directory);
+  }
+
+  private async remove(replica: PartitionReplica): Promise<void> {
+    this.replicas.delete(replica.name);
+    this.events.onReplicaRemoved?.(replica);
+    replica.wake();
+    this.logger.info(
+      { partition: replica.name },
+      'replica removed from this node; deleting its log',
+    );
+    await replica.log.delete();
+  }
+
+  /** Checkpoints every HW (periodically and at shutdown). */
+  checkpointHighWatermarks(): void {
+    for (const replica of this.replicas.values()) {
+      try {
+        replica.checkpointHighWatermark();
+      } catch (error) {
+        this.logger.warn(
+          { err: error, partition: replica.name },
+          'high watermark checkpoint failed',
+        );
+      }
+    }
+  }
+
+  /** Clean close of every log, so the next start does not rescan. */
+  async closeAll(): Promise<void> {
+    await this.reconciling;
+    this.checkpointHighWatermarks();
+    for (const replica of this.replicas.values()) await replica.log.close();
+    for (const unclaimed of this.unclaimedLogs.values()) await unclaimed.log.close();
+    this.replicas.clear();
+    this.unclaimedLogs.clear();
+  }
+}
+
+function readTopicId(directory: string): string {
+  try {
+    const text = fs.readFileSync(path.join(directory, partitionMetadataFile), 'utf8');
+    return /topic_id: (\S+)/.exec(text)?.[1] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+function writeTopicId(directory: string, topicId: string): void {
+  if (readTopicId(directory) === topicId) return;
+  const file = path.join(directory, partitionMetadataFile);
+  fs.writeFileSync(`${file}.tmp`, `version: 0\ntopic_id: ${topicId}\n`);
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+function stringify(report: RecoveryReport): Record<string, unknown> {
+  return {
+    ...report,
+    logStartOffset: report.logStartOffset.toString(),
+    logEndOffset: report.logEndOffset.toString(),
+  };
+}

@@ -1,0 +1,67 @@
+// Proves the metadata cache follows the controller's stream: a snapshot replaces everything,
+// deltas replace and delete what they name, stale deltas are ignored, listeners hear each change.
+import { describe, expect, it } from 'vitest';
+import { ClusterMetadataCache } from './cluster-metadata-cache';
+
+const topic = (name: string, leaderId: number) => ({
+  name,
+  topicId: `${name}-id`,
+  partitions: [
+    {
+      topic: name,
+      partition: 0,
+      leaderId,
+      leaderEpoch: 1,
+      replicas: [0, 1],
+      isr: [0, 1],
+      partitionEpoch: 1,
+      offline: false,
+    },
+  ],
+  configs: [{ name: 'min.insync.replicas', value: '2', isDefault: false }],
+  internal: false,
+});
+const broker = (brokerId: number) => ({
+  brokerId,
+  rack: '',
+  endpoints: [{ name: 'data', host: '127.0.0.1', port: 9000 + brokerId }],
+  brokerEpoch: 5n,
+  state: 'ALIVE',
+});
+const message = (version: bigint, snapshot: boolean, extra: object) => ({
+  metadataVersion: version,
+  snapshot,
+  brokers: [],
+  topics: [],
+  deletedTopics: [],
+  deletedBrokers: [],
+  controllerAddress: 'c:1',
+  ...extra,
+});
+
+describe('ClusterMetadataCache', () => {
+  it('applies snapshots and deltas in version order', () => {
+    const cache = new ClusterMetadataCache();
+    const versions: bigint[] = [];
+    cache.onChange((change) => versions.push(change.version));
+    cache.apply(
+      message(10n, true, {
+        brokers: [broker(0), broker(1)],
+        topics: [topic('a', 0), topic('b', 1)],
+      }),
+    );
+    expect(cache.partition('a', 0)?.leaderId).toBe(0);
+    expect(cache.endpoint(1, 'data')).toEqual({ host: '127.0.0.1', port: 9001 });
+    expect(cache.topicConfig('a', 'min.insync.replicas')).toBe('2');
+    cache.apply(message(11n, false, { topics: [topic('a', 1)], deletedTopics: ['b'] }));
+    expect(cache.partition('a', 0)?.leaderId).toBe(1);
+    expect(cache.topics.has('b')).toBe(false);
+    cache.apply(message(9n, false, { topics: [topic('a', 0)] }));
+    expect(cache.partition('a', 0)?.leaderId).toBe(1);
+    cache.apply(message(12n, true, { brokers: [broker(0)], topics: [] }));
+    expect([...cache.topics.keys()]).toEqual([]);
+    expect([...cache.brokers.keys()]).toEqual([0]);
+    expect(versions).toEqual([10n, 11n, 12n]);
+    expect(cache.controllerAddress).toBe('c:1');
+  });
+});
