@@ -85,6 +85,7 @@ export class BrokerLifecycle {
       !existing.record.fenced &&
       existing.record.incarnationId !== request.incarnationId &&
       session !== undefined &&
+      !session.shuttingDown &&
       this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
     ) {
       throw new ControllerError(

@@ -72,7 +72,27 @@ export class ControllerLink {
     void this.followMetadata();
   }
 
+  /**
+   * Registers, retrying until it works. DUPLICATE_BROKER_REGISTRATION is retried too: after a
+   * crash the controller still holds this id's previous session until it times out, and the
+   * restarted process must wait that out rather than give up.
+   */
   private async register(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.registerOnce();
+        return;
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (code !== 'DUPLICATE_BROKER_REGISTRATION' || this.stopped) throw error;
+        if (attempt === 1)
+          this.logger.warn({ err: error }, 'the controller still holds this broker id; retrying');
+        await sleep(Math.min(1_000, backoffMs(attempt)));
+      }
+    }
+  }
+
+  private async registerOnce(): Promise<void> {
     const response = await this.channel.call((client) =>
       callOnce(
         client,

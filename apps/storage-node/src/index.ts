@@ -4,3 +4,14 @@ export {
   storageNodeDefaultPorts,
 } from './storage-node-service';
 export { brokerIdFromHostname, resolveBrokerId } from './broker-identity';
+
+// The data port: consumer and replica fetches over plain TCP, records moved with sendfile.
+export {
+  connectionsMaxDefault,
+  connectionsMaxIdleMsDefault,
+  DataPortServer,
+  type DataPortServerOptions,
+  inFlightRequestsPerConnectionMaxDefault,
+} from './data-port-server';
+export type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data-port-handlers';
+export type { DataPortCounters } from './data-port-metrics';

@@ -168,7 +168,17 @@ export function startStorageNode(
           readiness.satisfy('metadata');
         });
         nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
-        context.onShutdown(async () => link.stop());
+        context.onShutdown(async () => {
+          // Controlled shutdown: leaderships move to other ISR members while this node still
+          // serves, so producers see one quick NOT_LEADER_OR_FOLLOWER instead of an outage.
+          try {
+            const remaining = await link.controlledShutdown();
+            nodeLogger.info({ remainingLeaderships: remaining }, 'controlled shutdown done');
+          } catch (error) {
+            nodeLogger.warn({ err: error }, 'controlled shutdown failed; stopping anyway');
+          }
+          link.stop();
+        });
       });
 
       const retentionTimer = setInterval(() => {

@@ -16,7 +16,7 @@ describe('ProtocolError', () => {
     expect('cause' in new ProtocolError(ProtocolErrorCode.InvalidRecord, 'no cause')).toBe(false);
   });
 
-  it('is retriable only for CORRUPT_MESSAGE, as Kafka CorruptRecordException', () => {
+  it('classifies each code as Kafka does (CorruptRecordException and network failures retriable)', () => {
     const retriableByCode = Object.fromEntries(
       Object.values(ProtocolErrorCode).map((code) => [code, new ProtocolError(code, '').retriable]),
     );
@@ -26,6 +26,10 @@ describe('ProtocolError', () => {
       MESSAGE_TOO_LARGE: false,
       UNSUPPORTED_VERSION: false,
       UNSUPPORTED_COMPRESSION_TYPE: false,
+      INVALID_REQUEST: false,
+      NETWORK_EXCEPTION: true,
+      REQUEST_TIMED_OUT: true,
+      IN_FLIGHT_REQUESTS_FULL: true,
     });
   });
 });

@@ -16,6 +16,14 @@ export const ProtocolErrorCode = {
   UnsupportedVersion: 'UNSUPPORTED_VERSION',
   /** A compression codec that is unknown or not registered in this process. */
   UnsupportedCompressionType: 'UNSUPPORTED_COMPRESSION_TYPE',
+  /** A data-port request that does not parse or breaks a bound (Kafka's InvalidRequestException). */
+  InvalidRequest: 'INVALID_REQUEST',
+  /** The connection to a data port failed or closed before the response arrived. */
+  NetworkException: 'NETWORK_EXCEPTION',
+  /** No response arrived within the request's timeout; the connection was closed. */
+  RequestTimedOut: 'REQUEST_TIMED_OUT',
+  /** A data-port client already has its bound of requests in flight on its connection. */
+  InFlightRequestsFull: 'IN_FLIGHT_REQUESTS_FULL',
 } as const;
 
 export type ProtocolErrorCode = (typeof ProtocolErrorCode)[keyof typeof ProtocolErrorCode];
@@ -31,6 +39,13 @@ const retriableByCode: Readonly<Record<ProtocolErrorCode, boolean>> = {
   MESSAGE_TOO_LARGE: false,
   UNSUPPORTED_VERSION: false,
   UNSUPPORTED_COMPRESSION_TYPE: false,
+  INVALID_REQUEST: false,
+  // A new connection may reach the peer; Kafka's NetworkException is retriable.
+  NETWORK_EXCEPTION: true,
+  // As Kafka's RequestTimedOutException: the peer may answer in time on a new connection.
+  REQUEST_TIMED_OUT: true,
+  // The caller may send again once a response has arrived, or on another connection.
+  IN_FLIGHT_REQUESTS_FULL: true,
 };
 
 export class ProtocolError extends Error {

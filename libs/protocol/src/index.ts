@@ -184,3 +184,71 @@ export {
   checkRecordBatchCrc,
   checkRecordBatchFields,
 } from './record-batch/record-batch-validator';
+export { ClusterMetadataCache, type MetadataChange } from './cluster-metadata-cache';
+
+// The data port: the storage node's TCP protocol for consumer and replica fetches (sendfile).
+export {
+  consumerReplicaId,
+  DataPortApiKey,
+  dataPortApiNames,
+  type DataPortApiVersion,
+  dataPortErrorApiKey,
+  dataPortPartitionsMax,
+  dataPortRequestBytesMax,
+  dataPortSupportedApiVersions,
+  errorCodeBytesMax,
+  errorMessageBytesMax,
+  frameSizeFieldBytes,
+  noErrorCode,
+  recordBatchBytesMax,
+  requestHeaderBytes,
+  responseHeaderBytes,
+  stringBytesMax,
+  unknownCorrelationId,
+  unknownLeaderEpoch,
+} from './data-port/data-port-layout';
+export type { FrameDirection } from './data-port/frame-reader';
+export { FrameSplitter, type FrameSplitterOptions } from './data-port/frame-splitter';
+export {
+  apiVersionsApiVersion,
+  type DataPortApiVersionsResponse,
+  encodeApiVersionsRequest,
+  encodeApiVersionsResponse,
+} from './data-port/api-versions-codec';
+export {
+  type DataPortFetchedPartition,
+  type DataPortFetchPartition,
+  type DataPortFetchPartitionHeader,
+  type DataPortFetchRequest,
+  type DataPortFetchResponse,
+  encodeFetchRequest,
+  encodeFetchResponse,
+  encodeFetchResponseHeader,
+  fetchApiVersion,
+  fetchResponseBytesMax,
+} from './data-port/fetch-codec';
+export {
+  type DataPortEpochEndOffset,
+  type DataPortOffsetForLeaderEpochPartition,
+  type DataPortOffsetForLeaderEpochRequest,
+  type DataPortOffsetForLeaderEpochResponse,
+  encodeOffsetForLeaderEpochRequest,
+  encodeOffsetForLeaderEpochResponse,
+  offsetForLeaderEpochApiVersion,
+} from './data-port/offset-for-leader-epoch-codec';
+export { type DataPortErrorResponse, encodeErrorResponse } from './data-port/error-response-codec';
+export {
+  type DataPortRequest,
+  type DataPortRequestHeader,
+  decodeDataPortRequest,
+  decodeDataPortRequestHeader,
+} from './data-port/data-port-request';
+export { type DataPortResponse, decodeDataPortResponse } from './data-port/data-port-response';
+export {
+  DataPortClient,
+  dataPortClientInFlightRequestsMaxDefault,
+  type DataPortClientOptions,
+  dataPortConnectTimeoutMsDefault,
+  type DataPortFetchOptions,
+  type DataPortRequestOptions,
+} from './data-port/data-port-client';
