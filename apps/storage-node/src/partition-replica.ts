@@ -31,9 +31,11 @@ export interface PartitionAssignment {
 
 export interface FollowerState {
   logEndOffset: bigint;
-  /** The last time the follower's fetch reached the leader's log end offset. */
+  /** The last time the follower was known to have everything the leader had (Kafka's rule). */
   lastCaughtUpTimeMs: number;
   lastFetchTimeMs: number;
+  /** The leader's log end offset when the follower last fetched. */
+  lastFetchLeaderLogEndOffset: bigint;
 }
 
 /** File in the partition folder holding the HW, so a restart does not expose or hide records. */
@@ -58,6 +60,7 @@ export class PartitionReplica {
     this.assignment = assignment;
     this.role = assignment.leaderId === localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
     this.highWatermarkValue = readHighWatermark(log);
+    if (this.role === ReplicaRole.Leader) this.resetFollowers(Date.now());
   }
 
   get name(): string {
@@ -87,21 +90,25 @@ export class PartitionReplica {
       assignment.leaderId === this.localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
     const epochChanged = assignment.leaderEpoch !== previous.leaderEpoch;
     if (this.role === ReplicaRole.Leader && (epochChanged || previousRole !== ReplicaRole.Leader)) {
-      // A new term: follower positions are unknown until they fetch again.
-      this.followers.clear();
-      for (const replica of assignment.replicas) {
-        if (replica !== this.localBrokerId) {
-          this.followers.set(replica, {
-            logEndOffset: -1n,
-            lastCaughtUpTimeMs: nowMs,
-            lastFetchTimeMs: 0,
-          });
-        }
-      }
+      this.resetFollowers(nowMs);
     }
     if (this.role === ReplicaRole.Leader) this.maybeAdvanceHighWatermark();
     this.wake();
     return { epochChanged, roleChanged: previousRole !== this.role };
+  }
+
+  /** A new term: follower positions are unknown until they fetch again. */
+  private resetFollowers(nowMs: number): void {
+    this.followers.clear();
+    for (const replica of this.assignment.replicas) {
+      if (replica === this.localBrokerId) continue;
+      this.followers.set(replica, {
+        logEndOffset: -1n,
+        lastCaughtUpTimeMs: nowMs,
+        lastFetchTimeMs: 0,
+        lastFetchLeaderLogEndOffset: -1n,
+      });
+    }
   }
 
   /** Refuses a request that needs the leader, naming the current one. */
@@ -185,9 +192,17 @@ export class PartitionReplica {
   recordFollowerFetch(followerId: number, fetchOffset: bigint, nowMs: number): boolean {
     const follower = this.followers.get(followerId);
     if (follower === undefined) return false;
+    const leaderLogEndOffset = this.log.logEndOffset;
+    // Kafka's rule: a follower that reached the leader's end is caught up now; one that reached
+    // the end the leader had at its previous fetch was caught up then. Under steady produce a
+    // follower is never exactly at the end, yet it is not lagging.
+    if (fetchOffset >= leaderLogEndOffset) follower.lastCaughtUpTimeMs = nowMs;
+    else if (fetchOffset >= follower.lastFetchLeaderLogEndOffset && follower.lastFetchTimeMs > 0) {
+      follower.lastCaughtUpTimeMs = Math.max(follower.lastCaughtUpTimeMs, follower.lastFetchTimeMs);
+    }
     follower.logEndOffset = fetchOffset;
     follower.lastFetchTimeMs = nowMs;
-    if (fetchOffset >= this.log.logEndOffset) follower.lastCaughtUpTimeMs = nowMs;
+    follower.lastFetchLeaderLogEndOffset = leaderLogEndOffset;
     return this.maybeAdvanceHighWatermark();
   }
 

@@ -15,6 +15,8 @@ export class StorageMetrics {
   readonly requestDuration: Histogram<'api'>;
   readonly requestErrors: Counter<'api' | 'code'>;
   readonly recoverySegmentsScanned: Counter;
+  readonly isrShrinks: Counter;
+  readonly isrExpands: Counter;
   readonly recoveryBytesTruncated: Counter;
 
   constructor(
@@ -22,6 +24,7 @@ export class StorageMetrics {
     replicas: () => ReplicaManager | undefined,
     dataDirectory: DataDirectory,
     perPartitionMetrics: boolean,
+    minInsync: (replica: PartitionReplica) => number = () => 1,
   ) {
     this.messagesIn = new Counter({
       name: 'spool_messages_in_total',
@@ -63,6 +66,45 @@ export class StorageMetrics {
       name: 'spool_log_recovery_bytes_truncated_total',
       help: 'Bytes cut from logs by recovery at start-up (torn or corrupt tails).',
       registers: [registry],
+    });
+    this.isrShrinks = new Counter({
+      name: 'spool_isr_shrinks_total',
+      help: 'ISR shrinks made by this node as leader (a follower fell behind).',
+      registers: [registry],
+    });
+    this.isrExpands = new Counter({
+      name: 'spool_isr_expands_total',
+      help: 'ISR expansions made by this node as leader (a follower caught up).',
+      registers: [registry],
+    });
+    const ledPartitions = function* (): Generator<PartitionReplica> {
+      const manager = replicas();
+      if (manager === undefined) return;
+      for (const replica of manager.all()) if (replica.isLeader) yield replica;
+    };
+    new Gauge({
+      name: 'spool_under_replicated_partitions',
+      help: 'Partitions this node leads whose ISR is smaller than their replica set.',
+      registers: [registry],
+      collect() {
+        let count = 0;
+        for (const replica of ledPartitions()) {
+          if (replica.assignment.isr.length < replica.assignment.replicas.length) count++;
+        }
+        this.set(count);
+      },
+    });
+    new Gauge({
+      name: 'spool_under_min_isr_partitions',
+      help: 'Partitions this node leads whose ISR is smaller than min.insync.replicas.',
+      registers: [registry],
+      collect() {
+        let count = 0;
+        for (const replica of ledPartitions()) {
+          if (replica.assignment.isr.length < minInsync(replica)) count++;
+        }
+        this.set(count);
+      },
     });
     new Gauge({
       name: 'spool_disk_free_bytes',

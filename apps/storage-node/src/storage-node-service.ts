@@ -12,6 +12,10 @@ import { DataPortServer } from './data-port-server';
 import { createFetchHandlers } from './fetch-handler';
 import { ReplicaManager } from './replica-manager';
 import { StorageMetrics } from './storage-metrics';
+import { IsrManager } from './isr-manager';
+import type { PartitionReplica } from './partition-replica';
+import { ReplicaFetcherManager } from './replica-fetcher-manager';
+import { waitForReplicasInSync } from './replica-sync-readiness';
 import { storageHandlers } from './storage-rpc';
 
 /**
@@ -63,6 +67,36 @@ export const storageNodeSettings = {
     max: 86_400_000,
     description: 'How often retention deletes old segments (log.retention.check.interval.ms).',
   },
+  replicaLagTimeMaxMs: {
+    type: 'integer',
+    default: 30_000,
+    min: 100,
+    max: 600_000,
+    description: 'A follower not caught up for this long leaves the ISR (replica.lag.time.max.ms).',
+  },
+  replicaFetchMaxBytes: {
+    type: 'integer',
+    default: 1024 * 1024,
+    min: 1024,
+    max: 64 * 1024 * 1024,
+    description: 'Bytes a follower asks for per partition in one fetch (replica.fetch.max.bytes).',
+  },
+  replicaFetchWaitMaxMs: {
+    type: 'integer',
+    default: 500,
+    min: 0,
+    max: 30_000,
+    description:
+      "How long a follower's fetch waits at the leader for data (replica.fetch.wait.max.ms).",
+  },
+  replicaSyncReadinessTimeoutMs: {
+    type: 'integer',
+    default: 300_000,
+    min: 0,
+    max: 3_600_000,
+    description:
+      "Longest /readyz waits for this node's replicas to rejoin their ISRs after a start.",
+  },
   perPartitionMetrics: {
     type: 'boolean',
     default: true,
@@ -94,6 +128,27 @@ export function startStorageNode(
       const nodeLogger = logger.child({ brokerId });
       const dataDirectory = DataDirectory.open(config.dataDir);
       const metadata = new ClusterMetadataCache();
+      // Replication starts once this node is registered (fetchers send its broker epoch); until
+      // then role changes are only recorded.
+      const replication = {
+        fetchers: undefined as ReplicaFetcherManager | undefined,
+        isr: undefined as IsrManager | undefined,
+        onRoleChange(
+          replica: PartitionReplica,
+          change: { epochChanged: boolean; roleChanged: boolean },
+        ): void {
+          if (replica.isLeader) {
+            this.fetchers?.unfollow(replica.name);
+            this.isr?.maybeUpdate(replica);
+          } else if (change.epochChanged || change.roleChanged) {
+            // A new leader or term: truncate to where the logs agree, then fetch.
+            this.fetchers?.follow(replica);
+          }
+        },
+        onRemoved(replica: PartitionReplica): void {
+          this.fetchers?.unfollow(replica.name);
+        },
+      };
       // The metrics read the replicas at scrape time; the replicas report recoveries to them.
       const replicaHolder: { manager?: ReplicaManager } = {};
       const storageMetrics = new StorageMetrics(
@@ -101,6 +156,7 @@ export function startStorageNode(
         () => replicaHolder.manager,
         dataDirectory,
         config.perPartitionMetrics,
+        (replica) => Number(metadata.topicConfig(replica.topic, 'min.insync.replicas') ?? '1'),
       );
       const replicaManager = new ReplicaManager(
         brokerId,
@@ -112,6 +168,8 @@ export function startStorageNode(
             storageMetrics.recoverySegmentsScanned.inc(report.segmentsScanned);
             storageMetrics.recoveryBytesTruncated.inc(report.bytesTruncated);
           },
+          onRoleChange: (replica, change) => replication.onRoleChange(replica, change),
+          onReplicaRemoved: (replica) => replication.onRemoved(replica),
         },
       );
       replicaHolder.manager = replicaManager;
@@ -132,7 +190,14 @@ export function startStorageNode(
       const dataPort = new DataPortServer({
         logger: nodeLogger,
         registry: metrics,
-        handlers: createFetchHandlers({ replicas: () => replicas, metrics: storageMetrics }),
+        handlers: createFetchHandlers({
+          replicas: () => replicas,
+          metrics: storageMetrics,
+          onFollowerFetch: (replica, followerId, fetchOffset) => {
+            replica.recordFollowerFetch(followerId, fetchOffset, Date.now());
+            replication.isr?.maybeUpdate(replica);
+          },
+        }),
         onBytesSent: (topic, sizeBytes) => storageMetrics.bytesOut.inc({ topic }, sizeBytes),
       });
       const dataPortBound = await dataPort.listen(config.host, config.dataPort);
@@ -159,13 +224,45 @@ export function startStorageNode(
           metadata,
           nodeLogger.child({ component: 'controller-link' }),
         );
+        replication.fetchers = new ReplicaFetcherManager({
+          brokerId,
+          brokerEpoch: () => link.brokerEpoch,
+          fetchMaxBytes: config.replicaFetchMaxBytes,
+          fetchWaitMaxMs: config.replicaFetchWaitMaxMs,
+          logger: nodeLogger.child({ component: 'replica-fetcher' }),
+          metadata,
+        });
+        replication.isr = new IsrManager({
+          brokerId,
+          replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+          alterPartition: (request) => link.alterPartition(request),
+          logger: nodeLogger.child({ component: 'isr' }),
+          onShrink: () => storageMetrics.isrShrinks.inc(),
+          onExpand: () => storageMetrics.isrExpands.inc(),
+        });
+        const isrTimer = setInterval(
+          () => {
+            for (const replica of replicas.all()) replication.isr?.maybeUpdate(replica);
+          },
+          Math.max(50, Math.floor(config.replicaLagTimeMaxMs / 2)),
+        );
+        isrTimer.unref();
         metadata.onChange(() => void replicas.reconcile());
         void link
           .start()
           .catch((error: unknown) => nodeLogger.error({ err: error }, 'controller link failed'));
+        readiness.require('replicas in sync');
         void link.firstSnapshotApplied.then(async () => {
           await replicas.reconcile();
           readiness.satisfy('metadata');
+          await waitForReplicasInSync(
+            replicas,
+            brokerId,
+            metadata,
+            config.replicaSyncReadinessTimeoutMs,
+            nodeLogger,
+          );
+          readiness.satisfy('replicas in sync');
         });
         nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
         context.onShutdown(async () => {
@@ -177,6 +274,8 @@ export function startStorageNode(
           } catch (error) {
             nodeLogger.warn({ err: error }, 'controlled shutdown failed; stopping anyway');
           }
+          clearInterval(isrTimer);
+          await replication.fetchers?.stop();
           link.stop();
         });
       });

@@ -88,9 +88,17 @@ export function storageHandlers(
       if (request.acks === Acks.ACKS_ALL) {
         const timeoutMs = Math.min(Math.max(request.timeoutMs, 0), appendTimeoutMsMax);
         const replicated = await replica.waitUntil(
-          () => replica.highWatermark > appended.lastOffset,
+          () => replica.highWatermark > appended.lastOffset || !replica.isLeader,
           timeoutMs,
         );
+        if (replica.highWatermark <= appended.lastOffset && !replica.isLeader) {
+          throw new StorageError(
+            'NOT_LEADER_OR_FOLLOWER',
+            `this broker lost the leadership of ${replica.name} before offsets ` +
+              `${appended.baseOffset}-${appended.lastOffset} were replicated`,
+            { details: { leader: String(replica.assignment.leaderId) } },
+          );
+        }
         if (!replicated) {
           throw new StorageError(
             'REQUEST_TIMED_OUT',

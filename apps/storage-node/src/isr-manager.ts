@@ -1,0 +1,115 @@
+/**
+ * Replication, leader side: keeps each led partition's ISR true to its followers (Kafka's
+ * `Partition.maybeShrinkIsr` / `maybeExpandIsr`). A follower that has not caught up for
+ * `replica.lag.time.max.ms` leaves the ISR; one whose log end reaches the high watermark (and the
+ * start of the current leader epoch) rejoins. Every change goes through the controller's
+ * AlterPartition (a compare-and-set on the partition epoch) before the leader acts on it, and
+ * one change per partition is in flight at a time.
+ */
+import type { Logger } from '@spool/common';
+import type { AlterPartitionResponse } from '@spool/protocol';
+import type { PartitionReplica } from './partition-replica';
+
+export interface IsrManagerOptions {
+  readonly brokerId: number;
+  readonly replicaLagTimeMaxMs: number;
+  readonly alterPartition: (request: {
+    topic: string;
+    partition: number;
+    leaderEpoch: number;
+    partitionEpoch: number;
+    newIsr: number[];
+  }) => Promise<AlterPartitionResponse>;
+  readonly logger: Logger;
+  readonly onShrink: () => void;
+  readonly onExpand: () => void;
+}
+
+export class IsrManager {
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly options: IsrManagerOptions) {}
+
+  /** The ISR this leader would have now, or undefined when it is right as it is. */
+  private proposedIsr(replica: PartitionReplica, nowMs: number): number[] | undefined {
+    const { isr, replicas, leaderEpoch } = replica.assignment;
+    const lagging = isr.filter((id) => {
+      if (id === this.options.brokerId) return false;
+      const follower = replica.followers.get(id);
+      return (
+        follower === undefined ||
+        nowMs - follower.lastCaughtUpTimeMs > this.options.replicaLagTimeMaxMs
+      );
+    });
+    const epochStart =
+      replica.log.leaderEpochEntries().find((entry) => entry.epoch === leaderEpoch)?.startOffset ??
+      replica.log.logEndOffset;
+    const caughtUp = replicas.filter((id) => {
+      if (isr.includes(id) || id === this.options.brokerId) return false;
+      const follower = replica.followers.get(id);
+      return (
+        follower !== undefined &&
+        follower.logEndOffset >= replica.highWatermark &&
+        follower.logEndOffset >= epochStart &&
+        nowMs - follower.lastCaughtUpTimeMs <= this.options.replicaLagTimeMaxMs
+      );
+    });
+    if (lagging.length === 0 && caughtUp.length === 0) return undefined;
+    const next = [...isr.filter((id) => !lagging.includes(id)), ...caughtUp];
+    return next.includes(this.options.brokerId) ? next : [this.options.brokerId, ...next];
+  }
+
+  /** Checks one led partition and, when its ISR should change, asks the controller. */
+  maybeUpdate(replica: PartitionReplica, nowMs = Date.now()): void {
+    if (!replica.isLeader || this.inFlight.has(replica.name)) return;
+    const newIsr = this.proposedIsr(replica, nowMs);
+    if (newIsr === undefined) return;
+    const previous = replica.assignment;
+    this.inFlight.add(replica.name);
+    this.options
+      .alterPartition({
+        topic: replica.topic,
+        partition: replica.partition,
+        leaderEpoch: previous.leaderEpoch,
+        partitionEpoch: previous.partitionEpoch,
+        newIsr,
+      })
+      .then((response) => {
+        const updated = response.partition;
+        if (response.error !== undefined || updated === undefined) {
+          this.options.logger.info(
+            {
+              partition: replica.name,
+              error: response.error?.code,
+              message: response.error?.message,
+            },
+            'ISR change refused; waiting for newer metadata',
+          );
+          return;
+        }
+        // Act on the controller's answer at once; the metadata stream brings the same state.
+        if (updated.partitionEpoch > replica.assignment.partitionEpoch) {
+          replica.applyAssignment(
+            {
+              leaderId: updated.leaderId,
+              leaderEpoch: updated.leaderEpoch,
+              partitionEpoch: updated.partitionEpoch,
+              replicas: updated.replicas,
+              isr: updated.isr,
+            },
+            Date.now(),
+          );
+        }
+        if (updated.isr.length < previous.isr.length) this.options.onShrink();
+        else this.options.onExpand();
+        this.options.logger.info(
+          { partition: replica.name, isr: updated.isr, previousIsr: previous.isr },
+          updated.isr.length < previous.isr.length ? 'ISR shrank' : 'ISR expanded',
+        );
+      })
+      .catch((error: unknown) => {
+        this.options.logger.warn({ err: error, partition: replica.name }, 'AlterPartition failed');
+      })
+      .finally(() => this.inFlight.delete(replica.name));
+  }
+}

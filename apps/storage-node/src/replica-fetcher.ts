@@ -1,0 +1,280 @@
+/**
+ * Replication, follower side (Kafka's `ReplicaFetcherThread`): one fetcher per leader broker
+ * pulls every partition this node follows from that leader over the leader's data port, and
+ * appends the batches with the leader's offsets. Each partition goes through two states:
+ *
+ *   1. Truncating: before its first fetch in a leader epoch, the follower asks the leader where
+ *      its own latest epoch ends (OffsetsForLeaderEpoch, KIP-101/279) and truncates its log
+ *      there, so a tail the old leader wrote but never replicated is removed and the logs never
+ *      diverge.
+ *   2. Fetching: fetch from the log end offset; append; take the leader's high watermark (capped
+ *      at the local end) and log start offset. The fetch offset is how the leader learns this
+ *      follower's position, for the ISR and the high watermark.
+ *
+ * A partition whose request the leader refuses (a stale or newer leader epoch, not the leader)
+ * waits a little and retries; a metadata change moves it to another fetcher or stops it.
+ */
+import { backoffMs, sleep, type Logger } from '@spool/common';
+import { DataPortClient, type ClusterMetadataCache } from '@spool/protocol';
+import { undefinedEpochOffset } from '@spool/segment-store';
+import type { PartitionReplica } from './partition-replica';
+
+export interface ReplicaFetcherOptions {
+  readonly brokerId: number;
+  readonly brokerEpoch: () => bigint;
+  readonly fetchMaxBytes: number;
+  readonly fetchWaitMaxMs: number;
+  readonly logger: Logger;
+  readonly metadata: ClusterMetadataCache;
+}
+
+type FetchState = 'truncating' | 'fetching';
+
+interface FollowedPartition {
+  readonly replica: PartitionReplica;
+  state: FetchState;
+  /** Skip this partition until then: the leader refused it. */
+  retryAfterMs: number;
+}
+
+const requestTimeoutMarginMs = 5_000;
+
+export class ReplicaFetcher {
+  private readonly partitions = new Map<string, FollowedPartition>();
+  private client: DataPortClient | undefined;
+  private running = true;
+  private readonly loop: Promise<void>;
+  private wakeIdle: () => void = () => {};
+
+  constructor(
+    readonly leaderId: number,
+    private readonly options: ReplicaFetcherOptions,
+  ) {
+    this.loop = this.run();
+  }
+
+  get partitionCount(): number {
+    return this.partitions.size;
+  }
+
+  add(replica: PartitionReplica): void {
+    this.partitions.set(replica.name, { replica, state: 'truncating', retryAfterMs: 0 });
+    this.wakeIdle();
+  }
+
+  remove(name: string): void {
+    this.partitions.delete(name);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeIdle();
+    this.client?.close();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    for (let failures = 0; this.running;) {
+      if (this.partitions.size === 0) {
+        await new Promise<void>((resolve) => {
+          this.wakeIdle = resolve;
+          setTimeout(resolve, 1_000);
+        });
+        continue;
+      }
+      try {
+        const client = await this.connect();
+        await this.truncatePartitions(client);
+        await this.fetchOnce(client);
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.client?.close();
+        this.client = undefined;
+        if (this.running) {
+          this.options.logger.debug(
+            { err: error, leaderId: this.leaderId },
+            'replica fetch failed; retrying',
+          );
+          await sleep(
+            backoffMs(Math.min(failures, 6), { backoffInitialMs: 50, backoffMaxMs: 1_000 }),
+          );
+        }
+      }
+    }
+  }
+
+  private async connect(): Promise<DataPortClient> {
+    if (this.client !== undefined && !this.client.isClosed) return this.client;
+    const endpoint = this.options.metadata.endpoint(this.leaderId, 'data');
+    if (endpoint === undefined)
+      throw new Error(`no data endpoint known for broker ${this.leaderId}`);
+    this.client = await DataPortClient.connect(endpoint.host, endpoint.port, {
+      connectTimeoutMs: 5_000,
+    });
+    return this.client;
+  }
+
+  /** Step 1 for every partition that needs it: find where the logs agree, cut the rest. */
+  private async truncatePartitions(client: DataPortClient): Promise<void> {
+    const truncating = [...this.partitions.values()].filter(
+      (followed) => followed.state === 'truncating',
+    );
+    if (truncating.length === 0) return;
+    const withEpochs = truncating.filter((followed) => followed.replica.log.latestEpoch >= 0);
+    for (const followed of truncating) {
+      if (followed.replica.log.latestEpoch < 0)
+        this.truncate(followed, followed.replica.highWatermark, 'no epochs in the local log');
+    }
+    if (withEpochs.length === 0) return;
+    const response = await client.offsetForLeaderEpoch(
+      {
+        replicaId: this.options.brokerId,
+        partitions: withEpochs.map((followed) => ({
+          topic: followed.replica.topic,
+          partition: followed.replica.partition,
+          currentLeaderEpoch: followed.replica.assignment.leaderEpoch,
+          leaderEpoch: followed.replica.log.latestEpoch,
+        })),
+      },
+      { timeoutMs: requestTimeoutMarginMs },
+    );
+    for (const answer of response.partitions) {
+      const followed = this.partitions.get(`${answer.topic}-${answer.partition}`);
+      if (followed === undefined || followed.state !== 'truncating') continue;
+      if (answer.errorCode !== '') {
+        followed.retryAfterMs = Date.now() + 200;
+        continue;
+      }
+      const log = followed.replica.log;
+      const localEpoch = log.latestEpoch;
+      let target: bigint;
+      if (answer.endOffset === undefinedEpochOffset) {
+        // The leader knows nothing of this epoch: keep only what was committed.
+        target = followed.replica.highWatermark;
+      } else if (answer.leaderEpoch === localEpoch) {
+        target = answer.endOffset;
+      } else {
+        // The leader's newest epoch at or below ours is older than ours: our log agrees with it
+        // only up to where that epoch ends in both logs (KIP-279).
+        const localEnd = log.endOffsetForLeaderEpoch(answer.leaderEpoch).endOffset;
+        target = localEnd >= 0n && localEnd < answer.endOffset ? localEnd : answer.endOffset;
+      }
+      this.truncate(
+        followed,
+        target,
+        `leader epoch ${answer.leaderEpoch} ends at ${answer.endOffset}`,
+      );
+    }
+  }
+
+  private truncate(followed: FollowedPartition, target: bigint, reason: string): void {
+    const log = followed.replica.log;
+    if (target < log.logEndOffset) {
+      const { bytesTruncated } = log.truncateTo(target);
+      followed.replica.clampHighWatermark();
+      this.options.logger.info(
+        {
+          partition: followed.replica.name,
+          truncatedTo: target.toString(),
+          bytesTruncated,
+          reason,
+        },
+        'follower truncated its divergent tail',
+      );
+    }
+    followed.state = 'fetching';
+  }
+
+  /** Step 2: one fetch for every partition ready for it. */
+  private async fetchOnce(client: DataPortClient): Promise<void> {
+    const nowMs = Date.now();
+    const ready = [...this.partitions.values()].filter(
+      (followed) => followed.state === 'fetching' && followed.retryAfterMs <= nowMs,
+    );
+    if (ready.length === 0) {
+      await sleep(50);
+      return;
+    }
+    const response = await client.fetch(
+      {
+        replicaId: this.options.brokerId,
+        brokerEpoch: this.options.brokerEpoch(),
+        maxWaitMs: this.options.fetchWaitMaxMs,
+        minBytes: 1,
+        maxBytes: this.options.fetchMaxBytes,
+        partitions: ready.map((followed) => ({
+          topic: followed.replica.topic,
+          partition: followed.replica.partition,
+          fetchOffset: followed.replica.log.logEndOffset,
+          currentLeaderEpoch: followed.replica.assignment.leaderEpoch,
+          logStartOffset: followed.replica.log.logStartOffset,
+          partitionMaxBytes: this.options.fetchMaxBytes,
+        })),
+      },
+      { timeoutMs: this.options.fetchWaitMaxMs + requestTimeoutMarginMs },
+    );
+    for (const answer of response.partitions) {
+      const followed = this.partitions.get(`${answer.topic}-${answer.partition}`);
+      if (followed === undefined || followed.state !== 'fetching') continue;
+      this.applyFetched(followed, answer);
+    }
+  }
+
+  private applyFetched(
+    followed: FollowedPartition,
+    answer: {
+      errorCode: string;
+      errorMessage: string;
+      records: Buffer;
+      highWatermark: bigint;
+      logStartOffset: bigint;
+      logEndOffset: bigint;
+    },
+  ): void {
+    const { replica } = followed;
+    const log = replica.log;
+    if (answer.errorCode === 'OFFSET_OUT_OF_RANGE') {
+      if (log.logEndOffset < answer.logStartOffset) {
+        log.truncateFullyAndStartAt(answer.logStartOffset);
+        replica.clampHighWatermark();
+        this.options.logger.info(
+          { partition: replica.name, startAt: answer.logStartOffset.toString() },
+          "follower restarted its log at the leader's start",
+        );
+      } else {
+        followed.state = 'truncating';
+      }
+      return;
+    }
+    if (answer.errorCode !== '') {
+      followed.retryAfterMs = Date.now() + 200;
+      this.options.logger.debug(
+        { partition: replica.name, error: answer.errorCode, message: answer.errorMessage },
+        'leader refused a replica fetch',
+      );
+      return;
+    }
+    if (answer.records.length > 0) {
+      try {
+        log.append(answer.records, {
+          leaderEpoch: replica.assignment.leaderEpoch,
+          assignOffsets: false,
+        });
+      } catch (error) {
+        // Records that do not continue this log mean it diverged: find the agreement point again.
+        followed.state = 'truncating';
+        this.options.logger.warn(
+          { err: error, partition: replica.name },
+          'replica append failed; truncating again',
+        );
+        return;
+      }
+      replica.wake();
+    }
+    replica.updateHighWatermarkAsFollower(answer.highWatermark);
+    if (answer.logStartOffset > log.logStartOffset && answer.logStartOffset <= log.logEndOffset) {
+      log.deleteRecordsBefore(answer.logStartOffset);
+    }
+  }
+}
