@@ -64,9 +64,16 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
   };
 
   let stopping = false;
+  // Stop in reverse order of dependence: clients of the data path first, the controller last,
+  // so storage nodes can still hand their leaderships over (controlled shutdown) as they stop.
   const stopAll = async (): Promise<void> => {
     stopping = true;
-    await Promise.all(processes.map((entry) => stopProcess(entry.child)));
+    const order: ServiceName[] = ['gateway', 'coordinator', 'storage-node', 'controller'];
+    for (const role of order) {
+      await Promise.all(
+        processes.filter((entry) => entry.role === role).map((entry) => stopProcess(entry.child)),
+      );
+    }
   };
   // The controller first: everything else is told where it is.
   const startAll = async (): Promise<void> => {

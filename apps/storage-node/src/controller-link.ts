@@ -34,6 +34,8 @@ export interface ControllerLinkOptions {
 
 /** Calls to the controller give up after this, so a dead controller cannot hang a step. */
 const controllerCallDeadlineMs = 5_000;
+/** Controlled shutdown tries a few controllers, then the node stops anyway. */
+const controlledShutdownAttempts = 3;
 
 export class ControllerLink {
   readonly incarnationId = randomUUID();
@@ -175,13 +177,16 @@ export class ControllerLink {
 
   /** Asks the controller to move this node's leaderships elsewhere before it stops. */
   async controlledShutdown(): Promise<number> {
-    const response = await this.channel.call((client) =>
-      callOnce(
-        client,
-        client.controlledShutdown,
-        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
-        { deadlineMs: controllerCallDeadlineMs },
-      ),
+    // Bounded: a node must stop even when no controller answers.
+    const response = await this.channel.call(
+      (client) =>
+        callOnce(
+          client,
+          client.controlledShutdown,
+          { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+          { deadlineMs: controllerCallDeadlineMs },
+        ),
+      { attempts: controlledShutdownAttempts },
     );
     return response.remainingPartitions.length;
   }

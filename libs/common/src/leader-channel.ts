@@ -64,8 +64,11 @@ export class LeaderChannel<Client extends { close(): void }> {
   }
 
   /** Runs `attempt` against the leader, following NOT_LEADER answers and retriable failures. */
-  async call<T>(attempt: (client: Client) => Promise<T>): Promise<T> {
-    const attempts = this.options.attempts ?? attemptsDefault;
+  async call<T>(
+    attempt: (client: Client) => Promise<T>,
+    options: { attempts?: number } = {},
+  ): Promise<T> {
+    const attempts = options.attempts ?? this.options.attempts ?? attemptsDefault;
     for (let round = 1; ; round++) {
       if (this.closed) throw new SpoolError('SHUTTING_DOWN', 'the channel is closed');
       try {
