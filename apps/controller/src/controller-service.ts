@@ -1,4 +1,3 @@
-import * as os from 'node:os';
 import { startService, type RunningService, type SettingsSchema } from '@spool/common';
 import { createMetadataStore, MetadataKeys } from '@spool/metadata';
 import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
@@ -104,6 +103,7 @@ export function startController(
       onShutdown,
       onShutdownAfterDrain,
       afterListen,
+      advertisedHost,
     }) => {
       readiness.require('metadata store');
       const store = await createMetadataStore(
@@ -130,12 +130,7 @@ export function startController(
       grpc.addService(ControllerServiceService, handlers);
 
       afterListen(async ({ grpcPort }) => {
-        const host =
-          config.advertisedHost !== ''
-            ? config.advertisedHost
-            : config.host === '0.0.0.0'
-              ? os.hostname()
-              : config.host;
+        const host = advertisedHost;
         role = new ControllerRole(
           store,
           new MetadataKeys(config.clusterName),

@@ -204,12 +204,7 @@ export function startStorageNode(
 
       readiness.require('metadata');
       context.afterListen(async ({ grpcPort }) => {
-        const host =
-          config.advertisedHost !== ''
-            ? config.advertisedHost
-            : config.host === '0.0.0.0'
-              ? os.hostname()
-              : config.host;
+        const host = context.advertisedHost;
         const link = new ControllerLink(
           {
             brokerId,

@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import type { Registry } from 'prom-client';
 import {
   loadConfig,
@@ -76,6 +77,8 @@ export interface ServiceContext<S extends SettingsSchema> {
   readonly metrics: Registry;
   readonly readiness: Readiness;
   readonly grpc: GrpcServer;
+  /** The host other processes reach this one at: the advertised host, else the bind host. */
+  readonly advertisedHost: string;
   /** Steps run at shutdown, in registration order, before gRPC drains. */
   onShutdown(step: ShutdownStep): void;
   /** Steps run after gRPC drained: close logs, flush files. */
@@ -151,6 +154,12 @@ export async function startService<S extends SettingsSchema>(
       metrics,
       readiness,
       grpc,
+      advertisedHost:
+        common.advertisedHost !== ''
+          ? common.advertisedHost
+          : common.host === '0.0.0.0'
+            ? os.hostname()
+            : common.host,
       onShutdown: (step) => beforeDrain.push(step),
       onShutdownAfterDrain: (step) => afterDrain.push(step),
       afterListen: (step) => afterListen.push(step),
