@@ -24,7 +24,7 @@ const servedServices: Record<ServiceName, string[]> = {
   controller: ['spool.v1.ControllerService'],
   'storage-node': ['spool.v1.StorageService'],
   coordinator: [],
-  gateway: [],
+  gateway: ['spool.v1.GatewayService'],
 };
 
 const loaderOptions = { keepCase: true, longs: String, enums: String, defaults: true };
@@ -86,7 +86,8 @@ function listServices(port: number): Promise<string[]> {
   });
 }
 
-// A storage node is ready only once it has the controller's metadata, so it gets a controller.
+// A storage node and a gateway are ready only once they have the controller's metadata, so they
+// get a controller.
 let controller: ServiceProcess | undefined;
 beforeAll(async () => {
   controller = await startServiceProcess('controller');
@@ -97,6 +98,7 @@ afterAll(async () => {
 });
 
 function argsFor(name: ServiceName): string[] {
+  if (name === 'gateway') return ['--controller-addresses', `127.0.0.1:${controller!.grpcPort}`];
   if (name !== 'storage-node') return [];
   return [
     '--controller-addresses',

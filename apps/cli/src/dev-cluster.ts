@@ -99,7 +99,14 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
           controllerAddress,
         ]),
       ),
-      launch('gateway', 0, ['--grpc-port', String(gatewayPort), '--metrics-port', '0']),
+      launch('gateway', 0, [
+        '--grpc-port',
+        String(gatewayPort),
+        '--metrics-port',
+        '0',
+        '--controller-addresses',
+        controllerAddress,
+      ]),
     ];
     await Promise.all(others.map((entry) => watchProcess(entry, context, () => stopping)));
   };

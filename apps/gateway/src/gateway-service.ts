@@ -1,10 +1,70 @@
-import { startService, type RunningService, type SettingsSchema } from '@spool/common';
-import { protoDescriptorSetPath } from '@spool/protocol';
+import {
+  ConfigError,
+  createGrpcClient,
+  startService,
+  type RunningService,
+  type SettingsSchema,
+} from '@spool/common';
+import {
+  GatewayServiceService,
+  StorageServiceClient,
+  protoDescriptorSetPath,
+} from '@spool/protocol';
+import { BrokerResources } from './broker-resources';
+import { ConsumeStreams } from './consume-streams';
+import { gatewayHandlers } from './gateway-handlers';
+import { GatewayMetrics } from './gateway-metrics';
+import { LeaderFetcher } from './leader-fetcher';
+import { MetadataLink } from './metadata-link';
+import { ProduceAdmission } from './produce-admission';
 
 /**
- * The gateway service: the stateless front door: it routes produce and fetch requests to partition leaders and fronts the admin and group calls.
+ * The gateway service: the stateless front door. It routes produce requests to partition
+ * leaders, reads from their data ports for Fetch and Consume, and fronts the controller's admin
+ * calls and (once it exists) the coordinator's group calls. Its only state is a copy of the
+ * cluster metadata, followed from the active controller.
  */
-export const gatewaySettings = {} as const satisfies SettingsSchema;
+export const gatewaySettings = {
+  controllerAddresses: {
+    type: 'list',
+    default: ['127.0.0.1:9093'],
+    description: 'Controller gRPC addresses (host:port); any of them, the active one is found.',
+  },
+  produceInFlightBytesMax: {
+    type: 'integer',
+    default: 64 * 1024 * 1024,
+    min: 1024,
+    max: 1024 * 1024 * 1024,
+    description:
+      'Record bytes one client connection may have in produce requests not yet answered; ' +
+      'beyond it a produce gets THROTTLING_QUOTA_EXCEEDED (retriable).',
+  },
+  fetchMaxBytes: {
+    type: 'integer',
+    default: 32 * 1024 * 1024,
+    min: 1024,
+    max: 512 * 1024 * 1024,
+    description:
+      'Record bytes in one Fetch response or one Consume push, at most (fetch.max.bytes); ' +
+      'a first batch larger than this still comes whole.',
+  },
+  consumeCreditBytesMax: {
+    type: 'integer',
+    default: 256 * 1024 * 1024,
+    min: 1024,
+    max: 2 ** 40,
+    description:
+      'Credit a Consume stream may hold granted and not yet used; a larger grant ends the ' +
+      'stream with INVALID_REQUEST.',
+  },
+  consumeStreamsMax: {
+    type: 'integer',
+    default: 1_024,
+    min: 1,
+    max: 1_000_000,
+    description: 'Consume streams open at once; more get THROTTLING_QUOTA_EXCEEDED (retriable).',
+  },
+} as const satisfies SettingsSchema;
 
 export const gatewayDefaultPorts = { grpcPort: 9090, metricsPort: 9190 } as const;
 
@@ -20,7 +80,78 @@ export function startGateway(
     settings: gatewaySettings,
     defaultPorts: gatewayDefaultPorts,
     descriptorSetPaths: [protoDescriptorSetPath],
-    setup: async () => {},
     ...options,
+    setup: async (context) => {
+      const { config, logger, metrics, readiness, grpc } = context;
+      // A response must fit in one gRPC message with room for its first batch (KIP-74).
+      if (config.fetchMaxBytes * 2 > config.grpcMaxMessageBytes) {
+        throw new ConfigError(
+          `invalid value for setting fetch.max.bytes: ${config.fetchMaxBytes}; it must be at ` +
+            `most half of grpc.max.message.bytes (${config.grpcMaxMessageBytes})`,
+        );
+      }
+      const link = new MetadataLink(
+        config.controllerAddresses,
+        logger.child({ component: 'metadata' }),
+      );
+      const storageClients = new BrokerResources(
+        link.metadata,
+        'grpc',
+        (host, port) => createGrpcClient(StorageServiceClient, `${host}:${port}`),
+        (client) => client.close(),
+      );
+      const fetcher = new LeaderFetcher(link.metadata);
+      const admission = new ProduceAdmission(config.produceInFlightBytesMax);
+      const consumeStreamsHolder: { streams?: ConsumeStreams } = {};
+      const gatewayMetrics = new GatewayMetrics(metrics, {
+        server: grpc.server,
+        produceInFlightBytes: () => admission.inFlightBytes,
+        consumeStreams: () => consumeStreamsHolder.streams?.count ?? 0,
+      });
+      const consumeStreams = new ConsumeStreams(config.consumeStreamsMax, {
+        link,
+        fetcher,
+        fetchMaxBytes: config.fetchMaxBytes,
+        consumeCreditBytesMax: config.consumeCreditBytesMax,
+        logger: logger.child({ component: 'consume' }),
+        onPartitionError: (code) => gatewayMetrics.requestErrors.inc({ api: 'Consume', code }),
+        onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
+      });
+      consumeStreamsHolder.streams = consumeStreams;
+      grpc.addService(
+        GatewayServiceService,
+        gatewayHandlers({
+          link,
+          storageClient: (brokerId) => storageClients.get(brokerId),
+          fetcher,
+          admission,
+          consumeStreams,
+          metrics: gatewayMetrics,
+          fetchMaxBytes: config.fetchMaxBytes,
+          logger,
+        }),
+      );
+
+      readiness.require('metadata');
+      link.start();
+      void link.firstSnapshotApplied.then(() => {
+        readiness.satisfy('metadata');
+        logger.info(
+          {
+            metadataVersion: link.metadata.version.toString(),
+            brokers: link.metadata.brokers.size,
+            topics: link.metadata.topics.size,
+          },
+          'metadata loaded',
+        );
+      });
+
+      context.onShutdown(async () => consumeStreams.stopAll());
+      context.onShutdownAfterDrain(async () => {
+        link.stop();
+        storageClients.closeAll();
+        fetcher.close();
+      });
+    },
   });
 }

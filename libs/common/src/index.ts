@@ -62,3 +62,4 @@ export {
 } from './start-service';
 export { ProcessLock, type LockedErrorFactory } from './process-lock';
 export { LeaderChannel, type LeaderChannelOptions } from './leader-channel';
+export { StreamFollower, type StreamFollowerOptions, type FollowedStream } from './stream-follower';

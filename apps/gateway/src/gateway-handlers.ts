@@ -1,0 +1,92 @@
+/**
+ * The GatewayService handlers, assembled from their parts, each wrapped to count its requests,
+ * errors (failed calls and partitions answered with an error) and latency under its RPC name.
+ */
+import type { ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
+import { CommonErrorCode, isCodedError, type Logger } from '@spool/common';
+import {
+  GatewayServiceService,
+  type ConsumeRequest,
+  type ConsumeResponse,
+  type DeleteRecordsRequest,
+  type FetchRequest,
+  type ListOffsetsRequest,
+  type ProduceRequest,
+  type StorageServiceClient,
+} from '@spool/protocol';
+import { adminHandlers } from './admin-handlers';
+import type { ConsumeStreams } from './consume-streams';
+import { handleFetch } from './fetch-handler';
+import type { GatewayMetrics } from './gateway-metrics';
+import { groupHandlers } from './group-handlers';
+import type { LeaderFetcher } from './leader-fetcher';
+import type { MetadataLink } from './metadata-link';
+import { handleDeleteRecords, handleListOffsets } from './offset-handlers';
+import type { ProduceAdmission } from './produce-admission';
+import { handleProduce } from './produce-handler';
+
+export interface GatewayHandlerDependencies {
+  readonly link: MetadataLink;
+  readonly storageClient: (brokerId: number) => StorageServiceClient | undefined;
+  readonly fetcher: LeaderFetcher;
+  readonly admission: ProduceAdmission;
+  readonly consumeStreams: ConsumeStreams;
+  readonly metrics: GatewayMetrics;
+  readonly fetchMaxBytes: number;
+  readonly logger: Logger;
+}
+
+type Handler = (...args: never[]) => Promise<unknown>;
+
+export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Record<string, Handler> {
+  const { link, storageClient, fetcher, admission, consumeStreams } = dependencies;
+  const handlers: Record<string, Handler> = {
+    produce: (request: ProduceRequest, call: ServerUnaryCall<ProduceRequest, unknown>) =>
+      handleProduce(request, call.getPeer(), {
+        link,
+        storageClient,
+        admission,
+        logger: dependencies.logger,
+      }),
+    fetch: (request: FetchRequest) =>
+      handleFetch(request, { link, fetcher, fetchMaxBytes: dependencies.fetchMaxBytes }),
+    consume: (call: ServerDuplexStream<ConsumeRequest, ConsumeResponse>) =>
+      consumeStreams.serve(call),
+    listOffsets: (request: ListOffsetsRequest) =>
+      handleListOffsets(request, { link, storageClient }),
+    deleteRecords: (request: DeleteRecordsRequest) =>
+      handleDeleteRecords(request, { link, storageClient }),
+    ...adminHandlers(link),
+    ...groupHandlers(),
+  };
+  return instrument(handlers, dependencies.metrics);
+}
+
+function instrument(
+  handlers: Record<string, Handler>,
+  metrics: GatewayMetrics,
+): Record<string, Handler> {
+  const instrumented: Record<string, Handler> = {};
+  for (const [name, method] of Object.entries(GatewayServiceService)) {
+    const handler = handlers[name] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+    if (handler === undefined) continue;
+    const api = method.path.slice(method.path.lastIndexOf('/') + 1);
+    const streaming = method.requestStream || method.responseStream;
+    instrumented[name] = async (...args: unknown[]) => {
+      metrics.requests.inc({ api });
+      const stopTimer = streaming ? undefined : metrics.requestDuration.startTimer({ api });
+      try {
+        const response = await handler(...args);
+        metrics.countPartitionErrors(api, response);
+        return response;
+      } catch (error) {
+        const code = isCodedError(error) ? error.code : CommonErrorCode.Unknown;
+        metrics.requestErrors.inc({ api, code });
+        throw error;
+      } finally {
+        stopTimer?.();
+      }
+    };
+  }
+  return instrumented;
+}

@@ -1,0 +1,176 @@
+/**
+ * Sends per-partition work (appends, offset lookups, record deletions) to the partitions'
+ * leaders over their StorageService and collects one result per item, in the request's order.
+ *
+ * 1. Each round routes the items still pending from the current metadata: an unknown topic or
+ *    partition is answered at once; a partition without a leader waits for the next round.
+ * 2. The items of one leader go in one call; the leaders are called concurrently.
+ * 3. An item the leader refused because the route was stale (NOT_LEADER_OR_FOLLOWER, ...; see
+ *    rerouteCodes), and every item of a leader that could not be reached, waits for the next
+ *    round; any other answer, success or error, is final.
+ * 4. Between rounds the router waits for newer metadata (at most metadataWaitMsMax; the leader
+ *    change it waits for comes through WatchMetadata), then backs off a little when the
+ *    metadata did not move.
+ * 5. At most attemptsMax rounds, all before the deadline; what is still pending then is answered
+ *    with the last error it got, which is retriable.
+ */
+import { backoffMs, sleep } from '@spool/common';
+import type { ProtoError } from '@spool/protocol';
+import { protoErrorOf, rerouteCodes } from './gateway-errors';
+import type { MetadataLink } from './metadata-link';
+import { groupByLeader, partitionName, routeOf, type TopicPartitionKey } from './partition-routing';
+
+/** Rounds per request: enough to ride out a leader election, few enough to end a bad request. */
+export const routingAttemptsMax = 20;
+/** How long one round waits for the controller to publish a new leader. */
+const metadataWaitMsMax = 1_000;
+/** Backoff cap between rounds when the metadata did not change. */
+const roundBackoffMsMax = 500;
+
+export interface LeaderCall<Item, Result> {
+  /** Calls one leader with its items; one result per item, matched by topic and partition. */
+  readonly send: (leaderId: number, items: Item[], remainingMs: number) => Promise<Result[]>;
+  readonly errorOf: (result: Result) => ProtoError | undefined;
+  readonly failed: (item: Item, error: ProtoError) => Result;
+}
+
+export async function sendToLeaders<
+  Item extends TopicPartitionKey,
+  Result extends TopicPartitionKey,
+>(
+  link: MetadataLink,
+  items: readonly Item[],
+  deadlineMs: number,
+  call: LeaderCall<Item, Result>,
+): Promise<Result[]> {
+  const routing = new LeaderRouting(link, items, call);
+  let pending = items.map((_, position) => position);
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    const version = link.metadata.version;
+    const { routed, retry } = routing.route(pending);
+    const groups = groupByLeader(routed, (entry) => entry.leaderId);
+    const retried = await Promise.all(
+      [...groups].map(([leaderId, entries]) =>
+        routing.send(
+          leaderId,
+          entries.map((entry) => entry.position),
+          deadlineMs,
+        ),
+      ),
+    );
+    pending = [...retry, ...retried.flat()];
+    if (pending.length === 0) break;
+    // Point 5.
+    const remainingMs = deadlineMs - Date.now();
+    if (remainingMs <= 0 || attempt >= routingAttemptsMax) {
+      routing.giveUp(pending, attempt);
+      break;
+    }
+    // Point 4.
+    const moved = await link.waitForNewerVersion(version, Math.min(remainingMs, metadataWaitMsMax));
+    if (!moved) {
+      const backoff = backoffMs(attempt, { backoffMaxMs: roundBackoffMsMax });
+      await sleep(Math.min(backoff, Math.max(0, deadlineMs - Date.now())));
+    }
+  }
+  return routing.results();
+}
+
+/** The state of one request's routing: a result per item once it is final. */
+class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitionKey> {
+  private readonly answered: Array<Result | undefined>;
+  /** The last retriable error of each item still pending, for the answer if it never succeeds. */
+  private readonly lastError = new Map<number, ProtoError>();
+
+  constructor(
+    private readonly link: MetadataLink,
+    private readonly items: readonly Item[],
+    private readonly call: LeaderCall<Item, Result>,
+  ) {
+    this.answered = new Array<Result | undefined>(items.length);
+  }
+
+  /** Point 1: the leader of each pending item, or its final error, or a retry. */
+  route(pending: readonly number[]): {
+    routed: Array<{ position: number; leaderId: number }>;
+    retry: number[];
+  } {
+    const routed: Array<{ position: number; leaderId: number }> = [];
+    const retry: number[] = [];
+    for (const position of pending) {
+      const route = routeOf(this.link.metadata, this.items[position]!, 'grpc');
+      if (route.kind === 'leader') routed.push({ position, leaderId: route.leaderId });
+      else if (this.settle(position, protoErrorOf(route.error))) retry.push(position);
+    }
+    return { routed, retry };
+  }
+
+  /** Points 2 and 3: one leader's call; returns the positions to retry. */
+  async send(
+    leaderId: number,
+    positions: readonly number[],
+    deadlineMs: number,
+  ): Promise<number[]> {
+    const retry: number[] = [];
+    try {
+      const answers = await this.call.send(
+        leaderId,
+        positions.map((position) => this.items[position]!),
+        Math.max(1, deadlineMs - Date.now()),
+      );
+      const byKey = new Map(answers.map((answer) => [keyOf(answer), answer]));
+      for (const position of positions) {
+        const item = this.items[position]!;
+        const answer = byKey.get(keyOf(item));
+        const error =
+          answer === undefined
+            ? {
+                code: 'UNKNOWN_SERVER_ERROR',
+                message: `broker ${leaderId} did not answer for ${partitionName(item)}`,
+                retriable: false,
+              }
+            : this.call.errorOf(answer);
+        if (error === undefined) this.answered[position] = answer;
+        else if (this.settle(position, error, answer)) retry.push(position);
+      }
+    } catch (error) {
+      for (const position of positions) {
+        const prefix = `${partitionName(this.items[position]!)}: leader broker ${leaderId}: `;
+        if (this.settle(position, protoErrorOf(error, prefix))) retry.push(position);
+      }
+    }
+    return retry;
+  }
+
+  /** Point 5: what is still pending gets its last error. */
+  giveUp(pending: readonly number[], attempts: number): void {
+    for (const position of pending) {
+      const error = this.lastError.get(position)!;
+      this.answered[position] = this.call.failed(this.items[position]!, {
+        ...error,
+        message: `${error.message} (gave up after ${attempts} attempts)`,
+      });
+    }
+  }
+
+  results(): Result[] {
+    return this.answered.map((result) => result!);
+  }
+
+  /**
+   * An error for an item: a stale route is remembered and retried (returns true); any other is
+   * the item's final answer (the leader's own result when there is one).
+   */
+  private settle(position: number, error: ProtoError, answer?: Result): boolean {
+    if (rerouteCodes.has(error.code)) {
+      this.lastError.set(position, error);
+      return true;
+    }
+    this.answered[position] = answer ?? this.call.failed(this.items[position]!, error);
+    return false;
+  }
+}
+
+function keyOf(key: TopicPartitionKey): string {
+  return `${key.partition}:${key.topic}`;
+}

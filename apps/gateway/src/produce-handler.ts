@@ -1,0 +1,165 @@
+/**
+ * Produce: batches for many partitions in one request, each partition's batches appended at its
+ * leader, one result per partition in the request's order.
+ *
+ * 1. The request's record bytes count against the client connection's in-flight bound first
+ *    (ProduceAdmission); over it, the whole request is refused, retriably.
+ * 2. Each partition is checked before anything is sent: named once, a known topic and partition,
+ *    and batches that pass splitRecordBatches (framing, magic, CRC, header fields, the topic's
+ *    max.message.bytes). A partition that fails is answered with the error and not written; the
+ *    other partitions of the request go on. Records are never decoded.
+ * 3. The valid partitions go to their leaders (sendToLeaders: grouped, concurrent, re-routed
+ *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout.
+ */
+import { callOnce, type Logger } from '@spool/common';
+import {
+  Acks,
+  splitRecordBatches,
+  type PartitionAppendResult,
+  type PartitionBatches,
+  type ProduceRequest,
+  type ProduceResponse,
+  type ProtoError,
+  type StorageServiceClient,
+} from '@spool/protocol';
+import { GatewayError, protoErrorOf } from './gateway-errors';
+import { sendToLeaders } from './leader-router';
+import type { MetadataLink } from './metadata-link';
+import { duplicatePositions, partitionName } from './partition-routing';
+import type { ProduceAdmission } from './produce-admission';
+
+/** Kafka's request.timeout.ms default, for a request that names none. */
+export const produceTimeoutMsDefault = 30_000;
+/** The longest a produce may take, whatever it asks (the leaders bound acks=all waits alike). */
+export const produceTimeoutMsMax = 120_000;
+/** Kafka's max.message.bytes default, for a topic whose config the metadata does not carry. */
+const maxMessageBytesDefault = 1_048_588;
+/** A leader's own REQUEST_TIMED_OUT answer should arrive before the call's deadline cuts it off. */
+const appendCallSlackMs = 2_000;
+
+export interface ProduceDependencies {
+  readonly link: MetadataLink;
+  readonly storageClient: (brokerId: number) => StorageServiceClient | undefined;
+  readonly admission: ProduceAdmission;
+  readonly logger: Logger;
+}
+
+function failedResult(partition: PartitionBatches, error: ProtoError): PartitionAppendResult {
+  return {
+    topic: partition.topic,
+    partition: partition.partition,
+    error,
+    baseOffset: -1n,
+    lastOffset: -1n,
+    logAppendTimeMs: -1n,
+    logStartOffset: -1n,
+  };
+}
+
+/** Point 2 for one partition: the error that keeps it from being sent, if any. */
+function checkPartition(
+  link: MetadataLink,
+  partition: PartitionBatches,
+  duplicate: boolean,
+): ProtoError | undefined {
+  const name = partitionName(partition);
+  if (duplicate) {
+    return protoErrorOf(
+      new GatewayError('INVALID_REQUEST', `${name} appears more than once in the request`),
+    );
+  }
+  const topic = link.metadata.topics.get(partition.topic);
+  if (topic === undefined) {
+    return protoErrorOf(
+      new GatewayError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${partition.topic}" does not exist`),
+    );
+  }
+  if (!topic.partitions.some((candidate) => candidate.partition === partition.partition)) {
+    return protoErrorOf(
+      new GatewayError(
+        'UNKNOWN_TOPIC_OR_PARTITION',
+        `partition ${partition.partition} of topic "${partition.topic}" does not exist; the ` +
+          `topic has ${topic.partitions.length} partitions`,
+      ),
+    );
+  }
+  if (partition.records.length === 0) {
+    return protoErrorOf(new GatewayError('INVALID_REQUEST', `records of ${name} are empty`));
+  }
+  const configured = Number(link.metadata.topicConfig(partition.topic, 'max.message.bytes'));
+  const maxBatchSizeBytes = Number.isSafeInteger(configured) ? configured : maxMessageBytesDefault;
+  try {
+    splitRecordBatches(partition.records, { maxBatchSizeBytes, origin: 'client' });
+  } catch (error) {
+    return protoErrorOf(error, `${name}: `);
+  }
+  return undefined;
+}
+
+export async function handleProduce(
+  request: ProduceRequest,
+  peer: string,
+  dependencies: ProduceDependencies,
+): Promise<ProduceResponse> {
+  const { link, admission } = dependencies;
+  // Point 1.
+  const sizeBytes = request.partitions.reduce((sum, entry) => sum + entry.records.length, 0);
+  const release = admission.admit(peer, sizeBytes);
+  try {
+    const acksValid =
+      request.acks === Acks.ACKS_NONE ||
+      request.acks === Acks.ACKS_LEADER ||
+      request.acks === Acks.ACKS_ALL;
+    const timeoutMs =
+      request.timeoutMs > 0
+        ? Math.min(request.timeoutMs, produceTimeoutMsMax)
+        : produceTimeoutMsDefault;
+    const deadlineMs = Date.now() + timeoutMs;
+    // Point 2.
+    const duplicates = duplicatePositions(request.partitions);
+    const results = new Array<PartitionAppendResult | undefined>(request.partitions.length);
+    const valid: Array<{ position: number; batches: PartitionBatches }> = [];
+    request.partitions.forEach((batches, position) => {
+      const error = acksValid
+        ? checkPartition(link, batches, duplicates.has(position))
+        : protoErrorOf(
+            new GatewayError(
+              'INVALID_REQUIRED_ACKS',
+              `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
+            ),
+          );
+      if (error === undefined) valid.push({ position, batches });
+      else results[position] = failedResult(batches, error);
+    });
+    // Point 3.
+    const appended = await sendToLeaders(
+      link,
+      valid.map((entry) => entry.batches),
+      deadlineMs,
+      {
+        send: async (leaderId, partitions, remainingMs) => {
+          const client = dependencies.storageClient(leaderId);
+          if (client === undefined) {
+            throw new GatewayError(
+              'LEADER_NOT_AVAILABLE',
+              `the gRPC endpoint of broker ${leaderId} is not in the metadata`,
+            );
+          }
+          const response = await callOnce(
+            client,
+            client.append,
+            { partitions, acks: request.acks, timeoutMs: remainingMs },
+            { deadlineMs: remainingMs + appendCallSlackMs },
+          );
+          return response.results;
+        },
+        errorOf: (result) => result.error,
+        failed: failedResult,
+      },
+    );
+    valid.forEach((entry, index) => (results[entry.position] = appended[index]));
+    return { results: results.map((result) => result!) };
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,88 @@
+// Proves the stream follower keeps a leader-only stream alive with fake clients: it hands every
+// message on, follows a NOT_CONTROLLER hint to the named address, moves to the next address when
+// a stream ends without one, reopens after each failure, and stops with no stream left open.
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { SpoolError } from './errors';
+import { LeaderChannel } from './leader-channel';
+import { createLogger } from './logger';
+import { StreamFollower, type FollowedStream } from './stream-follower';
+
+class FakeStream extends EventEmitter implements FollowedStream<string> {
+  cancelled = false;
+  cancel(): void {
+    this.cancelled = true;
+    this.emit('error', new SpoolError('CANCELLED', 'cancelled by the client'));
+  }
+}
+
+class FakeClient {
+  readonly streams: FakeStream[] = [];
+  constructor(readonly address: string) {}
+  watch(): FakeStream {
+    const stream = new FakeStream();
+    this.streams.push(stream);
+    return stream;
+  }
+  close(): void {}
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('StreamFollower', () => {
+  it('follows the leader hint, reconnects after failures and stops cleanly', async () => {
+    const clients = new Map<string, FakeClient>();
+    const channel = new LeaderChannel(
+      ['a:1', 'b:1'],
+      (address) => {
+        const client = new FakeClient(address);
+        clients.set(address, client);
+        return client;
+      },
+      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
+    );
+    const received: string[] = [];
+    const follower = new StreamFollower({
+      channel,
+      open: (client) => client.watch(),
+      onMessage: (message: string) => received.push(message),
+      logger: createLogger({ service: 'test', level: 'silent' }),
+      backoffMaxMs: 20,
+    });
+    const running = follower.start();
+
+    // 1. The first address is a standby that names the active one, c:1.
+    await until(() => clients.get('a:1')?.streams.length === 1);
+    clients.get('a:1')!.streams[0]!.emit(
+      'error',
+      new SpoolError('NOT_CONTROLLER', 'standby', {
+        retriable: true,
+        details: { activeController: 'c:1' },
+      }),
+    );
+    await until(() => clients.get('c:1')?.streams.length === 1);
+    const active = clients.get('c:1')!;
+    active.streams[0]!.emit('data', 'snapshot');
+    active.streams[0]!.emit('data', 'delta');
+    expect(received).toEqual(['snapshot', 'delta']);
+
+    // 2. A stream that ends without a hint moves on to the next address and is reopened there.
+    active.streams[0]!.emit('end');
+    await until(() => clients.get('a:1')!.streams.length === 2);
+    clients.get('a:1')!.streams[1]!.emit('data', 'resumed');
+    expect(received).toEqual(['snapshot', 'delta', 'resumed']);
+
+    // 3. stop() cancels the open stream and the loop ends without reopening it.
+    follower.stop();
+    await running;
+    expect(clients.get('a:1')!.streams[1]!.cancelled).toBe(true);
+    expect(clients.get('a:1')!.streams).toHaveLength(2);
+    channel.close();
+  });
+});
