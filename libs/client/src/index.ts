@@ -1,3 +1,56 @@
-// The TypeScript SDK applications import: producer, consumer and admin (arriving with the
-// gateway), and the pieces that must match Kafka exactly, such as the default partitioner.
+// The TypeScript SDK applications import: `new Spool({ brokers })` makes producers, consumers and
+// admins that talk to the gateway's gRPC API only. Also the pieces that must match Kafka exactly,
+// such as the default partitioner. Importing the SDK registers its snappy, lz4 and zstd codecs
+// with the record-batch codec of @spool/protocol.
+import { registerClientCompressionCodecs } from './compression/compression-codecs';
+
+registerClientCompressionCodecs();
+
+export { Spool } from './spool';
+export { Producer } from './producer';
+export {
+  Consumer,
+  type AssignedPartition,
+  type ConsumerBatch,
+  type ConsumerRunConfig,
+  type ConsumerSubscription,
+  type EachBatchPayload,
+  type EachMessagePayload,
+  type PartitionOffset,
+  type PartitionSelection,
+} from './consumer';
+export {
+  Admin,
+  type ClusterDescription,
+  type ConfigEntryDescription,
+  type ConfigEntryInput,
+  type PartitionDescription,
+  type PartitionOffsets,
+  type TopicConfigChange,
+  type TopicConfigDescription,
+  type TopicDescription,
+  type TopicMetadataListing,
+  type TopicToCreate,
+} from './admin';
+export type {
+  AcksSetting,
+  AdminOptions,
+  CompressionName,
+  ConsumerOptions,
+  OffsetResetPolicy,
+  ProducerOptions,
+  SpoolConfig,
+} from './config';
+export type {
+  ConsumedMessage,
+  Message,
+  MessageBytes,
+  MessageHeaders,
+  ProducerRecord,
+  RecordMetadata,
+} from './message';
+export { ClientErrorCode } from './errors';
+export { SpoolError } from '@spool/common';
+export { DefaultPartitioner } from './partitioner';
+export { registerClientCompressionCodecs } from './compression/compression-codecs';
 export { murmur2, toPositive, partitionForKey } from './murmur2';

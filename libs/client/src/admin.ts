@@ -1,0 +1,410 @@
+import { SpoolError } from '@spool/common';
+import { OffsetSpec, type ProtoError, type TopicMetadata, type TopicResult } from '@spool/protocol';
+import { ClientLifecycle, ClientState } from './client-lifecycle';
+import { describeTopicMetadata, listTopicNames } from './cluster-topics';
+import {
+  resolveAdminConfig,
+  type AdminConfig,
+  type AdminOptions,
+  type ResolvedSpoolConfig,
+} from './config';
+import { fromProtoError, partitionName } from './errors';
+import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
+import { listOffsets } from './list-offsets';
+
+/**
+ * The admin client, named as KafkaJS's: topics, partitions, configs, the cluster and offsets,
+ * through the gateway's admin RPCs (which front the controller).
+ *
+ * Per-topic errors: like KafkaJS, a call throws if any topic failed, one SpoolError whose code is
+ * the first failure's, whose message names every failed topic with its code, and whose `details`
+ * map each failed topic to its code. The exception is KafkaJS's too: createTopics resolves false
+ * instead of throwing when every failure is TOPIC_ALREADY_EXISTS.
+ */
+
+export interface ConfigEntryInput {
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface TopicToCreate {
+  readonly topic: string;
+  /** The controller's default if absent. */
+  readonly numPartitions?: number;
+  /** The controller's default if absent. */
+  readonly replicationFactor?: number;
+  readonly configEntries?: readonly ConfigEntryInput[];
+}
+
+export interface PartitionDescription {
+  readonly partition: number;
+  readonly leaderId: number;
+  readonly leaderEpoch: number;
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+  readonly offline: boolean;
+}
+
+export interface TopicDescription {
+  readonly name: string;
+  readonly topicId: string;
+  readonly internal: boolean;
+  readonly partitions: readonly PartitionDescription[];
+  readonly configEntries: readonly ConfigEntryDescription[];
+}
+
+export interface ConfigEntryDescription {
+  readonly name: string;
+  readonly value: string;
+  readonly isDefault: boolean;
+}
+
+/** KafkaJS's fetchTopicMetadata shape. */
+export interface TopicMetadataListing {
+  readonly topics: readonly {
+    readonly name: string;
+    readonly partitions: readonly {
+      readonly partitionId: number;
+      readonly leader: number;
+      readonly replicas: readonly number[];
+      readonly isr: readonly number[];
+      readonly offlineReplicas: readonly number[];
+    }[];
+  }[];
+}
+
+export interface TopicConfigDescription {
+  readonly topic: string;
+  readonly configEntries: readonly ConfigEntryDescription[];
+}
+
+export interface TopicConfigChange {
+  readonly topic: string;
+  readonly set?: readonly ConfigEntryInput[];
+  /** Names to return to their defaults. */
+  readonly delete?: readonly string[];
+}
+
+export interface ClusterDescription {
+  readonly clusterId: string;
+  readonly controllerId: number;
+  readonly brokers: readonly {
+    readonly nodeId: number;
+    readonly rack: string;
+    readonly state: string;
+    readonly endpoints: readonly { name: string; host: string; port: number }[];
+  }[];
+}
+
+export interface PartitionOffsets {
+  readonly partition: number;
+  /** The high watermark, as KafkaJS's `offset`. */
+  readonly offset: bigint;
+  readonly high: bigint;
+  /** The log start offset. */
+  readonly low: bigint;
+}
+
+export class Admin {
+  private readonly config: AdminConfig;
+  private readonly lifecycle: ClientLifecycle;
+  private readonly connection: GatewayConnection;
+
+  constructor(spool: ResolvedSpoolConfig, options: AdminOptions = {}) {
+    this.config = resolveAdminConfig(options);
+    const logger = spool.logger.child({ component: 'admin' });
+    this.lifecycle = new ClientLifecycle('admin', logger);
+    this.connection = new GatewayConnection(spool.brokers, spool.clientId, logger);
+  }
+
+  async connect(): Promise<void> {
+    this.lifecycle.ensureOpen('connect');
+    await this.connection.waitForReady(this.config.requestTimeoutMs);
+    if (this.lifecycle.state === ClientState.Created) {
+      this.lifecycle.transitionTo([ClientState.Created], ClientState.Connected);
+    }
+  }
+
+  async disconnect(): Promise<void> {
+    if (!this.lifecycle.isOpen) return;
+    this.lifecycle.transitionTo(
+      [ClientState.Created, ClientState.Connected],
+      ClientState.Disconnecting,
+    );
+    this.connection.close();
+    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+  }
+
+  /** True if every topic was created; false if every failure was TOPIC_ALREADY_EXISTS. */
+  async createTopics(request: {
+    topics: readonly TopicToCreate[];
+    validateOnly?: boolean;
+  }): Promise<boolean> {
+    this.lifecycle.ensureOpen('create topics');
+    const response = await this.connection.call(
+      (client) => client.createTopics,
+      {
+        topics: request.topics.map((topic) => ({
+          name: topic.topic,
+          numPartitions: topic.numPartitions ?? -1,
+          replicationFactor: topic.replicationFactor ?? -1,
+          configs: (topic.configEntries ?? []).map((entry) => ({ ...entry, isDefault: false })),
+        })),
+        validateOnly: request.validateOnly ?? false,
+      },
+      this.callOptions(),
+    );
+    const failures = topicFailures(response.results);
+    if (failures.length === 0) return true;
+    if (failures.every(({ error }) => error.code === 'TOPIC_ALREADY_EXISTS')) return false;
+    throw topicsError('create topics', failures);
+  }
+
+  async deleteTopics(request: { topics: readonly string[] }): Promise<void> {
+    this.lifecycle.ensureOpen('delete topics');
+    const response = await this.connection.call(
+      (client) => client.deleteTopics,
+      { names: [...request.topics] },
+      this.callOptions(),
+    );
+    const failures = topicFailures(response.results);
+    if (failures.length > 0) throw topicsError('delete topics', failures);
+  }
+
+  async listTopics(options: { includeInternal?: boolean } = {}): Promise<string[]> {
+    this.lifecycle.ensureOpen('list topics');
+    return listTopicNames(this.connection, options.includeInternal ?? false, this.callOptions());
+  }
+
+  async describeTopics(request: { topics: readonly string[] }): Promise<TopicDescription[]> {
+    this.lifecycle.ensureOpen('describe topics');
+    const topics = await describeTopicMetadata(this.connection, request.topics, this.callOptions());
+    return topics.map(toTopicDescription);
+  }
+
+  /** KafkaJS's fetchTopicMetadata; every topic when `topics` is absent. */
+  async fetchTopicMetadata(
+    request: { topics?: readonly string[] } = {},
+  ): Promise<TopicMetadataListing> {
+    this.lifecycle.ensureOpen('fetch topic metadata');
+    const names = request.topics ?? (await this.listTopics());
+    const topics = await describeTopicMetadata(this.connection, names, this.callOptions());
+    return {
+      topics: topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((partition) => ({
+          partitionId: partition.partition,
+          leader: partition.leaderId,
+          replicas: partition.replicas,
+          isr: partition.isr,
+          offlineReplicas: partition.offline ? partition.replicas : [],
+        })),
+      })),
+    };
+  }
+
+  async describeConfigs(request: { topics: readonly string[] }): Promise<TopicConfigDescription[]> {
+    this.lifecycle.ensureOpen('describe configs');
+    const response = await this.connection.call(
+      (client) => client.describeConfigs,
+      { topics: [...request.topics] },
+      this.callOptions(),
+    );
+    const failures = response.results
+      .filter((result) => result.error !== undefined && result.error.code !== '')
+      .map((result) => ({ name: result.topic, error: result.error! }));
+    if (failures.length > 0) throw topicsError('describe configs', failures);
+    return response.results.map((result) => ({
+      topic: result.topic,
+      configEntries: result.configs.map(toConfigEntry),
+    }));
+  }
+
+  async alterConfigs(request: {
+    topics: readonly TopicConfigChange[];
+    validateOnly?: boolean;
+  }): Promise<void> {
+    this.lifecycle.ensureOpen('alter configs');
+    const response = await this.connection.call(
+      (client) => client.alterConfigs,
+      {
+        topics: request.topics.map((change) => ({
+          topic: change.topic,
+          set: (change.set ?? []).map((entry) => ({ ...entry, isDefault: false })),
+          delete: [...(change.delete ?? [])],
+        })),
+        validateOnly: request.validateOnly ?? false,
+      },
+      this.callOptions(),
+    );
+    const failures = topicFailures(response.results);
+    if (failures.length > 0) throw topicsError('alter configs', failures);
+  }
+
+  async describeCluster(): Promise<ClusterDescription> {
+    this.lifecycle.ensureOpen('describe the cluster');
+    const response = await this.connection.call(
+      (client) => client.describeCluster,
+      {},
+      this.callOptions(),
+    );
+    return {
+      clusterId: response.clusterId,
+      controllerId: response.controllerId,
+      brokers: response.brokers.map((broker) => ({
+        nodeId: broker.brokerId,
+        rack: broker.rack,
+        state: broker.state,
+        endpoints: broker.endpoints.map(({ name, host, port }) => ({ name, host, port })),
+      })),
+    };
+  }
+
+  /** Grows each topic to `count` partitions in all (a topic never shrinks). */
+  async createPartitions(request: {
+    topicPartitions: readonly { topic: string; count: number }[];
+    validateOnly?: boolean;
+  }): Promise<void> {
+    this.lifecycle.ensureOpen('create partitions');
+    const response = await this.connection.call(
+      (client) => client.createPartitions,
+      {
+        topics: request.topicPartitions.map(({ topic, count }) => ({ name: topic, count })),
+        validateOnly: request.validateOnly ?? false,
+      },
+      this.callOptions(),
+    );
+    const failures = topicFailures(response.results);
+    if (failures.length > 0) throw topicsError('create partitions', failures);
+  }
+
+  /** Each partition's log start offset (low) and high watermark (high and offset). */
+  async fetchTopicOffsets(topic: string): Promise<PartitionOffsets[]> {
+    const partitions = await this.partitionsOf(topic);
+    const query = (spec: OffsetSpec): Promise<{ offset: bigint }[]> =>
+      listOffsets(
+        this.connection,
+        partitions.map((partition) => ({ topic, partition, spec })),
+        this.callOptions(),
+      );
+    const [earliest, latest] = await Promise.all([
+      query(OffsetSpec.OFFSET_SPEC_EARLIEST),
+      query(OffsetSpec.OFFSET_SPEC_LATEST),
+    ]);
+    return partitions.map((partition, index) => ({
+      partition,
+      offset: latest[index]!.offset,
+      high: latest[index]!.offset,
+      low: earliest[index]!.offset,
+    }));
+  }
+
+  /** Per partition, the first offset with a timestamp at or after `timestampMs` (-1n if none). */
+  async fetchTopicOffsetsByTimestamp(
+    topic: string,
+    timestampMs: bigint | number,
+  ): Promise<{ partition: number; offset: bigint }[]> {
+    const partitions = await this.partitionsOf(topic);
+    const listed = await listOffsets(
+      this.connection,
+      partitions.map((partition) => ({
+        topic,
+        partition,
+        spec: OffsetSpec.OFFSET_SPEC_TIMESTAMP,
+        timestampMs: BigInt(timestampMs),
+      })),
+      this.callOptions(),
+    );
+    return listed.map(({ partition, offset }) => ({ partition, offset }));
+  }
+
+  /** Makes records below each offset unreadable (Kafka's DeleteRecords); -1n: the high watermark. */
+  async deleteTopicRecords(request: {
+    topic: string;
+    partitions: readonly { partition: number; offset: bigint }[];
+  }): Promise<void> {
+    this.lifecycle.ensureOpen('delete records');
+    const response = await this.connection.call(
+      (client) => client.deleteRecords,
+      {
+        partitions: request.partitions.map(({ partition, offset }) => ({
+          topic: request.topic,
+          partition,
+          offset,
+        })),
+        timeoutMs: this.config.requestTimeoutMs,
+      },
+      this.callOptions(),
+    );
+    const failure = response.results.find(
+      (result) => result.error !== undefined && result.error.code !== '',
+    );
+    if (failure !== undefined) {
+      throw fromProtoError(failure.error!, partitionName(failure.topic, failure.partition));
+    }
+  }
+
+  private async partitionsOf(topic: string): Promise<number[]> {
+    this.lifecycle.ensureOpen('fetch offsets');
+    const [metadata] = await describeTopicMetadata(this.connection, [topic], this.callOptions());
+    return metadata!.partitions.map((partition) => partition.partition).sort((a, b) => a - b);
+  }
+
+  private callOptions(): GatewayCallOptions {
+    return { deadlineMs: this.config.requestTimeoutMs, attempts: this.config.retries + 1 };
+  }
+}
+
+function toConfigEntry(entry: {
+  name: string;
+  value: string;
+  isDefault: boolean;
+}): ConfigEntryDescription {
+  return { name: entry.name, value: entry.value, isDefault: entry.isDefault };
+}
+
+function toTopicDescription(topic: TopicMetadata): TopicDescription {
+  return {
+    name: topic.name,
+    topicId: topic.topicId,
+    internal: topic.internal,
+    partitions: topic.partitions
+      .map((partition) => ({
+        partition: partition.partition,
+        leaderId: partition.leaderId,
+        leaderEpoch: partition.leaderEpoch,
+        replicas: partition.replicas,
+        isr: partition.isr,
+        offline: partition.offline,
+      }))
+      .sort((left, right) => left.partition - right.partition),
+    configEntries: topic.configs.map(toConfigEntry),
+  };
+}
+
+function topicFailures(results: readonly TopicResult[]): { name: string; error: ProtoError }[] {
+  return results
+    .filter((result) => result.error !== undefined && result.error.code !== '')
+    .map((result) => ({ name: result.name, error: result.error! }));
+}
+
+/** One error for the failed topics of a call: the first one's code, every topic named. */
+function topicsError(
+  operation: string,
+  failures: readonly { name: string; error: ProtoError }[],
+): SpoolError {
+  const first = failures[0]!;
+  if (failures.length === 1)
+    return fromProtoError(first.error, `${operation}: topic ${first.name}`);
+  const listing = failures
+    .map(({ name, error }) => `topic ${name}: ${error.code} ${error.message}`.trim())
+    .join('; ');
+  return new SpoolError(
+    first.error.code,
+    `${operation} failed for ${failures.length} topics: ${listing}`,
+    {
+      retriable: failures.every(({ error }) => error.retriable),
+      details: Object.fromEntries(failures.map(({ name, error }) => [name, error.code])),
+    },
+  );
+}

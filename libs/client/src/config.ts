@@ -1,0 +1,286 @@
+import { createLogger, type Logger, type LogLevel } from '@spool/common';
+import { Acks as ProtoAcks, CompressionType } from '@spool/protocol';
+import { ClientErrorCode, clientError } from './errors';
+
+/**
+ * Every setting of the SDK, its default and its check, in one place: a bad value stops the call
+ * that was given it (`new Spool`, `spool.producer`, `spool.consumer`, `spool.admin`) with an
+ * INVALID_CONFIG error that names the setting and the value. Defaults are Kafka's where Kafka has
+ * the setting, so a Kafka user finds the behaviour they expect.
+ */
+
+export interface SpoolConfig {
+  /** brokers: gateway addresses `host:port`; the SDK moves to the next one when one is down. */
+  readonly brokers?: readonly string[];
+  /** clientId: sent with every call (metadata `spool-client-id`) so gateway logs can name it. */
+  readonly clientId?: string;
+  /** logger: a pino logger for the SDK's own logs; one is made at `logLevel` if absent. */
+  readonly logger?: Logger;
+  /** logLevel: the level of the logger the SDK makes; `warn` by default. */
+  readonly logLevel?: LogLevel;
+}
+
+export interface ResolvedSpoolConfig {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly logger: Logger;
+}
+
+export const brokersDefault: readonly string[] = ['localhost:9090'];
+const clientIdDefault = 'spool-client';
+
+export type AcksSetting = 0 | 1 | -1 | 'all';
+export type CompressionName = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
+
+export interface ProducerOptions {
+  /** acks: 0 (no wait), 1 (the leader's write), -1 or 'all' (the ISR); 'all' by default. */
+  readonly acks?: AcksSetting;
+  /** lingerMs: how long a batch waits for more records before it is sent (Kafka's linger.ms). */
+  readonly lingerMs?: number;
+  /** batchSizeBytes: a batch is sent once its records reach this size (Kafka's batch.size). */
+  readonly batchSizeBytes?: number;
+  /** compression: the codec of every batch (Kafka's compression.type). */
+  readonly compression?: CompressionName;
+  /**
+   * maxInFlight: batches of one partition in flight at once. With more than 1, a retried batch
+   * can land after a later one: Kafka's reordering without idempotence.
+   */
+  readonly maxInFlight?: number;
+  /** bufferMemoryBytes: records waiting to be sent, at most (Kafka's buffer.memory). */
+  readonly bufferMemoryBytes?: number;
+  /** maxBlockMs: how long `send` waits for buffer space or topic metadata (max.block.ms). */
+  readonly maxBlockMs?: number;
+  /** retries: further attempts of a batch that failed with a retriable error. */
+  readonly retries?: number;
+  /** retryBackoffMs: the first backoff before a retry; it doubles up to retryBackoffMaxMs. */
+  readonly retryBackoffMs?: number;
+  /** retryBackoffMaxMs: the longest backoff between two attempts. */
+  readonly retryBackoffMaxMs?: number;
+  /** requestTimeoutMs: how long one Produce request may take (Kafka's request.timeout.ms). */
+  readonly requestTimeoutMs?: number;
+  /** maxRequestSizeBytes: the record bytes of one Produce request, at most (max.request.size). */
+  readonly maxRequestSizeBytes?: number;
+  /** metadataMaxAgeMs: partition counts are described again after this long. */
+  readonly metadataMaxAgeMs?: number;
+  /** idempotent: exactly-once production per partition; not offered yet (UNSUPPORTED_FEATURE). */
+  readonly idempotent?: boolean;
+}
+
+export interface ProducerConfig {
+  readonly acks: ProtoAcks;
+  readonly lingerMs: number;
+  readonly batchSizeBytes: number;
+  readonly compressionType: CompressionType;
+  readonly maxInFlight: number;
+  readonly bufferMemoryBytes: number;
+  readonly maxBlockMs: number;
+  readonly retries: number;
+  readonly retryBackoffMs: number;
+  readonly retryBackoffMaxMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxRequestSizeBytes: number;
+  readonly metadataMaxAgeMs: number;
+}
+
+export type OffsetResetPolicy = 'earliest' | 'latest' | 'none';
+
+export interface ConsumerOptions {
+  /** groupId: consume as a member of this group; needs the coordinator (not available yet). */
+  readonly groupId?: string;
+  /** autoOffsetReset: where to start when a position is missing or out of range. */
+  readonly autoOffsetReset?: OffsetResetPolicy;
+  /** maxBytesPerPartition: record bytes the gateway may send for one partition at a time. */
+  readonly maxBytesPerPartition?: number;
+  /** maxBytes: the credit window: record bytes received but not yet consumed, at most. */
+  readonly maxBytes?: number;
+  /** requestTimeoutMs: how long a ListOffsets or DescribeTopics call may take. */
+  readonly requestTimeoutMs?: number;
+  /** retryBackoffMs: the first backoff before the stream is opened again after an error. */
+  readonly retryBackoffMs?: number;
+  /** retryBackoffMaxMs: the longest backoff between two attempts. */
+  readonly retryBackoffMaxMs?: number;
+  /** retries: attempts to reopen the stream after retriable errors before the consumer fails. */
+  readonly retries?: number;
+  /** verifyCrc: check each batch's CRC-32C before decoding it (Kafka's check.crcs). */
+  readonly verifyCrc?: boolean;
+}
+
+export interface ConsumerConfig {
+  readonly groupId: string | undefined;
+  readonly autoOffsetReset: OffsetResetPolicy;
+  readonly maxBytesPerPartition: number;
+  readonly maxBytes: number;
+  readonly requestTimeoutMs: number;
+  readonly retryBackoffMs: number;
+  readonly retryBackoffMaxMs: number;
+  readonly retries: number;
+  readonly verifyCrc: boolean;
+}
+
+export interface AdminOptions {
+  /** requestTimeoutMs: how long one admin call may take. */
+  readonly requestTimeoutMs?: number;
+  /** retries: further attempts of a call that failed with a retriable error. */
+  readonly retries?: number;
+}
+
+export interface AdminConfig {
+  readonly requestTimeoutMs: number;
+  readonly retries: number;
+}
+
+const int32Max = 0x7fffffff;
+
+function invalid(setting: string, value: unknown, rule: string): never {
+  throw clientError(
+    ClientErrorCode.InvalidConfig,
+    `setting ${setting} must be ${rule}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
+  );
+}
+
+function integer(
+  setting: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+): number {
+  const resolved = value ?? fallback;
+  if (!Number.isSafeInteger(resolved) || resolved < min || resolved > int32Max) {
+    invalid(setting, resolved, `an integer from ${min} to ${int32Max}`);
+  }
+  return resolved;
+}
+
+function oneOf<T>(setting: string, value: T | undefined, fallback: T, allowed: readonly T[]): T {
+  const resolved = value ?? fallback;
+  if (!allowed.includes(resolved)) invalid(setting, resolved, `one of ${allowed.join(', ')}`);
+  return resolved;
+}
+
+export function resolveSpoolConfig(config: SpoolConfig): ResolvedSpoolConfig {
+  const brokers = config.brokers ?? brokersDefault;
+  if (!Array.isArray(brokers) || brokers.length === 0) {
+    invalid('brokers', brokers, 'a non-empty list of host:port addresses');
+  }
+  for (const broker of brokers) {
+    if (
+      typeof broker !== 'string' ||
+      !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(broker)
+    ) {
+      invalid('brokers', broker, 'host:port');
+    }
+  }
+  const clientId = config.clientId ?? clientIdDefault;
+  if (typeof clientId !== 'string' || clientId === '') invalid('clientId', clientId, 'a name');
+  const logger =
+    config.logger ?? createLogger({ service: clientId, level: config.logLevel ?? 'warn' });
+  return { brokers: [...brokers], clientId, logger };
+}
+
+const acksByName: ReadonlyMap<AcksSetting, ProtoAcks> = new Map<AcksSetting, ProtoAcks>([
+  [0, ProtoAcks.ACKS_NONE],
+  [1, ProtoAcks.ACKS_LEADER],
+  [-1, ProtoAcks.ACKS_ALL],
+  ['all', ProtoAcks.ACKS_ALL],
+]);
+
+export const compressionTypeByName: Readonly<Record<CompressionName, CompressionType>> = {
+  none: CompressionType.None,
+  gzip: CompressionType.Gzip,
+  snappy: CompressionType.Snappy,
+  lz4: CompressionType.Lz4,
+  zstd: CompressionType.Zstd,
+};
+
+export function resolveProducerConfig(options: ProducerOptions): ProducerConfig {
+  if (options.idempotent === true) {
+    // Idempotence needs a producer id and epoch from the coordinator and sequence checks on the
+    // leaders; writing sequence numbers without them would promise what nothing enforces.
+    throw clientError(
+      ClientErrorCode.UnsupportedFeature,
+      'idempotent production needs producer ids from the group coordinator, which this cluster ' +
+        'does not run yet; create the producer without idempotent: true',
+    );
+  }
+  const acks = acksByName.get(oneOf('acks', options.acks, 'all', [...acksByName.keys()]));
+  const compression = oneOf<CompressionName>('compression', options.compression, 'none', [
+    'none',
+    'gzip',
+    'snappy',
+    'lz4',
+    'zstd',
+  ]);
+  const retryBackoffMs = integer('retryBackoffMs', options.retryBackoffMs, 100, 0);
+  const config: ProducerConfig = {
+    acks: acks!,
+    lingerMs: integer('lingerMs', options.lingerMs, 5, 0),
+    batchSizeBytes: integer('batchSizeBytes', options.batchSizeBytes, 16_384, 1),
+    compressionType: compressionTypeByName[compression],
+    maxInFlight: integer('maxInFlight', options.maxInFlight, 1, 1),
+    bufferMemoryBytes: integer('bufferMemoryBytes', options.bufferMemoryBytes, 32 * 1024 * 1024, 1),
+    maxBlockMs: integer('maxBlockMs', options.maxBlockMs, 60_000, 0),
+    retries: integer('retries', options.retries, 5, 0),
+    retryBackoffMs,
+    retryBackoffMaxMs: integer(
+      'retryBackoffMaxMs',
+      options.retryBackoffMaxMs,
+      Math.max(1_000, retryBackoffMs),
+      retryBackoffMs,
+    ),
+    requestTimeoutMs: integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1),
+    maxRequestSizeBytes: integer(
+      'maxRequestSizeBytes',
+      options.maxRequestSizeBytes,
+      1024 * 1024,
+      1,
+    ),
+    metadataMaxAgeMs: integer('metadataMaxAgeMs', options.metadataMaxAgeMs, 300_000, 0),
+  };
+  return config;
+}
+
+export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig {
+  const groupId = options.groupId;
+  if (groupId !== undefined && (typeof groupId !== 'string' || groupId === '')) {
+    invalid('groupId', groupId, 'a non-empty name');
+  }
+  const maxBytesPerPartition = integer(
+    'maxBytesPerPartition',
+    options.maxBytesPerPartition,
+    1024 * 1024,
+    1,
+  );
+  const retryBackoffMs = integer('retryBackoffMs', options.retryBackoffMs, 100, 0);
+  return {
+    groupId,
+    autoOffsetReset: oneOf('autoOffsetReset', options.autoOffsetReset, 'latest', [
+      'earliest',
+      'latest',
+      'none',
+    ]),
+    maxBytesPerPartition,
+    maxBytes: integer(
+      'maxBytes',
+      options.maxBytes,
+      Math.max(10 * 1024 * 1024, maxBytesPerPartition),
+      1,
+    ),
+    requestTimeoutMs: integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1),
+    retryBackoffMs,
+    retryBackoffMaxMs: integer(
+      'retryBackoffMaxMs',
+      options.retryBackoffMaxMs,
+      Math.max(1_000, retryBackoffMs),
+      retryBackoffMs,
+    ),
+    retries: integer('retries', options.retries, 10, 0),
+    verifyCrc: oneOf('verifyCrc', options.verifyCrc, true, [true, false]),
+  };
+}
+
+export function resolveAdminConfig(options: AdminOptions): AdminConfig {
+  return {
+    requestTimeoutMs: integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1),
+    retries: integer('retries', options.retries, 5, 0),
+  };
+}

@@ -1,0 +1,446 @@
+import { backoffMs, type Logger, type SpoolError } from '@spool/common';
+import {
+  OffsetSpec,
+  batchLengthPosition,
+  decodeRecordBatch,
+  logOverheadSizeBytes,
+  type FetchedPartition,
+} from '@spool/protocol';
+import { AsyncQueue } from './async-queue';
+import type { ConsumerConfig, OffsetResetPolicy } from './config';
+import { ConsumeStream, type ConsumeStreamEvent } from './consume-stream';
+import {
+  ClientErrorCode,
+  clientError,
+  fromProtoError,
+  partitionName,
+  toSpoolError,
+} from './errors';
+import type { GatewayConnection } from './gateway-connection';
+import { listOffsets } from './list-offsets';
+import type { ConsumedMessage } from './message';
+
+/**
+ * The consumer's engine (Kafka's Fetcher plus SubscriptionState): the position of each assigned
+ * partition, one Consume stream over the partitions that are not paused, and a pull loop that
+ * turns the stream's responses into chunks of decoded messages. The application pulls a chunk
+ * with `next`, and `finish`es it when done; only then is the chunk's credit granted back.
+ *
+ * Positions: a partition's position is the next offset to deliver. A batch may start below it
+ * (the gateway sends whole batches), so records below the position are skipped; after a chunk,
+ * the position moves past its last batch, control batches and compaction gaps included. A
+ * partition without a position is reset by ListOffsets before the stream opens: to its log start
+ * offset (earliest), its high watermark (latest), or not at all (none: NO_OFFSET_FOR_PARTITION).
+ *
+ * Every seek, pause, resume, reset or assignment change bumps the partition's epoch and asks for
+ * a new stream; chunks of an older epoch or stream are dropped, never delivered.
+ *
+ * Stream errors (how each is handled):
+ * 1. OFFSET_OUT_OF_RANGE for a partition: reset it by autoOffsetReset; with `none`, fail.
+ * 2. another retriable error: open a new stream after a backoff, at most `retries` times in a
+ *    row (any response resets the count);
+ * 3. the gateway ending the stream cleanly: open a new one after the base backoff;
+ * 4. a non-retriable error: fail, naming the partition.
+ */
+
+export interface PartitionAssignment {
+  readonly topic: string;
+  readonly partition: number;
+  /** Where to start; absent: reset by `resetPolicy`. */
+  readonly position?: bigint;
+  readonly resetPolicy: OffsetResetPolicy;
+}
+
+interface PartitionState {
+  readonly topic: string;
+  readonly partition: number;
+  /** The next offset to deliver to the application. */
+  position: bigint | undefined;
+  /** The next offset expected from the stream: ahead of `position` by the chunks pending. */
+  fetchPosition: bigint;
+  resetPolicy: OffsetResetPolicy;
+  paused: boolean;
+  highWatermark: bigint;
+  epoch: number;
+}
+
+export interface FetchedChunk {
+  readonly topic: string;
+  readonly partition: number;
+  readonly highWatermark: bigint;
+  readonly messages: readonly ConsumedMessage[];
+  /** The position after this chunk: past its last batch. */
+  readonly nextPosition: bigint;
+  readonly creditBytes: number;
+  readonly generation: number;
+  readonly epoch: number;
+}
+
+type FetcherEvent = ConsumeStreamEvent | { readonly kind: 'wakeup' };
+
+export class ConsumerFetcher {
+  private readonly states = new Map<string, PartitionState>();
+  private readonly events = new AsyncQueue<FetcherEvent>();
+  private readonly pending: FetchedChunk[] = [];
+  private stream: ConsumeStream | undefined;
+  private generation = 0;
+  private restartNeeded = true;
+  private failuresInARow = 0;
+  /** How long the next restart waits first: a backoff after a failure, else 0. */
+  private restartDelayMs = 0;
+  private stopped = false;
+  private wakeSleeper: (() => void) | undefined;
+
+  constructor(
+    private readonly connection: GatewayConnection,
+    private readonly config: ConsumerConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Replaces the assignment; partitions kept keep their position unless a new one is given. */
+  assign(assignments: readonly PartitionAssignment[]): void {
+    const next = new Map<string, PartitionState>();
+    for (const assignment of assignments) {
+      const key = keyOf(assignment.topic, assignment.partition);
+      const previous = this.states.get(key);
+      next.set(key, {
+        topic: assignment.topic,
+        partition: assignment.partition,
+        position: assignment.position ?? previous?.position,
+        fetchPosition: -1n,
+        resetPolicy: assignment.resetPolicy,
+        paused: previous?.paused ?? false,
+        highWatermark: previous?.highWatermark ?? -1n,
+        epoch: (previous?.epoch ?? 0) + 1,
+      });
+    }
+    this.states.clear();
+    for (const [key, state] of next) this.states.set(key, state);
+    this.requestRestart();
+  }
+
+  assignedPartitions(): { topic: string; partition: number }[] {
+    return [...this.states.values()].map(({ topic, partition }) => ({ topic, partition }));
+  }
+
+  seek(topic: string, partition: number, offset: bigint): void {
+    const state = this.stateOf(topic, partition, 'seek');
+    state.position = offset;
+    state.epoch += 1;
+    this.requestRestart();
+  }
+
+  setPaused(topic: string, partition: number, paused: boolean): void {
+    const state = this.stateOf(topic, partition, paused ? 'pause' : 'resume');
+    if (state.paused === paused) return;
+    state.paused = paused;
+    state.epoch += 1;
+    this.requestRestart();
+  }
+
+  pausedPartitions(): { topic: string; partition: number }[] {
+    return [...this.states.values()]
+      .filter((state) => state.paused)
+      .map(({ topic, partition }) => ({ topic, partition }));
+  }
+
+  position(topic: string, partition: number): bigint | undefined {
+    return this.states.get(keyOf(topic, partition))?.position;
+  }
+
+  /** Is the chunk still about the partition's current position (no seek, pause, reset since)? */
+  isCurrent(chunk: FetchedChunk): boolean {
+    const state = this.states.get(keyOf(chunk.topic, chunk.partition));
+    return state !== undefined && state.epoch === chunk.epoch;
+  }
+
+  /** Should delivery of a chunk go on: still current, and no stop asked for. */
+  shouldDeliver(chunk: FetchedChunk): boolean {
+    return !this.stopped && this.isCurrent(chunk);
+  }
+
+  /** The application consumed the chunk up to `offset` (exclusive) and goes on. */
+  advance(chunk: FetchedChunk, offset: bigint): void {
+    if (!this.isCurrent(chunk)) return;
+    this.states.get(keyOf(chunk.topic, chunk.partition))!.position = offset;
+  }
+
+  /**
+   * The application is done with the chunk: if it took every message (`complete`), move past the
+   * chunk's batches; either way, hand its credit back.
+   */
+  finish(chunk: FetchedChunk, complete: boolean): void {
+    if (complete) this.advance(chunk, chunk.nextPosition);
+    this.releaseCredit(chunk.creditBytes, chunk.generation);
+  }
+
+  /** The next chunk with messages, or undefined once stopped. */
+  async next(): Promise<FetchedChunk | undefined> {
+    for (;;) {
+      if (this.stopped) return undefined;
+      const chunk = this.pending.shift();
+      if (chunk !== undefined) {
+        if (this.isCurrent(chunk)) return chunk;
+        this.releaseCredit(chunk.creditBytes, chunk.generation);
+        continue;
+      }
+      if (this.restartNeeded) {
+        await this.restart();
+        continue;
+      }
+      this.handle(await this.events.take());
+    }
+  }
+
+  /** Lets `next` deliver again after a stop; positions are kept. */
+  start(): void {
+    this.stopped = false;
+    this.requestRestart();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.closeStream();
+    this.wakeSleeper?.();
+    this.events.push({ kind: 'wakeup' });
+  }
+
+  private handle(event: FetcherEvent): void {
+    if (event.kind === 'wakeup' || event.generation !== this.generation) return;
+    if (event.kind === 'response') {
+      this.failuresInARow = 0;
+      for (const fetched of event.response.partitions) this.accept(fetched);
+      return;
+    }
+    if (event.kind === 'end') {
+      // A clean close (the gateway restarting or shedding streams) is not a failure: open a new
+      // stream after the base backoff, without counting towards `retries`.
+      this.logger.info('the gateway ended the Consume stream, opening a new one');
+      this.restartDelayMs = this.config.retryBackoffMs;
+      this.requestRestart();
+      return;
+    }
+    this.retryOrFail(event.error);
+  }
+
+  /** One partition of a response: a chunk for the application, an error, or nothing. */
+  private accept(fetched: FetchedPartition): void {
+    const creditBytes = fetched.records.length;
+    const state = this.states.get(keyOf(fetched.topic, fetched.partition));
+    if (state === undefined || state.paused || state.position === undefined) {
+      this.releaseCredit(creditBytes, this.generation);
+      return;
+    }
+    const subject = partitionName(state.topic, state.partition);
+    if (fetched.error !== undefined && fetched.error.code !== '') {
+      this.releaseCredit(creditBytes, this.generation);
+      const error = fromProtoError(fetched.error, `${subject} at offset ${state.position}`);
+      if (error.code === ClientErrorCode.OffsetOutOfRange) {
+        this.resetOutOfRange(state, error);
+        return;
+      }
+      this.retryOrFail(error);
+      return;
+    }
+    if (fetched.highWatermark >= 0n) state.highWatermark = fetched.highWatermark;
+    let decoded: { messages: ConsumedMessage[]; nextPosition: bigint };
+    try {
+      decoded = this.decode(state, fetched.records, state.fetchPosition);
+    } catch (error) {
+      throw toSpoolError(error, `${subject} after offset ${state.fetchPosition}`);
+    }
+    state.fetchPosition = decoded.nextPosition;
+    this.pending.push({
+      topic: state.topic,
+      partition: state.partition,
+      highWatermark: state.highWatermark,
+      messages: decoded.messages,
+      nextPosition: decoded.nextPosition,
+      creditBytes,
+      generation: this.generation,
+      epoch: state.epoch,
+    });
+  }
+
+  /** Whole batches of `records`; a cut-off batch at the end is left for the next fetch. */
+  private decode(
+    state: PartitionState,
+    records: Buffer,
+    position: bigint,
+  ): { messages: ConsumedMessage[]; nextPosition: bigint } {
+    const messages: ConsumedMessage[] = [];
+    let nextPosition = position;
+    let bytePosition = 0;
+    while (bytePosition + logOverheadSizeBytes <= records.length) {
+      const batchSizeBytes =
+        records.readInt32BE(bytePosition + batchLengthPosition) + logOverheadSizeBytes;
+      if (bytePosition + batchSizeBytes > records.length) break;
+      const batch = decodeRecordBatch(records, bytePosition, { verifyCrc: this.config.verifyCrc });
+      bytePosition += batchSizeBytes;
+      const lastOffset = batch.header.lastOffset;
+      if (lastOffset < nextPosition) continue;
+      if (!batch.header.isControl) {
+        for (const record of batch.records) {
+          if (record.offset < position) continue;
+          messages.push({
+            topic: state.topic,
+            partition: state.partition,
+            offset: record.offset,
+            timestamp: record.timestampMs,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+          });
+        }
+      }
+      nextPosition = lastOffset + 1n;
+    }
+    return { messages, nextPosition };
+  }
+
+  private resetOutOfRange(state: PartitionState, error: SpoolError): void {
+    if (this.config.autoOffsetReset === 'none') throw error;
+    this.logger.info(
+      { topic: state.topic, partition: state.partition, position: String(state.position) },
+      `position out of range, resetting to ${this.config.autoOffsetReset}`,
+    );
+    state.position = undefined;
+    state.resetPolicy = this.config.autoOffsetReset;
+    state.epoch += 1;
+    this.requestRestart();
+  }
+
+  private retryOrFail(error: SpoolError): void {
+    this.failuresInARow += 1;
+    if (!error.retriable || this.failuresInARow > this.config.retries) throw error;
+    this.logger.warn(
+      { code: error.code, attempt: this.failuresInARow, reason: error.message },
+      'consume stream failed, opening a new one',
+    );
+    this.restartDelayMs = backoffMs(this.failuresInARow, {
+      backoffInitialMs: this.config.retryBackoffMs,
+      backoffMaxMs: this.config.retryBackoffMaxMs,
+    });
+    this.requestRestart();
+  }
+
+  private requestRestart(): void {
+    this.restartNeeded = true;
+    this.wakeSleeper?.();
+    this.events.push({ kind: 'wakeup' });
+  }
+
+  /** Closes the stream, resolves missing positions, and opens a stream for what is active. */
+  private async restart(): Promise<void> {
+    this.restartNeeded = false;
+    this.closeStream();
+    this.pending.length = 0;
+    if (this.restartDelayMs > 0) {
+      const delayMs = this.restartDelayMs;
+      this.restartDelayMs = 0;
+      await this.sleepUnlessWoken(delayMs);
+      if (this.stopped) return;
+    }
+    await this.resolveMissingPositions();
+    if (this.stopped || this.restartNeeded) return;
+    const active = [...this.states.values()].filter((state) => !state.paused);
+    if (active.length === 0) return;
+    for (const state of active) state.fetchPosition = state.position!;
+    const windowBytes = Math.min(
+      this.config.maxBytes,
+      this.config.maxBytesPerPartition * active.length,
+    );
+    this.generation += 1;
+    this.stream = new ConsumeStream(
+      this.connection,
+      this.generation,
+      active.map((state) => ({
+        topic: state.topic,
+        partition: state.partition,
+        fetchOffset: state.position!,
+        partitionMaxBytes: this.config.maxBytesPerPartition,
+      })),
+      windowBytes,
+      (event) => this.events.push(event),
+    );
+  }
+
+  private async resolveMissingPositions(): Promise<void> {
+    const missing = [...this.states.values()].filter(
+      (state) => !state.paused && state.position === undefined,
+    );
+    const none = missing.find((state) => state.resetPolicy === 'none');
+    if (none !== undefined) {
+      throw clientError(
+        ClientErrorCode.NoOffsetForPartition,
+        `${partitionName(none.topic, none.partition)} has no position and autoOffsetReset is none`,
+      );
+    }
+    const epochs = new Map(missing.map((state) => [state, state.epoch]));
+    const offsets = await listOffsets(
+      this.connection,
+      missing.map((state) => ({
+        topic: state.topic,
+        partition: state.partition,
+        spec:
+          state.resetPolicy === 'earliest'
+            ? OffsetSpec.OFFSET_SPEC_EARLIEST
+            : OffsetSpec.OFFSET_SPEC_LATEST,
+      })),
+      {
+        deadlineMs: this.config.requestTimeoutMs,
+        attempts: this.config.retries + 1,
+        backoffInitialMs: this.config.retryBackoffMs,
+        backoffMaxMs: this.config.retryBackoffMaxMs,
+      },
+    );
+    offsets.forEach((listed, index) => {
+      const state = missing[index]!;
+      // A seek while ListOffsets was in flight wins over the reset.
+      if (state.epoch === epochs.get(state) && state.position === undefined) {
+        state.position = listed.offset;
+      }
+    });
+  }
+
+  /** A backoff that a seek, pause, resume, assignment or stop cuts short. */
+  private sleepUnlessWoken(durationMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.wakeSleeper = undefined;
+        resolve();
+      };
+      const timer = setTimeout(wake, durationMs);
+      this.wakeSleeper = wake;
+    });
+  }
+
+  private closeStream(): void {
+    this.stream?.close();
+    this.stream = undefined;
+    this.generation += 1;
+  }
+
+  /** Credit of a stream that is closed by now is gone with it; only the open one gets it. */
+  private releaseCredit(creditBytes: number, generation: number): void {
+    if (this.stream !== undefined && generation === this.stream.generation) {
+      this.stream.grant(creditBytes);
+    }
+  }
+
+  private stateOf(topic: string, partition: number, operation: string): PartitionState {
+    const state = this.states.get(keyOf(topic, partition));
+    if (state === undefined) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot ${operation} ${partitionName(topic, partition)}: the consumer is not assigned it`,
+      );
+    }
+    return state;
+  }
+}
+
+function keyOf(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}

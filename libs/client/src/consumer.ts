@@ -1,0 +1,430 @@
+import { EventEmitter } from 'node:events';
+import { type Logger } from '@spool/common';
+import { ClientLifecycle, ClientState } from './client-lifecycle';
+import { describeTopicMetadata, listTopicNames } from './cluster-topics';
+import {
+  resolveConsumerConfig,
+  type ConsumerConfig,
+  type ConsumerOptions,
+  type ResolvedSpoolConfig,
+} from './config';
+import { ConsumerFetcher, type FetchedChunk, type PartitionAssignment } from './consumer-fetcher';
+import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
+import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
+import type { ConsumedMessage } from './message';
+
+/**
+ * The consumer, used as KafkaJS's: `subscribe` then `run({ eachMessage })`, or `for await` over
+ * the consumer itself. Without a group it consumes what it is told: `assign` names partitions
+ * (and optionally offsets), `subscribe` takes every partition of the topics named or matched,
+ * from the beginning or the end. Nothing is committed; a restarted application seeks or assigns
+ * where it wants to resume.
+ *
+ * With `groupId`, subscribing needs the group coordinator, which the cluster does not run yet:
+ * `subscribe` fails with COORDINATOR_NOT_AVAILABLE rather than pretend to balance partitions.
+ *
+ * `run` resolves once consumption has started; it goes on until `stop` or `disconnect`. If a
+ * handler throws, or consumption fails, the consumer stops at the message that failed (its
+ * position stays there) and emits `crash` with the error; a handler's own error is passed on
+ * unchanged. Handlers run one at a time, in the order the gateway delivered: a slow handler
+ * holds back the credit of what it has not finished, and so the gateway.
+ */
+
+export interface ConsumerSubscription {
+  readonly topics?: readonly (string | RegExp)[];
+  readonly topic?: string | RegExp;
+  /** Start at the log start offset instead of the high watermark (KafkaJS's fromBeginning). */
+  readonly fromBeginning?: boolean;
+}
+
+export interface PartitionOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+}
+
+export interface AssignedPartition {
+  readonly topic: string;
+  readonly partition: number;
+  /** Where to start; autoOffsetReset decides if absent. */
+  readonly offset?: bigint;
+}
+
+/** KafkaJS's TopicPartitions for pause and resume: every partition of the topic if absent. */
+export interface PartitionSelection {
+  readonly topic: string;
+  readonly partitions?: readonly number[];
+}
+
+export interface EachMessagePayload {
+  readonly topic: string;
+  readonly partition: number;
+  readonly message: ConsumedMessage;
+}
+
+export interface ConsumerBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly highWatermark: bigint;
+  readonly messages: readonly ConsumedMessage[];
+  firstOffset(): bigint | null;
+  lastOffset(): bigint;
+}
+
+export interface EachBatchPayload {
+  readonly batch: ConsumerBatch;
+  /** False once stop or disconnect began. */
+  isRunning(): boolean;
+  /** True once a seek, pause or reset made this batch's partition move elsewhere. */
+  isStale(): boolean;
+}
+
+export interface ConsumerRunConfig {
+  readonly eachMessage?: (payload: EachMessagePayload) => Promise<void>;
+  readonly eachBatch?: (payload: EachBatchPayload) => Promise<void>;
+}
+
+enum RunState {
+  Idle = 'idle',
+  Running = 'running',
+}
+
+export class Consumer {
+  private readonly config: ConsumerConfig;
+  private readonly lifecycle: ClientLifecycle;
+  private readonly connection: GatewayConnection;
+  private readonly fetcher: ConsumerFetcher;
+  private readonly logger: Logger;
+  private readonly emitter = new EventEmitter();
+  private subscription: { patterns: (string | RegExp)[]; fromBeginning: boolean } | undefined;
+  private isManuallyAssigned = false;
+  private readonly seeksBeforeStart = new Map<string, PartitionOffset>();
+  private runState = RunState.Idle;
+  private runLoop: Promise<void> | undefined;
+
+  constructor(spool: ResolvedSpoolConfig, options: ConsumerOptions = {}) {
+    this.config = resolveConsumerConfig(options);
+    this.logger = spool.logger.child({ component: 'consumer', groupId: this.config.groupId });
+    this.lifecycle = new ClientLifecycle('consumer', this.logger);
+    this.connection = new GatewayConnection(spool.brokers, spool.clientId, this.logger);
+    this.fetcher = new ConsumerFetcher(this.connection, this.config, this.logger);
+  }
+
+  /** Waits until a gateway accepts a connection; optional, `run` connects on first use. */
+  async connect(): Promise<void> {
+    this.lifecycle.ensureOpen('connect');
+    await this.connection.waitForReady(this.config.requestTimeoutMs);
+    if (this.lifecycle.state === ClientState.Created) {
+      this.lifecycle.transitionTo([ClientState.Created], ClientState.Connected);
+    }
+  }
+
+  async subscribe(subscription: ConsumerSubscription): Promise<void> {
+    this.lifecycle.ensureOpen('subscribe');
+    if (this.config.groupId !== undefined) {
+      throw clientError(
+        ClientErrorCode.CoordinatorNotAvailable,
+        `group ${this.config.groupId}: consumer groups need the group coordinator, which this ` +
+          'cluster does not run yet; consume without groupId through assign() or subscribe()',
+      );
+    }
+    if (this.isManuallyAssigned) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        'cannot subscribe: partitions were assigned',
+      );
+    }
+    const patterns = [...(subscription.topics ?? [])];
+    if (subscription.topic !== undefined) patterns.push(subscription.topic);
+    if (patterns.length === 0 || !patterns.every(isTopicPattern)) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        'subscribe needs topics: topic names or regular expressions',
+      );
+    }
+    const previous = this.subscription?.patterns ?? [];
+    this.subscription = {
+      patterns: [...previous, ...patterns],
+      fromBeginning: subscription.fromBeginning ?? this.subscription?.fromBeginning ?? false,
+    };
+  }
+
+  /** Consume exactly these partitions, without a group; replaces any earlier assignment. */
+  assign(partitions: readonly AssignedPartition[]): void {
+    this.lifecycle.ensureOpen('assign');
+    if (this.subscription !== undefined) {
+      throw clientError(ClientErrorCode.InvalidRequest, 'cannot assign: the consumer subscribed');
+    }
+    for (const assigned of partitions) {
+      checkPartition(assigned.topic, assigned.partition);
+      if (assigned.offset !== undefined)
+        checkOffset(assigned.topic, assigned.partition, assigned.offset);
+    }
+    this.isManuallyAssigned = true;
+    this.fetcher.assign(
+      partitions.map((assigned) => ({
+        topic: assigned.topic,
+        partition: assigned.partition,
+        position: assigned.offset,
+        resetPolicy: this.config.autoOffsetReset,
+      })),
+    );
+  }
+
+  /** The partitions being consumed (after `assign`, or once `run` resolved a subscription). */
+  assignment(): { topic: string; partition: number }[] {
+    return this.fetcher.assignedPartitions();
+  }
+
+  async run(handlers: ConsumerRunConfig): Promise<void> {
+    const { eachMessage, eachBatch } = handlers;
+    if ((eachMessage === undefined) === (eachBatch === undefined)) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        'run needs exactly one of eachMessage, eachBatch',
+      );
+    }
+    await this.start();
+    this.runLoop = this.consumeLoop(handlers)
+      .catch((error: unknown) => this.crash(error))
+      .finally(() => {
+        this.runState = RunState.Idle;
+        this.runLoop = undefined;
+      });
+  }
+
+  /** Messages one by one; breaking out of the loop stops the consumer. */
+  async *messages(): AsyncGenerator<ConsumedMessage, void, undefined> {
+    await this.start();
+    try {
+      for (;;) {
+        const chunk = await this.fetcher.next();
+        if (chunk === undefined) return;
+        let delivered = 0;
+        for (const message of chunk.messages) {
+          if (!this.fetcher.shouldDeliver(chunk)) break;
+          this.fetcher.advance(chunk, message.offset + 1n);
+          delivered += 1;
+          yield message;
+        }
+        this.fetcher.finish(chunk, delivered === chunk.messages.length);
+      }
+    } catch (error) {
+      throw toSpoolError(error);
+    } finally {
+      this.fetcher.stop();
+      this.runState = RunState.Idle;
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<ConsumedMessage, void, undefined> {
+    return this.messages();
+  }
+
+  /** The next message of the partition will be at `offset`; applies at once while running. */
+  seek(target: PartitionOffset): void {
+    checkPartition(target.topic, target.partition);
+    checkOffset(target.topic, target.partition, target.offset);
+    const isAssigned = this.fetcher
+      .assignedPartitions()
+      .some(
+        (assigned) => assigned.topic === target.topic && assigned.partition === target.partition,
+      );
+    if (isAssigned) this.fetcher.seek(target.topic, target.partition, target.offset);
+    else this.seeksBeforeStart.set(partitionName(target.topic, target.partition), target);
+  }
+
+  pause(selections: readonly PartitionSelection[]): void {
+    for (const { topic, partition } of this.select(selections)) {
+      this.fetcher.setPaused(topic, partition, true);
+    }
+  }
+
+  resume(selections: readonly PartitionSelection[]): void {
+    for (const { topic, partition } of this.select(selections)) {
+      this.fetcher.setPaused(topic, partition, false);
+    }
+  }
+
+  paused(): { topic: string; partitions: number[] }[] {
+    const byTopic = new Map<string, number[]>();
+    for (const { topic, partition } of this.fetcher.pausedPartitions()) {
+      byTopic.set(topic, [...(byTopic.get(topic) ?? []), partition]);
+    }
+    return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+  }
+
+  /** The next offset the consumer will deliver for a partition, if it has one yet. */
+  position(topic: string, partition: number): bigint | undefined {
+    return this.fetcher.position(topic, partition);
+  }
+
+  /** `crash`: consumption stopped on an error; the listener gets the error. */
+  on(event: 'crash', listener: (error: Error) => void): this {
+    this.emitter.on(event, listener);
+    return this;
+  }
+
+  /** Stops `run` or the iterator after the handler in progress returns. */
+  async stop(): Promise<void> {
+    this.fetcher.stop();
+    await this.runLoop;
+  }
+
+  async disconnect(): Promise<void> {
+    if (!this.lifecycle.isOpen) return;
+    this.lifecycle.transitionTo(
+      [ClientState.Created, ClientState.Connected],
+      ClientState.Disconnecting,
+    );
+    await this.stop();
+    this.connection.close();
+    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+  }
+
+  private async start(): Promise<void> {
+    this.lifecycle.ensureOpen('run');
+    if (this.runState !== RunState.Idle) {
+      throw clientError(ClientErrorCode.InvalidRequest, 'the consumer is already running');
+    }
+    this.runState = RunState.Running;
+    try {
+      if (this.subscription !== undefined) {
+        this.fetcher.assign(await this.resolveSubscription(this.subscription));
+      }
+      if (this.fetcher.assignedPartitions().length === 0) {
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          'the consumer has no partitions: subscribe or assign first',
+        );
+      }
+      for (const [key, target] of this.seeksBeforeStart) {
+        this.seeksBeforeStart.delete(key);
+        this.seek(target);
+      }
+      this.fetcher.start();
+    } catch (error) {
+      this.runState = RunState.Idle;
+      throw toSpoolError(error);
+    }
+  }
+
+  private async consumeLoop(handlers: ConsumerRunConfig): Promise<void> {
+    for (;;) {
+      const chunk = await this.fetcher.next();
+      if (chunk === undefined) return;
+      let delivered = 0;
+      if (handlers.eachBatch !== undefined) {
+        if (chunk.messages.length > 0) await handlers.eachBatch(this.batchPayload(chunk));
+        delivered = chunk.messages.length;
+      } else {
+        for (const message of chunk.messages) {
+          if (!this.fetcher.shouldDeliver(chunk)) break;
+          await handlers.eachMessage!({ topic: chunk.topic, partition: chunk.partition, message });
+          this.fetcher.advance(chunk, message.offset + 1n);
+          delivered += 1;
+        }
+      }
+      this.fetcher.finish(chunk, delivered === chunk.messages.length);
+    }
+  }
+
+  private batchPayload(chunk: FetchedChunk): EachBatchPayload {
+    const messages = chunk.messages;
+    return {
+      batch: {
+        topic: chunk.topic,
+        partition: chunk.partition,
+        highWatermark: chunk.highWatermark,
+        messages,
+        firstOffset: () => messages[0]?.offset ?? null,
+        lastOffset: () => messages.at(-1)?.offset ?? chunk.nextPosition - 1n,
+      },
+      isRunning: () => this.runState === RunState.Running && this.lifecycle.isOpen,
+      isStale: () => !this.fetcher.isCurrent(chunk),
+    };
+  }
+
+  private crash(error: unknown): void {
+    this.fetcher.stop();
+    const reported = error instanceof Error ? error : toSpoolError(error);
+    if (this.emitter.listenerCount('crash') > 0) {
+      this.emitter.emit('crash', reported);
+    } else {
+      this.logger.error({ err: reported }, 'the consumer stopped on an error');
+    }
+  }
+
+  private async resolveSubscription(subscription: {
+    patterns: (string | RegExp)[];
+    fromBeginning: boolean;
+  }): Promise<PartitionAssignment[]> {
+    const callOptions = this.callOptions();
+    const names = new Set(subscription.patterns.filter((pattern) => typeof pattern === 'string'));
+    const expressions = subscription.patterns.filter((pattern) => pattern instanceof RegExp);
+    if (expressions.length > 0) {
+      for (const name of await listTopicNames(this.connection, false, callOptions)) {
+        if (
+          expressions.some((expression) =>
+            new RegExp(expression.source, expression.flags.replace('g', '')).test(name),
+          )
+        ) {
+          names.add(name);
+        }
+      }
+    }
+    const topics = await describeTopicMetadata(this.connection, [...names], callOptions);
+    const resetPolicy = subscription.fromBeginning ? 'earliest' : this.config.autoOffsetReset;
+    return topics.flatMap((topic) =>
+      topic.partitions.map((partition) => ({
+        topic: topic.name,
+        partition: partition.partition,
+        resetPolicy,
+      })),
+    );
+  }
+
+  private select(
+    selections: readonly PartitionSelection[],
+  ): { topic: string; partition: number }[] {
+    const assigned = this.fetcher.assignedPartitions();
+    return selections.flatMap((selection) =>
+      selection.partitions === undefined
+        ? assigned.filter((candidate) => candidate.topic === selection.topic)
+        : selection.partitions.map((partition) => ({ topic: selection.topic, partition })),
+    );
+  }
+
+  private callOptions(): GatewayCallOptions {
+    return {
+      deadlineMs: this.config.requestTimeoutMs,
+      attempts: this.config.retries + 1,
+      backoffInitialMs: this.config.retryBackoffMs,
+      backoffMaxMs: this.config.retryBackoffMaxMs,
+    };
+  }
+}
+
+function isTopicPattern(pattern: unknown): pattern is string | RegExp {
+  return (typeof pattern === 'string' && pattern !== '') || pattern instanceof RegExp;
+}
+
+function checkPartition(topic: string, partition: number): void {
+  if (typeof topic !== 'string' || topic === '' || !Number.isInteger(partition) || partition < 0) {
+    throw clientError(
+      ClientErrorCode.InvalidRequest,
+      `a partition needs a topic name and a partition number of 0 or more, got ` +
+        `${String(topic)}[${String(partition)}]`,
+    );
+  }
+}
+
+function checkOffset(topic: string, partition: number, offset: bigint): void {
+  if (typeof offset !== 'bigint' || offset < 0n) {
+    throw clientError(
+      ClientErrorCode.InvalidRequest,
+      `${partitionName(topic, partition)}: an offset must be a bigint of 0n or more, got ` +
+        `${String(offset)}`,
+    );
+  }
+}

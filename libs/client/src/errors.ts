@@ -1,0 +1,79 @@
+import { CommonErrorCode, SpoolError, isCodedError } from '@spool/common';
+import type { ProtoError } from '@spool/protocol';
+
+/**
+ * The SDK's operating errors. Everything the SDK throws or rejects with is a `SpoolError` (from
+ * @spool/common) with a Kafka-style `code`, a `retriable` flag and a message that names the topic
+ * and partition it is about. Codes the gateway and the storage nodes answer pass through as they
+ * came (NOT_LEADER_OR_FOLLOWER, TOPIC_ALREADY_EXISTS, ...); the codes below are the ones the SDK
+ * decides itself.
+ */
+export const ClientErrorCode = {
+  /** A setting of Spool, a producer, a consumer or the admin has a bad value. */
+  InvalidConfig: CommonErrorCode.InvalidConfig,
+  /** An argument of a call is malformed (a message without a value field, a negative offset). */
+  InvalidRequest: CommonErrorCode.InvalidRequest,
+  /** A feature the cluster does not offer yet, such as idempotent production. */
+  UnsupportedFeature: 'UNSUPPORTED_FEATURE',
+  /** Consumer groups need the group coordinator, which the cluster does not run yet. */
+  CoordinatorNotAvailable: 'COORDINATOR_NOT_AVAILABLE',
+  /** The producer's buffer stayed full for maxBlockMs (Kafka's BufferExhaustedException). */
+  BufferExhausted: 'BUFFER_EXHAUSTED',
+  /** One record is larger than the producer's buffer or its request size bound. */
+  MessageTooLarge: 'MESSAGE_TOO_LARGE',
+  /** The topic does not exist, or the partition is outside its partition count. */
+  UnknownTopicOrPartition: 'UNKNOWN_TOPIC_OR_PARTITION',
+  /** A consumer position is outside the partition's log and the reset policy is `none`. */
+  OffsetOutOfRange: 'OFFSET_OUT_OF_RANGE',
+  /** A partition has no position and the reset policy is `none` (NoOffsetForPartition). */
+  NoOffsetForPartition: 'NO_OFFSET_FOR_PARTITION',
+  /** A call on a producer, consumer or admin after its disconnect. */
+  ClientClosed: 'CLIENT_CLOSED',
+  RequestTimedOut: CommonErrorCode.RequestTimedOut,
+  Unknown: CommonErrorCode.Unknown,
+} as const;
+
+/** Codes that are retriable when the SDK raises them itself. */
+const retriableClientCodes: ReadonlySet<string> = new Set([
+  ClientErrorCode.CoordinatorNotAvailable,
+  // Kafka's BufferExhaustedException is a TimeoutException: the buffer drains as batches land.
+  ClientErrorCode.BufferExhausted,
+  ClientErrorCode.RequestTimedOut,
+]);
+
+export function clientError(
+  code: string,
+  message: string,
+  options: { cause?: unknown; details?: Readonly<Record<string, string>> } = {},
+): SpoolError {
+  return new SpoolError(code, message, { retriable: retriableClientCodes.has(code), ...options });
+}
+
+/** `topic[partition]`, the way every partition is named in the SDK's messages. */
+export function partitionName(topic: string, partition: number): string {
+  return `${topic}[${partition}]`;
+}
+
+/** A per-partition or per-topic error from a gateway response, naming what it is about. */
+export function fromProtoError(error: ProtoError, subject: string): SpoolError {
+  const message = error.message === '' ? error.code : error.message;
+  return new SpoolError(error.code, `${subject}: ${message}`, { retriable: error.retriable });
+}
+
+/**
+ * Any error that reaches an SDK boundary, as a SpoolError: SpoolErrors pass unchanged, coded
+ * errors of the protocol lib keep their code, anything else becomes UNKNOWN_SERVER_ERROR with the
+ * original as its cause. `subject` prefixes the message when the error does not name it already.
+ */
+export function toSpoolError(error: unknown, subject?: string): SpoolError {
+  if (error instanceof SpoolError) return error;
+  const prefix = subject === undefined ? '' : `${subject}: `;
+  if (isCodedError(error)) {
+    return new SpoolError(error.code, `${prefix}${error.message}`, {
+      retriable: error.retriable,
+      cause: error,
+    });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new SpoolError(ClientErrorCode.Unknown, `${prefix}${message}`, { cause: error });
+}

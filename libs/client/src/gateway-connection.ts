@@ -1,0 +1,164 @@
+import * as grpc from '@grpc/grpc-js';
+import {
+  CommonErrorCode,
+  SpoolError,
+  backoffMs,
+  callOnce,
+  createGrpcClient,
+  sleep,
+  type Logger,
+} from '@spool/common';
+import { GatewayServiceClient, type ConsumeRequest, type ConsumeResponse } from '@spool/protocol';
+import { ClientErrorCode, clientError } from './errors';
+
+/**
+ * The SDK's only way out: gRPC channels to the gateways in `brokers`. Calls go to one gateway at
+ * a time; when it cannot be reached (UNAVAILABLE), the next call goes to the next address, so a
+ * list of gateways behind no load balancer still fails over. Each producer, consumer and admin
+ * has its own connection and closes it on disconnect, as KafkaJS clients do.
+ */
+
+/** A ts-proto grpc-js unary method: (request, metadata, options, callback). */
+export type GatewayUnaryMethod<Request, Response> = (
+  request: Request,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: Response) => void,
+) => grpc.ClientUnaryCall;
+
+export type MethodSelector<Request, Response> = (
+  client: GatewayServiceClient,
+) => GatewayUnaryMethod<Request, Response>;
+
+export interface GatewayCallOptions {
+  /** Per attempt. */
+  readonly deadlineMs: number;
+  /** Attempts in all, the first included; retriable failures are tried again up to this. */
+  readonly attempts?: number;
+  readonly backoffInitialMs?: number;
+  readonly backoffMaxMs?: number;
+  /** Called before each retry, e.g. to drop cached metadata. */
+  readonly onRetry?: (error: SpoolError, attempt: number) => void;
+}
+
+export const clientIdMetadataKey = 'spool-client-id';
+
+export class GatewayConnection {
+  private readonly clients = new Map<number, GatewayServiceClient>();
+  private currentIndex = 0;
+  private closed = false;
+
+  constructor(
+    private readonly brokers: readonly string[],
+    private readonly clientId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  get address(): string {
+    return this.brokers[this.currentIndex]!;
+  }
+
+  /** The client of the gateway in use, made on first use. */
+  client(): GatewayServiceClient {
+    if (this.closed) {
+      throw clientError(ClientErrorCode.ClientClosed, 'the connection to the gateway is closed');
+    }
+    let client = this.clients.get(this.currentIndex);
+    if (client === undefined) {
+      client = createGrpcClient(GatewayServiceClient, this.address);
+      this.clients.set(this.currentIndex, client);
+    }
+    return client;
+  }
+
+  metadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    metadata.set(clientIdMetadataKey, this.clientId);
+    return metadata;
+  }
+
+  /** Moves the next calls to the next gateway in the list. */
+  failOver(reason: SpoolError): void {
+    if (this.brokers.length === 1) return;
+    const from = this.address;
+    this.currentIndex = (this.currentIndex + 1) % this.brokers.length;
+    this.logger.warn(
+      { from, to: this.address, code: reason.code, reason: reason.message },
+      'gateway unreachable, moving to the next one',
+    );
+  }
+
+  /** One attempt; an unreachable gateway moves the next call to the next address. */
+  async callOnce<Request, Response>(
+    select: MethodSelector<Request, Response>,
+    request: Request,
+    deadlineMs: number,
+  ): Promise<Response> {
+    const client = this.client();
+    try {
+      return await callOnce(client, select(client), request, {
+        deadlineMs,
+        metadata: this.metadata(),
+      });
+    } catch (error) {
+      if (error instanceof SpoolError && error.code === CommonErrorCode.Unavailable) {
+        this.failOver(error);
+      }
+      throw error;
+    }
+  }
+
+  /** Attempts until success, a non-retriable error, or `attempts` are used up. */
+  async call<Request, Response>(
+    select: MethodSelector<Request, Response>,
+    request: Request,
+    options: GatewayCallOptions,
+  ): Promise<Response> {
+    const attempts = options.attempts ?? 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.callOnce(select, request, options.deadlineMs);
+      } catch (error) {
+        if (!(error instanceof SpoolError) || !error.retriable || attempt >= attempts) throw error;
+        if (this.closed) throw error;
+        options.onRetry?.(error, attempt);
+        await sleep(backoffMs(attempt, options));
+      }
+    }
+  }
+
+  /** Opens a Consume stream on the gateway in use; the caller ends or cancels it. */
+  openConsumeStream(): grpc.ClientDuplexStream<ConsumeRequest, ConsumeResponse> {
+    return this.client().consume(this.metadata());
+  }
+
+  /** Waits until some gateway in the list accepts a connection, trying each in turn. */
+  async waitForReady(deadlineMs: number): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    let lastError: Error | undefined;
+    for (let tried = 0; tried < this.brokers.length; tried++) {
+      const client = this.client();
+      const perAddressDeadline = Math.max(
+        Date.now() + 1,
+        Math.min(deadline, Date.now() + deadlineMs / this.brokers.length),
+      );
+      const error = await new Promise<Error | undefined>((resolve) =>
+        client.waitForReady(perAddressDeadline, (failure) => resolve(failure ?? undefined)),
+      );
+      if (error === undefined) return;
+      lastError = error;
+      this.failOver(clientError(CommonErrorCode.Unavailable, error.message));
+    }
+    throw new SpoolError(
+      CommonErrorCode.Unavailable,
+      `no gateway of ${this.brokers.join(', ')} answered within ${deadlineMs} ms`,
+      { retriable: true, cause: lastError },
+    );
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+}

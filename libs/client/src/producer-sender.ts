@@ -1,0 +1,200 @@
+import { SpoolError, backoffMs, type Logger } from '@spool/common';
+import { Acks, type PartitionAppendResult, type ProduceRequest } from '@spool/protocol';
+import type { BufferMemory } from './buffer-memory';
+import type { ProducerConfig } from './config';
+import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
+import type { GatewayConnection } from './gateway-connection';
+import type { ProducerBatch } from './producer-batch';
+import type { RecordAccumulator } from './record-accumulator';
+import type { TopicMetadataCache } from './topic-metadata';
+
+/**
+ * Kafka's Sender, on the event loop instead of a thread: whenever a record joins a batch, a batch
+ * comes back, or a linger or backoff timer fires, it drains the ready batches into Produce
+ * requests (one batch per partition each, up to maxRequestSizeBytes) and sends them without
+ * waiting for earlier ones. Each partition's result settles its batch:
+ *
+ * 1. no error: every record gets base offset + index;
+ * 2. a retriable error with retries left: the batch goes back to the head of its queue after a
+ *    backoff; UNKNOWN_TOPIC_OR_PARTITION also drops the topic's cached metadata;
+ * 3. any other error: the batch's records fail with it, naming topic and partition.
+ *
+ * A request that fails as a whole (the gateway unreachable, a deadline) counts as that error
+ * for each of its batches.
+ */
+
+/** The gateway answers REQUEST_TIMED_OUT itself at timeoutMs; this lets that answer arrive. */
+const gatewayAnswerSlackMs = 1_000;
+
+export class ProducerSender {
+  private drainScheduled = false;
+  private drainTimer: NodeJS.Timeout | undefined;
+  private drainTimerAtMs = Number.POSITIVE_INFINITY;
+  private readonly inFlight = new Set<ProducerBatch>();
+  private flushRequests = 0;
+
+  constructor(
+    private readonly config: ProducerConfig,
+    private readonly connection: GatewayConnection,
+    private readonly accumulator: RecordAccumulator,
+    private readonly memory: BufferMemory,
+    private readonly metadata: TopicMetadataCache,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Asks for a drain on the next turn of the event loop; many wakes make one drain. */
+  wake(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      this.drain();
+    });
+  }
+
+  /**
+   * Sends everything queued now, ignoring linger, and waits until the batches that exist now
+   * have settled (Kafka's flush: records sent later are not waited for).
+   */
+  async flush(): Promise<void> {
+    const pending = [...this.accumulator.queuedBatches(), ...this.inFlight];
+    if (pending.length === 0) return;
+    this.flushRequests += 1;
+    try {
+      this.wake();
+      await Promise.all(pending.map((batch) => batch.done));
+    } finally {
+      this.flushRequests -= 1;
+    }
+  }
+
+  stop(): void {
+    clearTimeout(this.drainTimer);
+    this.drainTimer = undefined;
+  }
+
+  private drain(): void {
+    for (;;) {
+      const drained = this.accumulator.drain({
+        nowMs: Date.now(),
+        flushing: this.flushRequests > 0,
+        memoryExhausted: this.memory.isExhausted,
+      });
+      if (drained.batches.length > 0) void this.send(drained.batches);
+      if (drained.batches.length === 0 || drained.nextReadyAtMs > Date.now()) {
+        this.scheduleDrainAt(drained.nextReadyAtMs);
+        return;
+      }
+    }
+  }
+
+  private scheduleDrainAt(atMs: number): void {
+    if (atMs === Number.POSITIVE_INFINITY || atMs >= this.drainTimerAtMs) return;
+    clearTimeout(this.drainTimer);
+    this.drainTimerAtMs = atMs;
+    this.drainTimer = setTimeout(
+      () => {
+        this.drainTimer = undefined;
+        this.drainTimerAtMs = Number.POSITIVE_INFINITY;
+        this.drain();
+      },
+      Math.max(0, atMs - Date.now()),
+    );
+  }
+
+  private async send(batches: ProducerBatch[]): Promise<void> {
+    const sendable: ProducerBatch[] = [];
+    for (const batch of batches) {
+      batch.attempts += 1;
+      this.inFlight.add(batch);
+      try {
+        batch.encode(this.config.compressionType);
+        sendable.push(batch);
+      } catch (error) {
+        this.settle(batch, toSpoolError(error, partitionName(batch.topic, batch.partition)));
+      }
+    }
+    if (sendable.length === 0) return;
+    const request: ProduceRequest = {
+      partitions: sendable.map((batch) => ({
+        topic: batch.topic,
+        partition: batch.partition,
+        records: batch.encode(this.config.compressionType),
+      })),
+      acks: this.config.acks,
+      timeoutMs: this.config.requestTimeoutMs,
+    };
+    let results: PartitionAppendResult[];
+    try {
+      const response = await this.connection.callOnce(
+        (client) => client.produce,
+        request,
+        this.config.requestTimeoutMs + gatewayAnswerSlackMs,
+      );
+      results = response.results;
+    } catch (error) {
+      const failure = toSpoolError(error);
+      for (const batch of sendable) {
+        const subject = partitionName(batch.topic, batch.partition);
+        this.settle(
+          batch,
+          new SpoolError(failure.code, `${subject}: ${failure.message}`, {
+            retriable: failure.retriable,
+            cause: failure,
+            details: failure.details,
+          }),
+        );
+      }
+      return;
+    }
+    for (const batch of sendable) this.settleFromResult(batch, results);
+  }
+
+  private settleFromResult(batch: ProducerBatch, results: readonly PartitionAppendResult[]): void {
+    const subject = partitionName(batch.topic, batch.partition);
+    const result = results.find(
+      (candidate) => candidate.topic === batch.topic && candidate.partition === batch.partition,
+    );
+    if (result === undefined) {
+      this.settle(
+        batch,
+        new SpoolError(ClientErrorCode.Unknown, `${subject}: the gateway answered no result`),
+      );
+    } else if (result.error !== undefined && result.error.code !== '') {
+      this.settle(batch, fromProtoError(result.error, subject));
+    } else {
+      this.settle(batch, undefined, this.config.acks === Acks.ACKS_NONE ? -1n : result.baseOffset);
+    }
+  }
+
+  /** One attempt of a batch is over: done, failed for good, or queued again (cases 1-3). */
+  private settle(batch: ProducerBatch, error: SpoolError | undefined, baseOffset = -1n): void {
+    this.inFlight.delete(batch);
+    const retry = error !== undefined && error.retriable && batch.attempts <= this.config.retries;
+    if (retry) {
+      if (error.code === ClientErrorCode.UnknownTopicOrPartition) {
+        this.metadata.invalidate(batch.topic);
+      }
+      const waitMs = backoffMs(batch.attempts, {
+        backoffInitialMs: this.config.retryBackoffMs,
+        backoffMaxMs: this.config.retryBackoffMaxMs,
+      });
+      batch.retryNotBeforeMs = Date.now() + waitMs;
+      this.logger.debug(
+        {
+          topic: batch.topic,
+          partition: batch.partition,
+          attempt: batch.attempts,
+          code: error.code,
+        },
+        'retrying a produce batch',
+      );
+    } else {
+      if (error === undefined) batch.complete(baseOffset);
+      else batch.fail(error);
+      this.memory.release(batch.memoryBytes);
+    }
+    this.accumulator.completed(batch, retry);
+    this.wake();
+  }
+}

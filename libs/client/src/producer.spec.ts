@@ -1,0 +1,285 @@
+// Proves the producer against a fake gateway (a real grpc-js server on loopback): records are
+// batched per partition and one Produce request carries batches of many partitions; a batch
+// waits lingerMs unless it reaches batchSizeBytes; offsets are the batch's base offset plus the
+// record's index, exact as bigints past 2^53; keyless records stick to a partition per batch; a
+// full buffer blocks send for maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are
+// retried with backoff, others fail naming topic and partition; idempotence fails clearly.
+import { SpoolError } from '@spool/common';
+import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ProducerOptions } from './config';
+import type { Producer } from './producer';
+import { Spool } from './spool';
+import { FakeGateway } from './test-support/fake-gateway';
+
+let gateway: FakeGateway | undefined;
+const producers: Producer[] = [];
+
+async function setUp(
+  topics: Record<string, number>,
+  options: ProducerOptions = {},
+): Promise<{ gateway: FakeGateway; producer: Producer }> {
+  gateway = await FakeGateway.start(topics);
+  const spool = new Spool({ brokers: [gateway.address], logLevel: 'silent' });
+  const producer = spool.producer(options);
+  producers.push(producer);
+  return { gateway, producer };
+}
+
+afterEach(async () => {
+  gateway?.releaseProduce();
+  await Promise.all(producers.splice(0).map((producer) => producer.disconnect()));
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(SpoolError);
+  return error as SpoolError;
+}
+
+const value = (sizeBytes: number): string => 'v'.repeat(sizeBytes);
+
+describe('Producer', () => {
+  it('batches per partition, many partitions in one Produce request', async () => {
+    const { gateway, producer } = await setUp({ orders: 3 }, { lingerMs: 60_000 });
+    const sends = [0, 1, 2, 0, 1, 2].map((partition, index) =>
+      producer.send({ topic: 'orders', messages: [{ partition, value: `m${index}` }] }),
+    );
+    // Every record joins its partition's batch while they linger; flush sends them together
+    // (each batch's own lingerMs would otherwise expire a millisecond apart).
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(gateway.produceRequests).toHaveLength(0);
+    await producer.flush();
+    const results = (await Promise.all(sends)).flat();
+    expect(gateway.produceRequests).toHaveLength(1);
+    const request = gateway.produceRequests[0]!;
+    expect(request.partitions.map((entry) => entry.partition).sort()).toEqual([0, 1, 2]);
+    for (const entry of request.partitions) {
+      expect(new RecordBatchHeader(entry.records, 0).recordCount).toBe(2);
+    }
+    expect(results.map(({ partition, offset }) => [partition, offset])).toEqual([
+      [0, 0n],
+      [1, 0n],
+      [2, 0n],
+      [0, 1n],
+      [1, 1n],
+      [2, 1n],
+    ]);
+  });
+
+  it('sends a batch once it reaches batchSizeBytes, without waiting for linger', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 1 },
+      { lingerMs: 60_000, batchSizeBytes: 600 },
+    );
+    const startedAtMs = Date.now();
+    const sends = Array.from({ length: 12 }, () =>
+      producer.send({ topic: 'orders', messages: [{ value: value(100) }] }),
+    );
+    // The last batch is not full; flush sends it instead of waiting a minute.
+    await Promise.all(sends.slice(0, 8));
+    expect(Date.now() - startedAtMs).toBeLessThan(10_000);
+    await producer.flush();
+    await Promise.all(sends);
+    const counts = gateway
+      .storedBatches('orders', 0)
+      .map((bytes) => decodeRecordBatch(bytes).records.length);
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(12);
+    expect(Math.max(...counts)).toBe(3);
+    for (const bytes of gateway.storedBatches('orders', 0))
+      expect(bytes.length).toBeLessThanOrEqual(600);
+  });
+
+  it('holds a lone record for lingerMs before sending it', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 300 });
+    const startedAtMs = Date.now();
+    await producer.send({ topic: 'orders', messages: [{ value: 'alone' }] });
+    expect(Date.now() - startedAtMs).toBeGreaterThanOrEqual(280);
+    expect(gateway.produceRequests).toHaveLength(1);
+  });
+
+  it('returns base offset + index per record, exact as bigints beyond 2^53', async () => {
+    const { gateway, producer } = await setUp({ orders: 2 }, { lingerMs: 0 });
+    const start = 2n ** 53n + 5n;
+    gateway.setLogStartOffset('orders', 1, start);
+    const results = await producer.send({
+      topic: 'orders',
+      messages: [
+        { partition: 1, value: 'a' },
+        { partition: 1, value: 'b' },
+        { partition: 1, value: 'c' },
+      ],
+    });
+    expect(results).toEqual([
+      { topic: 'orders', partition: 1, offset: start },
+      { topic: 'orders', partition: 1, offset: start + 1n },
+      { topic: 'orders', partition: 1, offset: start + 2n },
+    ]);
+    expect(results[2]!.offset).toBe(9_007_199_254_740_999n);
+  });
+
+  it('routes keyed records by murmur2 and keeps keyless records on one partition per batch', async () => {
+    const { producer } = await setUp({ orders: 8 }, { lingerMs: 50 });
+    const keyed = await producer.send({
+      topic: 'orders',
+      messages: [
+        { key: 'foobar', value: '1' },
+        { key: 'foobar', value: '2' },
+      ],
+    });
+    // Kafka's murmur2("foobar") is -790332482: toPositive gives 1357151166, and % 8 is 6.
+    expect(keyed.map((result) => result.partition)).toEqual([6, 6]);
+    const first = await producer.send({
+      topic: 'orders',
+      messages: Array.from({ length: 5 }, (_, index) => ({ value: `a${index}` })),
+    });
+    expect(new Set(first.map((result) => result.partition)).size).toBe(1);
+    const second = await producer.send({
+      topic: 'orders',
+      messages: Array.from({ length: 5 }, (_, index) => ({ value: `b${index}` })),
+    });
+    expect(new Set(second.map((result) => result.partition)).size).toBe(1);
+    expect(second[0]!.partition).not.toBe(first[0]!.partition);
+  });
+
+  it('makes send wait for buffer space up to maxBlockMs, then fail BUFFER_EXHAUSTED', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 1 },
+      { lingerMs: 0, bufferMemoryBytes: 1_000, maxBlockMs: 250 },
+    );
+    gateway.holdProduce();
+    const held = [1, 2].map(() =>
+      producer.send({ topic: 'orders', messages: [{ value: value(400) }] }),
+    );
+    const startedAtMs = Date.now();
+    const error = await rejection(
+      producer.send({ topic: 'orders', messages: [{ value: value(400) }] }),
+    );
+    expect(Date.now() - startedAtMs).toBeGreaterThanOrEqual(240);
+    expect(error.code).toBe('BUFFER_EXHAUSTED');
+    expect(error.retriable).toBe(true);
+    expect(error.message).toMatch(/bufferMemoryBytes=1000.*maxBlockMs=250/);
+    // Space freed in time lets a waiting send through.
+    const waiting = producer.send({ topic: 'orders', messages: [{ value: value(400) }] });
+    setTimeout(() => gateway.releaseProduce(), 50);
+    await Promise.all([...held, waiting]);
+  });
+
+  it('refuses a record larger than the whole buffer at once', async () => {
+    const { producer } = await setUp({ orders: 1 }, { bufferMemoryBytes: 500 });
+    const error = await rejection(
+      producer.send({ topic: 'orders', messages: [{ value: value(600) }] }),
+    );
+    expect(error.code).toBe('MESSAGE_TOO_LARGE');
+  });
+
+  it('retries retriable errors with backoff and fails others naming the partition', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 2 },
+      { lingerMs: 0, retries: 3, retryBackoffMs: 10 },
+    );
+    gateway.produceErrorHook = (_topic, partition, attempt) => {
+      if (partition === 0 && attempt <= 2) {
+        return { code: 'NOT_LEADER_OR_FOLLOWER', message: 'leader moved', retriable: true };
+      }
+      if (partition === 1) return { code: 'CORRUPT_MESSAGE', message: 'bad crc', retriable: false };
+      return undefined;
+    };
+    const [result] = await producer.send({
+      topic: 'orders',
+      messages: [{ partition: 0, value: 'x' }],
+    });
+    expect(result!.offset).toBe(0n);
+    expect(gateway.produceRequests).toHaveLength(3);
+    const error = await rejection(
+      producer.send({ topic: 'orders', messages: [{ partition: 1, value: 'y' }] }),
+    );
+    expect(error.code).toBe('CORRUPT_MESSAGE');
+    expect(error.message).toBe('orders[1]: bad crc');
+    expect(gateway.produceRequests).toHaveLength(4);
+  });
+
+  it('gives up after the retries with the last retriable error', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 1 },
+      { lingerMs: 0, retries: 2, retryBackoffMs: 5 },
+    );
+    gateway.produceErrorHook = () => ({
+      code: 'NOT_ENOUGH_REPLICAS',
+      message: 'isr 1',
+      retriable: true,
+    });
+    const error = await rejection(producer.send({ topic: 'orders', messages: [{ value: 'x' }] }));
+    expect(error.code).toBe('NOT_ENOUGH_REPLICAS');
+    expect(error.retriable).toBe(true);
+    expect(gateway.produceRequests).toHaveLength(3);
+  });
+
+  it('describes the topic again after UNKNOWN_TOPIC_OR_PARTITION', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 0, retryBackoffMs: 5 });
+    gateway.produceErrorHook = (_topic, _partition, attempt) =>
+      attempt === 1
+        ? { code: 'UNKNOWN_TOPIC_OR_PARTITION', message: 'not here yet', retriable: true }
+        : undefined;
+    await producer.send({ topic: 'orders', messages: [{ value: 'x' }] });
+    await producer.send({ topic: 'orders', messages: [{ value: 'y' }] });
+    expect(gateway.describeTopicsCalls).toBe(2);
+  });
+
+  it('fails a send to a missing topic after maxBlockMs, and to a missing partition', async () => {
+    const { producer } = await setUp({ orders: 2 }, { maxBlockMs: 200, retryBackoffMs: 20 });
+    const missingTopic = await rejection(
+      producer.send({ topic: 'nope', messages: [{ value: 'x' }] }),
+    );
+    expect(missingTopic.code).toBe('UNKNOWN_TOPIC_OR_PARTITION');
+    expect(missingTopic.message).toMatch(/topic nope/);
+    const missingPartition = await rejection(
+      producer.send({ topic: 'orders', messages: [{ partition: 5, value: 'x' }] }),
+    );
+    expect(missingPartition.code).toBe('UNKNOWN_TOPIC_OR_PARTITION');
+    expect(missingPartition.message).toMatch(/orders\[5\]: the topic has 2 partitions/);
+  });
+
+  it('compresses batches with the configured codec', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 0, compression: 'zstd' });
+    await producer.send({ topic: 'orders', messages: [{ value: value(1_000) }] });
+    const [stored] = gateway.storedBatches('orders', 0);
+    const decoded = decodeRecordBatch(stored!);
+    expect(decoded.header.compressionType).toBe(CompressionType.Zstd);
+    expect(decoded.records[0]!.value!.toString()).toBe(value(1_000));
+  });
+
+  it('flushes lingering records on disconnect and refuses sends afterwards', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 60_000 });
+    const pending = producer.send({ topic: 'orders', messages: [{ value: 'late' }] });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await producer.disconnect();
+    expect((await pending)[0]!.offset).toBe(0n);
+    expect(gateway.produceRequests).toHaveLength(1);
+    const error = await rejection(producer.send({ topic: 'orders', messages: [{ value: 'x' }] }));
+    expect(error.code).toBe('CLIENT_CLOSED');
+  });
+
+  it('refuses idempotence and bad settings with clear errors', async () => {
+    const spool = new Spool({ brokers: ['127.0.0.1:1'], logLevel: 'silent' });
+    const idempotent = (() => {
+      try {
+        spool.producer({ idempotent: true });
+      } catch (error) {
+        return error as SpoolError;
+      }
+      return undefined;
+    })();
+    expect(idempotent?.code).toBe('UNSUPPORTED_FEATURE');
+    expect(() => spool.producer({ lingerMs: -1 })).toThrow(/setting lingerMs must be .*got -1/);
+    expect(() => spool.producer({ compression: 'brotli' as never })).toThrow(
+      /setting compression must be one of none, gzip, snappy, lz4, zstd, got "brotli"/,
+    );
+    expect(() => new Spool({ brokers: ['no-port'] })).toThrow(/setting brokers must be host:port/);
+  });
+});

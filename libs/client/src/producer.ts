@@ -1,0 +1,186 @@
+import { recordBatchHeaderSizeBytes, type RecordInput } from '@spool/protocol';
+import { BufferMemory } from './buffer-memory';
+import { ClientLifecycle, ClientState } from './client-lifecycle';
+import {
+  resolveProducerConfig,
+  type ProducerConfig,
+  type ProducerOptions,
+  type ResolvedSpoolConfig,
+} from './config';
+import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
+import { GatewayConnection } from './gateway-connection';
+import {
+  recordSizeUpperBoundBytes,
+  toRecordInput,
+  type ProducerRecord,
+  type RecordMetadata,
+} from './message';
+import { DefaultPartitioner } from './partitioner';
+import { RecordAccumulator } from './record-accumulator';
+import { ProducerSender } from './producer-sender';
+import { TopicMetadataCache, type TopicPartitions } from './topic-metadata';
+
+/**
+ * The producer, used as KafkaJS's: `await producer.send({ topic, messages })` resolves with
+ * where each message landed, `{ topic, partition, offset }`, in the order given. Underneath it
+ * works as Kafka's Java producer: records join per-partition batches (record-accumulator.ts)
+ * that a sender drains into Produce requests (producer-sender.ts) after lingerMs or once
+ * batchSizeBytes are reached, holding at most bufferMemoryBytes (buffer-memory.ts).
+ *
+ * A `send` that fails part way (its buffer wait timed out at the fifth message) has already
+ * queued the messages before the failing one; those are still produced.
+ */
+export class Producer {
+  private readonly config: ProducerConfig;
+  private readonly lifecycle: ClientLifecycle;
+  private readonly connection: GatewayConnection;
+  private readonly metadata: TopicMetadataCache;
+  private readonly partitioner = new DefaultPartitioner();
+  private readonly memory: BufferMemory;
+  private readonly accumulator: RecordAccumulator;
+  private readonly sender: ProducerSender;
+
+  constructor(spool: ResolvedSpoolConfig, options: ProducerOptions = {}) {
+    this.config = resolveProducerConfig(options);
+    const logger = spool.logger.child({ component: 'producer' });
+    this.lifecycle = new ClientLifecycle('producer', logger);
+    this.connection = new GatewayConnection(spool.brokers, spool.clientId, logger);
+    this.metadata = new TopicMetadataCache(this.connection, this.config);
+    this.memory = new BufferMemory(this.config.bufferMemoryBytes, this.config.maxBlockMs, () =>
+      this.sender.wake(),
+    );
+    this.accumulator = new RecordAccumulator(this.config, (batch) =>
+      this.partitioner.onBatchClosed(batch.topic, batch.partition),
+    );
+    this.sender = new ProducerSender(
+      this.config,
+      this.connection,
+      this.accumulator,
+      this.memory,
+      this.metadata,
+      logger,
+    );
+  }
+
+  /** Waits until a gateway accepts a connection; optional, `send` connects on first use. */
+  async connect(): Promise<void> {
+    this.lifecycle.ensureOpen('connect');
+    await this.connection.waitForReady(this.config.requestTimeoutMs);
+    if (this.lifecycle.state === ClientState.Created) {
+      this.lifecycle.transitionTo([ClientState.Created], ClientState.Connected);
+    }
+  }
+
+  async send(record: ProducerRecord): Promise<RecordMetadata[]> {
+    this.lifecycle.ensureOpen('send');
+    if (typeof record?.topic !== 'string' || record.topic === '') {
+      throw clientError(ClientErrorCode.InvalidRequest, 'send needs a topic name');
+    }
+    if (!Array.isArray(record.messages)) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `topic ${record.topic}: messages must be an array`,
+      );
+    }
+    const deadlineMs = Date.now() + this.config.maxBlockMs;
+    const topic = record.topic;
+    let partitions = await this.metadata.partitions(topic, deadlineMs);
+    const offsets: Promise<RecordMetadata>[] = [];
+    for (const [index, message] of record.messages.entries()) {
+      const subject = `topic ${topic} message ${index}`;
+      const input = toRecordInput(message, subject);
+      const sizeBytes = this.checkRecordSize(input, subject);
+      if (message.partition !== undefined) {
+        partitions = await this.ensurePartitionExists(partitions, message.partition, deadlineMs);
+      }
+      const partition = message.partition ?? this.partitioner.partition(input.key, partitions);
+      try {
+        await this.memory.reserve(sizeBytes, Math.max(0, deadlineMs - Date.now()));
+      } catch (error) {
+        throw toSpoolError(error, partitionName(topic, partition));
+      }
+      if (!this.lifecycle.isOpen) {
+        this.memory.release(sizeBytes);
+        this.lifecycle.ensureOpen('send');
+      }
+      const offset = this.accumulator.append(topic, partition, input, sizeBytes);
+      // The caller sees failures through the returned Promise.all; this only stops an early
+      // return (a later message failing) from leaving this promise's rejection unhandled.
+      offset.catch(() => {});
+      offsets.push(offset.then((value) => ({ topic, partition, offset: value })));
+      this.sender.wake();
+    }
+    return Promise.all(offsets);
+  }
+
+  /** KafkaJS's sendBatch: several topics in one call; results in the order given. */
+  async sendBatch(batch: { topicMessages: readonly ProducerRecord[] }): Promise<RecordMetadata[]> {
+    const results = await Promise.all(batch.topicMessages.map((record) => this.send(record)));
+    return results.flat();
+  }
+
+  /** Sends every queued record now and waits for their results (Kafka's flush). */
+  async flush(): Promise<void> {
+    this.lifecycle.ensureOpen('flush');
+    await this.sender.flush();
+  }
+
+  /** Flushes, then closes the connection; sends waiting for buffer space fail CLIENT_CLOSED. */
+  async disconnect(): Promise<void> {
+    if (!this.lifecycle.isOpen) return;
+    this.lifecycle.transitionTo(
+      [ClientState.Created, ClientState.Connected],
+      ClientState.Disconnecting,
+    );
+    this.memory.failWaiters(
+      clientError(
+        ClientErrorCode.ClientClosed,
+        'the producer disconnected while send waited for buffer space',
+      ),
+    );
+    await this.sender.flush();
+    this.sender.stop();
+    this.connection.close();
+    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+  }
+
+  private checkRecordSize(input: RecordInput, subject: string): number {
+    const sizeBytes = recordSizeUpperBoundBytes(input);
+    const batchSizeBytes = sizeBytes + recordBatchHeaderSizeBytes;
+    if (
+      sizeBytes > this.config.bufferMemoryBytes ||
+      batchSizeBytes > this.config.maxRequestSizeBytes
+    ) {
+      throw clientError(
+        ClientErrorCode.MessageTooLarge,
+        `${subject}: the record is up to ${sizeBytes} bytes when encoded, larger than ` +
+          `bufferMemoryBytes=${this.config.bufferMemoryBytes} or maxRequestSizeBytes=` +
+          `${this.config.maxRequestSizeBytes} allow`,
+      );
+    }
+    return sizeBytes;
+  }
+
+  /** An explicit partition beyond the cached count: describe the topic once more, then fail. */
+  private async ensurePartitionExists(
+    partitions: TopicPartitions,
+    partition: number,
+    deadlineMs: number,
+  ): Promise<TopicPartitions> {
+    if (!Number.isInteger(partition) || partition < 0) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `topic ${partitions.topic}: partition must be an integer of 0 or more, got ${partition}`,
+      );
+    }
+    if (partition < partitions.partitionCount) return partitions;
+    this.metadata.invalidate(partitions.topic);
+    const refreshed = await this.metadata.partitions(partitions.topic, deadlineMs);
+    if (partition < refreshed.partitionCount) return refreshed;
+    throw clientError(
+      ClientErrorCode.UnknownTopicOrPartition,
+      `${partitionName(partitions.topic, partition)}: the topic has ${refreshed.partitionCount} ` +
+        'partitions',
+    );
+  }
+}

@@ -1,0 +1,167 @@
+import type { RecordInput } from '@spool/protocol';
+import { ProducerBatch } from './producer-batch';
+
+/**
+ * Kafka's RecordAccumulator: a queue of batches per partition. Records join the last open batch
+ * of their partition; the sender drains at most one batch per partition per request, and only
+ * batches that are ready:
+ *
+ * 1. the batch is full (batchSizeBytes), or another batch queues behind it;
+ * 2. it has waited lingerMs since its first record;
+ * 3. the producer is flushing or disconnecting;
+ * 4. someone waits for buffer memory: lingering would only make them wait longer;
+ * 5. and, for any of those, the partition has fewer than maxInFlight batches in flight, and a
+ *    retried batch has waited out its backoff.
+ *
+ * A retried batch goes back to the head of its queue, so with maxInFlight 1 a partition's
+ * batches land in the order they were sent. With more in flight, a retry can land after a batch
+ * sent later, as in Kafka without idempotence.
+ */
+
+export interface AccumulatorLimits {
+  readonly lingerMs: number;
+  readonly batchSizeBytes: number;
+  readonly maxInFlight: number;
+  readonly maxRequestSizeBytes: number;
+}
+
+export interface DrainConditions {
+  readonly nowMs: number;
+  readonly flushing: boolean;
+  readonly memoryExhausted: boolean;
+}
+
+export interface Drained {
+  /** Batches for one Produce request, each of a different partition, already closed. */
+  readonly batches: ProducerBatch[];
+  /** When a batch not ready now will be (linger or backoff), as a Date.now() value. */
+  readonly nextReadyAtMs: number;
+}
+
+interface PartitionQueue {
+  readonly topic: string;
+  readonly partition: number;
+  readonly batches: ProducerBatch[];
+  inFlight: number;
+}
+
+export class RecordAccumulator {
+  private readonly queues = new Map<string, PartitionQueue>();
+  /** Where the next drain starts, so no partition always comes last in a full request. */
+  private drainStart = 0;
+
+  constructor(
+    private readonly limits: AccumulatorLimits,
+    private readonly onBatchClosed: (batch: ProducerBatch) => void,
+  ) {}
+
+  /** Appends a record to its partition's open batch, opening a new one if needed. */
+  append(
+    topic: string,
+    partition: number,
+    record: RecordInput,
+    sizeBytes: number,
+  ): Promise<bigint> {
+    const queue = this.queueOf(topic, partition);
+    const last = queue.batches.at(-1);
+    const appended = last?.tryAppend(record, sizeBytes, this.limits.batchSizeBytes);
+    if (appended !== undefined) return appended;
+    if (last !== undefined && !last.closed) this.closeBatch(last);
+    const batch = new ProducerBatch(topic, partition, Date.now());
+    queue.batches.push(batch);
+    return batch.tryAppend(record, sizeBytes, this.limits.batchSizeBytes)!;
+  }
+
+  /** Every batch queued, in flight or not, for flush to wait on. */
+  queuedBatches(): ProducerBatch[] {
+    return [...this.queues.values()].flatMap((queue) => queue.batches);
+  }
+
+  get hasQueuedBatches(): boolean {
+    for (const queue of this.queues.values()) if (queue.batches.length > 0) return true;
+    return false;
+  }
+
+  drain(conditions: DrainConditions): Drained {
+    const queues = [...this.queues.values()];
+    const batches: ProducerBatch[] = [];
+    let requestSizeBytes = 0;
+    let nextReadyAtMs = Number.POSITIVE_INFINITY;
+    for (let step = 0; step < queues.length; step++) {
+      const queue = queues[(this.drainStart + step) % queues.length]!;
+      const first = queue.batches[0];
+      if (first === undefined || queue.inFlight >= this.limits.maxInFlight) continue;
+      const readyAtMs = this.readyAtMs(queue, first, conditions);
+      if (readyAtMs > conditions.nowMs) {
+        nextReadyAtMs = Math.min(nextReadyAtMs, readyAtMs);
+        continue;
+      }
+      const fits = requestSizeBytes + first.estimatedSizeBytes <= this.limits.maxRequestSizeBytes;
+      if (batches.length > 0 && !fits) {
+        // The rest goes in the next request of this same drain round.
+        nextReadyAtMs = conditions.nowMs;
+        continue;
+      }
+      queue.batches.shift();
+      if (!first.closed) this.closeBatch(first);
+      queue.inFlight += 1;
+      requestSizeBytes += first.estimatedSizeBytes;
+      batches.push(first);
+      // One batch per partition per request; a next one may go in the next request at once.
+      if (queue.batches.length > 0 && queue.inFlight < this.limits.maxInFlight) {
+        nextReadyAtMs = conditions.nowMs;
+      }
+    }
+    this.drainStart = queues.length === 0 ? 0 : (this.drainStart + 1) % queues.length;
+    return { batches, nextReadyAtMs };
+  }
+
+  /** A batch came back: acknowledged, failed for good, or to be retried (`requeue`). */
+  completed(batch: ProducerBatch, requeue: boolean): void {
+    const queue = this.queueOf(batch.topic, batch.partition);
+    queue.inFlight -= 1;
+    if (requeue) queue.batches.unshift(batch);
+    if (queue.batches.length === 0 && queue.inFlight === 0) {
+      this.queues.delete(keyOf(batch.topic, batch.partition));
+    }
+  }
+
+  /** Removes every queued batch (not those in flight), for a producer that gives up on them. */
+  abandonQueued(): ProducerBatch[] {
+    const abandoned: ProducerBatch[] = [];
+    for (const queue of this.queues.values()) abandoned.push(...queue.batches.splice(0));
+    return abandoned;
+  }
+
+  private readyAtMs(
+    queue: PartitionQueue,
+    first: ProducerBatch,
+    conditions: DrainConditions,
+  ): number {
+    if (first.retryNotBeforeMs > conditions.nowMs) return first.retryNotBeforeMs;
+    const isFull = first.isFull(this.limits.batchSizeBytes) || queue.batches.length > 1;
+    if (isFull || first.closed || conditions.flushing || conditions.memoryExhausted) {
+      return conditions.nowMs;
+    }
+    return first.createdAtMs + this.limits.lingerMs;
+  }
+
+  private closeBatch(batch: ProducerBatch): void {
+    batch.close();
+    this.onBatchClosed(batch);
+  }
+
+  private queueOf(topic: string, partition: number): PartitionQueue {
+    const key = keyOf(topic, partition);
+    let queue = this.queues.get(key);
+    if (queue === undefined) {
+      queue = { topic, partition, batches: [], inFlight: 0 };
+      this.queues.set(key, queue);
+    }
+    return queue;
+  }
+}
+
+function keyOf(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}

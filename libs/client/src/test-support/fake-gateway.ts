@@ -1,0 +1,387 @@
+import * as grpc from '@grpc/grpc-js';
+import { SpoolError, toGrpcStatus } from '@spool/common';
+import {
+  GatewayServiceService,
+  OffsetSpec,
+  RecordBatchHeader,
+  encodeRecordBatch,
+  setBaseOffset,
+  type ConsumeRequest,
+  type ConsumeResponse,
+  type FetchPartition,
+  type FetchedPartition,
+  type ProduceRequest,
+  type ProduceResponse,
+  type ProtoError,
+  type RecordInput,
+  type TopicMetadata,
+} from '@spool/protocol';
+
+/**
+ * A test double of the gateway for the SDK's unit tests: a real grpc-js server on 127.0.0.1,
+ * port 0, serving GatewayService from in-memory logs. It implements what the SDK calls (Produce,
+ * Consume with credit, DescribeTopics, ListTopics, ListOffsets, CreateTopics, DeleteTopics) as
+ * the proto contract describes them, and records what it saw: every Produce request, how often
+ * topics were described, and per Consume stream the credit granted and the bytes sent. Hooks
+ * inject errors and hold Produce answers back. It is not the gateway: no routing, no replication.
+ */
+
+interface PartitionLog {
+  logStartOffset: bigint;
+  nextOffset: bigint;
+  readonly batches: { baseOffset: bigint; lastOffset: bigint; bytes: Buffer }[];
+}
+
+export interface ConsumeStreamRecord {
+  readonly partitions: FetchPartition[];
+  grantedCreditBytes: number;
+  sentBytes: number;
+  /** Credit granted after the first message: re-grants as the client consumed. */
+  regrantCount: number;
+  ended: boolean;
+}
+
+export type ProduceErrorHook = (
+  topic: string,
+  partition: number,
+  attempt: number,
+) => ProtoError | undefined;
+
+export class FakeGateway {
+  readonly produceRequests: ProduceRequest[] = [];
+  readonly consumeStreams: ConsumeStreamRecord[] = [];
+  describeTopicsCalls = 0;
+  /** Returns an error to answer for a partition's batch instead of appending it. */
+  produceErrorHook: ProduceErrorHook | undefined;
+  /** Consume calls still to fail, each with this error, before streams work. */
+  private consumeFailures: { remaining: number; error: SpoolError } = {
+    remaining: 0,
+    error: new SpoolError('UNAVAILABLE', 'unset'),
+  };
+  private produceGate: Promise<void> | undefined;
+  private openProduceGate: (() => void) | undefined;
+  private readonly topics = new Map<string, PartitionLog[]>();
+  private readonly produceAttempts = new Map<string, number>();
+  private readonly dataListeners = new Set<() => void>();
+
+  private constructor(
+    private readonly server: grpc.Server,
+    readonly address: string,
+  ) {}
+
+  static async start(topics: Readonly<Record<string, number>> = {}): Promise<FakeGateway> {
+    const server = new grpc.Server();
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    const gateway = new FakeGateway(server, `127.0.0.1:${port}`);
+    for (const [name, partitionCount] of Object.entries(topics)) {
+      gateway.createTopic(name, partitionCount);
+    }
+    server.addService(GatewayServiceService, gateway.implementation());
+    return gateway;
+  }
+
+  /** Makes the next `count` Consume calls fail with `error` once they subscribe. */
+  failConsumeStreams(count: number, error: SpoolError): void {
+    this.consumeFailures = { remaining: count, error };
+  }
+
+  /** Holds every Produce answer back until `releaseProduce`. */
+  holdProduce(): void {
+    this.produceGate ??= new Promise((resolve) => (this.openProduceGate = resolve));
+  }
+
+  releaseProduce(): void {
+    this.openProduceGate?.();
+    this.produceGate = undefined;
+    this.openProduceGate = undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.releaseProduce();
+    this.server.forceShutdown();
+  }
+
+  createTopic(name: string, partitionCount: number): void {
+    this.topics.set(
+      name,
+      Array.from({ length: partitionCount }, () => ({
+        logStartOffset: 0n,
+        nextOffset: 0n,
+        batches: [],
+      })),
+    );
+  }
+
+  /** Starts an empty partition's log at `offset`, as if earlier records were deleted. */
+  setLogStartOffset(topic: string, partition: number, offset: bigint): void {
+    const log = this.logOf(topic, partition)!;
+    log.logStartOffset = offset;
+    log.nextOffset = offset;
+  }
+
+  /** Appends one batch of `records` directly, as a producer elsewhere would have. */
+  appendBatch(topic: string, partition: number, records: readonly RecordInput[]): bigint {
+    return this.append(topic, partition, encodeRecordBatch({ baseOffset: 0n, records }));
+  }
+
+  /** A partition's batches as stored, base offsets assigned. */
+  storedBatches(topic: string, partition: number): Buffer[] {
+    return this.logOf(topic, partition)!.batches.map((batch) => batch.bytes);
+  }
+
+  private logOf(topic: string, partition: number): PartitionLog | undefined {
+    return this.topics.get(topic)?.[partition];
+  }
+
+  /** Appends concatenated batches, assigning offsets; returns the first batch's base offset. */
+  private append(topic: string, partition: number, records: Buffer): bigint {
+    const log = this.logOf(topic, partition)!;
+    const firstBaseOffset = log.nextOffset;
+    let position = 0;
+    while (position < records.length) {
+      const header = new RecordBatchHeader(records, position);
+      const bytes = Buffer.from(records.subarray(position, position + header.sizeBytes));
+      setBaseOffset(bytes, 0, log.nextOffset);
+      const lastOffset = log.nextOffset + BigInt(header.lastOffsetDelta);
+      log.batches.push({ baseOffset: log.nextOffset, lastOffset, bytes });
+      log.nextOffset = lastOffset + 1n;
+      position += header.sizeBytes;
+    }
+    for (const listener of this.dataListeners) listener();
+    return firstBaseOffset;
+  }
+
+  private implementation(): grpc.UntypedServiceImplementation {
+    return {
+      produce: (
+        call: grpc.ServerUnaryCall<ProduceRequest, ProduceResponse>,
+        callback: grpc.sendUnaryData<ProduceResponse>,
+      ) => {
+        this.produceRequests.push(call.request);
+        void (this.produceGate ?? Promise.resolve()).then(() =>
+          callback(null, this.produce(call.request)),
+        );
+      },
+      describeTopics: unary((request: { names: string[] }) => {
+        this.describeTopicsCalls += 1;
+        return {
+          topics: request.names.map((name) =>
+            this.topics.has(name)
+              ? { error: undefined, topic: this.metadataOf(name) }
+              : { error: unknownTopic(name), topic: undefined },
+          ),
+        };
+      }),
+      listTopics: unary(() => ({ names: [...this.topics.keys()] })),
+      listOffsets: unary(
+        (request: { partitions: { topic: string; partition: number; spec: OffsetSpec }[] }) => ({
+          results: request.partitions.map(({ topic, partition, spec }) => {
+            const log = this.logOf(topic, partition);
+            const base = { topic, partition, timestampMs: -1n, leaderEpoch: 0 };
+            if (log === undefined) return { ...base, error: unknownTopic(topic), offset: -1n };
+            const offset =
+              spec === OffsetSpec.OFFSET_SPEC_EARLIEST ? log.logStartOffset : log.nextOffset;
+            return { ...base, error: undefined, offset };
+          }),
+        }),
+      ),
+      createTopics: unary((request: { topics: { name: string; numPartitions: number }[] }) => ({
+        results: request.topics.map(({ name, numPartitions }) => {
+          if (this.topics.has(name)) {
+            return {
+              name,
+              topicId: '',
+              error: { code: 'TOPIC_ALREADY_EXISTS', message: `${name} exists`, retriable: false },
+            };
+          }
+          if (numPartitions === 0) {
+            return {
+              name,
+              topicId: '',
+              error: { code: 'INVALID_PARTITIONS', message: 'needs partitions', retriable: false },
+            };
+          }
+          this.createTopic(name, numPartitions === -1 ? 1 : numPartitions);
+          return { name, topicId: `id-${name}`, error: undefined };
+        }),
+      })),
+      deleteTopics: unary((request: { names: string[] }) => ({
+        results: request.names.map((name) => ({
+          name,
+          topicId: '',
+          error: this.topics.delete(name) ? undefined : unknownTopic(name),
+        })),
+      })),
+      consume: (call: grpc.ServerDuplexStream<ConsumeRequest, ConsumeResponse>) =>
+        this.consume(call),
+    };
+  }
+
+  private produce(request: ProduceRequest): ProduceResponse {
+    return {
+      results: request.partitions.map(({ topic, partition, records }) => {
+        const key = `${topic}/${partition}`;
+        const attempt = (this.produceAttempts.get(key) ?? 0) + 1;
+        this.produceAttempts.set(key, attempt);
+        const result = {
+          topic,
+          partition,
+          baseOffset: -1n,
+          lastOffset: -1n,
+          logAppendTimeMs: -1n,
+          logStartOffset: 0n,
+        };
+        const log = this.logOf(topic, partition);
+        const error =
+          log === undefined
+            ? unknownTopic(topic)
+            : this.produceErrorHook?.(topic, partition, attempt);
+        if (error !== undefined) return { ...result, error };
+        const baseOffset = this.append(topic, partition, records);
+        return { ...result, error: undefined, baseOffset, lastOffset: log!.nextOffset - 1n };
+      }),
+    };
+  }
+
+  /**
+   * Consume as the contract says: the first message subscribes and grants credit, later ones
+   * add credit; whole batches go out while credit is left (a batch may start before the fetch
+   * offset; at least one batch per response, never more than partitionMaxBytes beyond that).
+   */
+  private consume(call: grpc.ServerDuplexStream<ConsumeRequest, ConsumeResponse>): void {
+    const record: ConsumeStreamRecord = {
+      partitions: [],
+      grantedCreditBytes: 0,
+      sentBytes: 0,
+      regrantCount: 0,
+      ended: false,
+    };
+    this.consumeStreams.push(record);
+    const positions = new Map<string, FetchPartition>();
+    let creditBytes = 0;
+    const pump = (): void => {
+      if (record.ended) return;
+      for (const fetch of positions.values()) {
+        if (creditBytes <= 0) return;
+        const fetched = this.fetch(fetch, creditBytes);
+        if (fetched === undefined) continue;
+        if (fetched.error !== undefined) positions.delete(`${fetch.topic}/${fetch.partition}`);
+        creditBytes -= fetched.records.length;
+        record.sentBytes += fetched.records.length;
+        call.write({ partitions: [fetched] });
+      }
+    };
+    const end = (): void => {
+      record.ended = true;
+      this.dataListeners.delete(pump);
+    };
+    call.on('data', (request: ConsumeRequest) => {
+      if (this.consumeFailures.remaining > 0) {
+        this.consumeFailures.remaining -= 1;
+        end();
+        call.emit('error', toGrpcStatus(this.consumeFailures.error));
+        return;
+      }
+      if (record.partitions.length === 0 && request.partitions.length > 0) {
+        record.partitions.push(...request.partitions);
+        for (const fetch of request.partitions) {
+          positions.set(`${fetch.topic}/${fetch.partition}`, { ...fetch });
+        }
+      } else {
+        record.regrantCount += 1;
+      }
+      creditBytes += Number(request.creditBytes);
+      record.grantedCreditBytes += Number(request.creditBytes);
+      pump();
+    });
+    call.on('end', () => {
+      end();
+      call.end();
+    });
+    call.on('cancelled', end);
+    call.on('error', end);
+    this.dataListeners.add(pump);
+  }
+
+  /** Batches at the fetch offset within the limits, advancing it; undefined if none yet. */
+  private fetch(fetch: FetchPartition, creditBytes: number): FetchedPartition | undefined {
+    const log = this.logOf(fetch.topic, fetch.partition);
+    const base = {
+      topic: fetch.topic,
+      partition: fetch.partition,
+      highWatermark: log?.nextOffset ?? -1n,
+      logStartOffset: log?.logStartOffset ?? -1n,
+    };
+    if (log === undefined)
+      return { ...base, error: unknownTopic(fetch.topic), records: Buffer.alloc(0) };
+    if (fetch.fetchOffset < log.logStartOffset || fetch.fetchOffset > log.nextOffset) {
+      return {
+        ...base,
+        records: Buffer.alloc(0),
+        error: {
+          code: 'OFFSET_OUT_OF_RANGE',
+          message: `offset ${fetch.fetchOffset} is outside [${log.logStartOffset}, ${log.nextOffset}]`,
+          retriable: false,
+        },
+      };
+    }
+    const limitBytes = Math.min(creditBytes, fetch.partitionMaxBytes);
+    const chosen: Buffer[] = [];
+    let sizeBytes = 0;
+    for (const batch of log.batches) {
+      if (batch.lastOffset < fetch.fetchOffset) continue;
+      if (chosen.length > 0 && sizeBytes + batch.bytes.length > limitBytes) break;
+      chosen.push(batch.bytes);
+      sizeBytes += batch.bytes.length;
+      fetch.fetchOffset = batch.lastOffset + 1n;
+    }
+    if (chosen.length === 0) return undefined;
+    return { ...base, error: undefined, records: Buffer.concat(chosen) };
+  }
+
+  private metadataOf(name: string): TopicMetadata {
+    return {
+      name,
+      topicId: `id-${name}`,
+      internal: false,
+      configs: [],
+      partitions: this.topics.get(name)!.map((_, partition) => ({
+        topic: name,
+        partition,
+        leaderId: 1,
+        leaderEpoch: 0,
+        replicas: [1],
+        isr: [1],
+        partitionEpoch: 0,
+        offline: false,
+      })),
+    };
+  }
+}
+
+function unknownTopic(topic: string): ProtoError {
+  return { code: 'UNKNOWN_TOPIC_OR_PARTITION', message: `unknown topic ${topic}`, retriable: true };
+}
+
+/** A unary handler from a plain function; a thrown SpoolError travels as its status. */
+function unary<Request, Response>(
+  handler: (request: Request) => Response,
+): grpc.handleUnaryCall<Request, Response> {
+  return (call, callback) => {
+    try {
+      callback(null, handler(call.request));
+    } catch (error) {
+      callback(
+        toGrpcStatus(
+          error instanceof SpoolError
+            ? error
+            : new SpoolError('UNKNOWN_SERVER_ERROR', String(error)),
+        ),
+      );
+    }
+  };
+}
