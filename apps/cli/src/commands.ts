@@ -9,6 +9,10 @@ export interface CommandContext {
   readonly argv: readonly string[];
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream;
+  /** What `spool produce` reads when no --file is given; process.stdin if absent. */
+  readonly stdin?: NodeJS.ReadableStream;
+  /** Where SPOOL_GATEWAY is read from; process.env if absent. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface Command {

@@ -2,7 +2,12 @@
 // Process entry point of the `spool` command line.
 import { runCli } from './cli';
 
-runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then(
+runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: process.stdin,
+  env: process.env,
+}).then(
   (exitCode) => {
     process.exitCode = exitCode;
   },

@@ -1,0 +1,121 @@
+import { callOnce, createGrpcClient } from '@spool/common';
+import { GatewayServiceClient, type DescribeClusterResponse } from '@spool/protocol';
+import type { TopicDescription } from '@spool/client';
+import { UsageError } from './cli-errors';
+import { connectSpool, parseCommandArgs, requirePositionals } from './cli-options';
+import type { CommandContext } from './commands';
+import { formatTable, toJsonDocument } from './output';
+import { partitionState, type PartitionState } from './topic-commands';
+
+/**
+ * `spool cluster status`: the brokers the controller knows, the active controller's address and
+ * how many partitions are online, offline or under-replicated (from describing every topic).
+ *
+ * The controller's address is in the gateway's DescribeCluster response but not in the SDK's
+ * ClusterDescription, so this one call goes to the gateway's gRPC API directly.
+ */
+export const clusterUsage = 'spool cluster status';
+
+/** How long the DescribeCluster call may take. */
+const describeClusterDeadlineMs = 10_000;
+
+export interface ClusterStatus {
+  readonly clusterId: string;
+  readonly controllerAddress: string;
+  readonly brokers: readonly {
+    readonly id: number;
+    readonly rack: string;
+    readonly state: string;
+    readonly endpoints: readonly string[];
+  }[];
+  readonly partitions: Readonly<Record<PartitionState, number>> & { readonly total: number };
+  readonly topics: number;
+}
+
+export async function runClusterCommand(context: CommandContext): Promise<number> {
+  const [subcommand, ...argv] = context.argv;
+  if (subcommand !== 'status') {
+    throw new UsageError(
+      subcommand === undefined
+        ? `cluster needs a subcommand; usage: ${clusterUsage}`
+        : `unknown cluster subcommand "${subcommand}"; usage: ${clusterUsage}`,
+    );
+  }
+  const parsed = parseCommandArgs(argv, {}, context.env ?? process.env);
+  requirePositionals(parsed.positionals, [], clusterUsage);
+  const cluster = await describeCluster(parsed.global.gateway);
+  const admin = connectSpool(parsed.global).admin();
+  let topics: TopicDescription[];
+  try {
+    const names = await admin.listTopics();
+    topics = names.length === 0 ? [] : await admin.describeTopics({ topics: names });
+  } finally {
+    await admin.disconnect();
+  }
+  const status = toClusterStatus(cluster, topics);
+  context.stdout.write(parsed.global.json ? toJsonDocument(status) : formatClusterStatus(status));
+  return 0;
+}
+
+async function describeCluster(gateway: string): Promise<DescribeClusterResponse> {
+  const client = createGrpcClient(GatewayServiceClient, gateway);
+  try {
+    return await callOnce(
+      client,
+      client.describeCluster,
+      {},
+      {
+        deadlineMs: describeClusterDeadlineMs,
+      },
+    );
+  } finally {
+    client.close();
+  }
+}
+
+export function toClusterStatus(
+  cluster: DescribeClusterResponse,
+  topics: readonly TopicDescription[],
+): ClusterStatus {
+  const partitions = { online: 0, offline: 0, 'under-replicated': 0, total: 0 };
+  for (const topic of topics) {
+    for (const partition of topic.partitions) {
+      partitions[partitionState(partition)] += 1;
+      partitions.total += 1;
+    }
+  }
+  return {
+    clusterId: cluster.clusterId,
+    controllerAddress: cluster.controllerAddress,
+    brokers: cluster.brokers.map((broker) => ({
+      id: broker.brokerId,
+      rack: broker.rack,
+      state: broker.state,
+      endpoints: broker.endpoints.map(
+        (endpoint) => `${endpoint.name}://${endpoint.host}:${endpoint.port}`,
+      ),
+    })),
+    partitions,
+    topics: topics.length,
+  };
+}
+
+export function formatClusterStatus(status: ClusterStatus): string {
+  const brokers = formatTable(
+    ['BROKER', 'RACK', 'STATE', 'ENDPOINTS'],
+    status.brokers.map((broker) => [
+      broker.id,
+      broker.rack === '' ? '-' : broker.rack,
+      broker.state,
+      broker.endpoints.join(' '),
+    ]),
+  );
+  const { online, offline, total } = status.partitions;
+  return (
+    `cluster     ${status.clusterId}\n` +
+    `controller  ${status.controllerAddress === '' ? '-' : status.controllerAddress}\n\n` +
+    brokers +
+    `\npartitions  ${total} in ${status.topics} topics: ${online} online, ${offline} offline, ` +
+    `${status.partitions['under-replicated']} under-replicated\n`
+  );
+}

@@ -1,0 +1,138 @@
+import type { ConsumedMessage } from '@spool/client';
+import { UsageError } from './cli-errors';
+import {
+  choiceFlag,
+  connectSpool,
+  integerFlag,
+  parseCommandArgs,
+  requirePositionals,
+} from './cli-options';
+import type { CommandContext } from './commands';
+import { toJsonLine, writeWithBackpressure } from './output';
+
+/**
+ * `spool consume TOPIC`: prints each record's value (text) or the whole record as one JSON
+ * object per line (json). Without --partition every partition of the topic is consumed (the
+ * SDK's subscribe without a group); with it, that partition alone (assign), from --offset if
+ * given. It stops after --max-messages or on Ctrl-C. Output waits for stdout to drain, and the
+ * SDK's credit window bounds what is fetched ahead, so a slow reader holds back the gateway.
+ *
+ * --group goes to the SDK as groupId: groups need the coordinator, and the SDK says so with
+ * COORDINATOR_NOT_AVAILABLE, which this command reports as it came.
+ */
+export const consumeUsage =
+  'spool consume TOPIC [--from-beginning] [--partition P [--offset O]] [--max-messages N] ' +
+  '[--format text|json] [--group G]';
+
+const formatChoices = ['text', 'json'] as const;
+export type ConsumeFormat = (typeof formatChoices)[number];
+
+export interface ConsumeSettings {
+  readonly topic: string;
+  readonly fromBeginning: boolean;
+  readonly partition: number | undefined;
+  readonly offset: bigint | undefined;
+  readonly maxMessages: number | undefined;
+  readonly format: ConsumeFormat;
+  readonly group: string | undefined;
+}
+
+export function parseConsumeArgs(
+  argv: readonly string[],
+  environment: NodeJS.ProcessEnv,
+): { settings: ConsumeSettings; parsed: ReturnType<typeof parseCommandArgs> } {
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      'from-beginning': { type: 'boolean', default: false },
+      partition: { type: 'string' },
+      offset: { type: 'string' },
+      'max-messages': { type: 'string' },
+      format: { type: 'string' },
+      group: { type: 'string' },
+    },
+    environment,
+  );
+  const [topic] = requirePositionals(parsed.positionals, ['TOPIC'], consumeUsage);
+  const partition = integerFlag(parsed.values, 'partition', { min: 0, max: 0x7fffffff });
+  const rawOffset = parsed.values.offset as string | undefined;
+  if (rawOffset !== undefined && !/^\d+$/.test(rawOffset)) {
+    throw new UsageError(`--offset must be an offset of 0 or more, got "${rawOffset}"`);
+  }
+  if (rawOffset !== undefined && partition === undefined) {
+    throw new UsageError('--offset needs --partition');
+  }
+  const group = parsed.values.group as string | undefined;
+  if (group !== undefined && partition !== undefined) {
+    throw new UsageError('--group and --partition exclude each other');
+  }
+  return {
+    parsed,
+    settings: {
+      topic: topic!,
+      fromBeginning: parsed.values['from-beginning'] === true,
+      partition,
+      offset: rawOffset === undefined ? undefined : BigInt(rawOffset),
+      maxMessages: integerFlag(parsed.values, 'max-messages', {
+        min: 1,
+        max: Number.MAX_SAFE_INTEGER,
+      }),
+      format: choiceFlag(parsed.values, 'format', formatChoices) ?? 'text',
+      group,
+    },
+  };
+}
+
+/** One output line: the value alone (text), or the whole record as JSON with strings as UTF-8. */
+export function formatConsumedMessage(message: ConsumedMessage, format: ConsumeFormat): string {
+  if (format === 'text') return `${message.value?.toString('utf8') ?? ''}\n`;
+  return `${toJsonLine({
+    topic: message.topic,
+    partition: message.partition,
+    offset: message.offset,
+    key: message.key?.toString('utf8') ?? null,
+    value: message.value?.toString('utf8') ?? null,
+    timestamp: Number(message.timestamp),
+    headers: message.headers.map((header) => ({
+      key: header.key,
+      value: header.value?.toString('utf8') ?? null,
+    })),
+  })}\n`;
+}
+
+export async function runConsumeCommand(context: CommandContext): Promise<number> {
+  const { settings, parsed } = parseConsumeArgs(context.argv, context.env ?? process.env);
+  const consumer = connectSpool(parsed.global).consumer({
+    ...(settings.group === undefined ? {} : { groupId: settings.group }),
+    autoOffsetReset: settings.fromBeginning ? 'earliest' : 'latest',
+  });
+  const onSignal = (): void => void consumer.stop();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let consumed = 0;
+  try {
+    if (settings.partition === undefined) {
+      await consumer.subscribe({ topics: [settings.topic], fromBeginning: settings.fromBeginning });
+    } else {
+      consumer.assign([
+        {
+          topic: settings.topic,
+          partition: settings.partition,
+          ...(settings.offset === undefined ? {} : { offset: settings.offset }),
+        },
+      ]);
+    }
+    for await (const message of consumer) {
+      await writeWithBackpressure(context.stdout, formatConsumedMessage(message, settings.format));
+      consumed += 1;
+      if (settings.maxMessages !== undefined && consumed >= settings.maxMessages) break;
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await consumer.disconnect().catch(() => {});
+  }
+  // Only on success (the limit or Ctrl-C): a failure is reported as its one error line.
+  context.stderr.write(`consumed ${consumed} messages\n`);
+  return 0;
+}

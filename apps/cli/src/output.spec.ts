@@ -1,0 +1,130 @@
+// Proves what people and scripts read: tables align, JSON keeps offsets exact as strings, a
+// consumed record prints as its value or as one JSON line, and partition health is counted as
+// online, offline or under-replicated.
+import type { ConsumedMessage, TopicDescription } from '@spool/client';
+import type { DescribeClusterResponse } from '@spool/protocol';
+import { describe, expect, it } from 'vitest';
+import { formatClusterStatus, toClusterStatus } from './cluster-command';
+import { formatConsumedMessage } from './consume-command';
+import { formatTable, toJsonLine } from './output';
+import { formatProduceSummary } from './produce-command';
+import { formatTopicDescription, partitionState } from './topic-commands';
+
+const message: ConsumedMessage = {
+  topic: 't',
+  partition: 3,
+  offset: 9007199254740993n,
+  timestamp: 1700000000000n,
+  key: Buffer.from('k'),
+  value: Buffer.from('v'),
+  headers: [{ key: 'h', value: Buffer.from('x') }],
+};
+
+const topic: TopicDescription = {
+  name: 't',
+  topicId: 'id-1',
+  internal: false,
+  partitions: [
+    {
+      partition: 0,
+      leaderId: 0,
+      leaderEpoch: 1,
+      replicas: [0, 1, 2],
+      isr: [0, 1, 2],
+      offline: false,
+    },
+    { partition: 1, leaderId: 1, leaderEpoch: 0, replicas: [1, 2, 0], isr: [1], offline: false },
+    { partition: 2, leaderId: -1, leaderEpoch: 4, replicas: [2], isr: [], offline: true },
+  ],
+  configEntries: [
+    { name: 'retention.ms', value: '1000', isDefault: false },
+    { name: 'cleanup.policy', value: 'delete', isDefault: true },
+  ],
+};
+
+describe('formatTable', () => {
+  it('pads every column but the last to its widest cell', () => {
+    expect(
+      formatTable(
+        ['A', 'LONGER'],
+        [
+          ['wide-cell', 1],
+          ['x', 22],
+        ],
+      ),
+    ).toBe('A          LONGER\nwide-cell  1\nx          22\n');
+  });
+});
+
+describe('consumed records', () => {
+  it('prints the value alone as text', () => {
+    expect(formatConsumedMessage(message, 'text')).toBe('v\n');
+    expect(formatConsumedMessage({ ...message, value: null }, 'text')).toBe('\n');
+  });
+
+  it('prints one JSON object per line with the offset exact', () => {
+    const line = formatConsumedMessage(message, 'json');
+    expect(line.endsWith('\n')).toBe(true);
+    expect(JSON.parse(line)).toEqual({
+      topic: 't',
+      partition: 3,
+      offset: '9007199254740993',
+      key: 'k',
+      value: 'v',
+      timestamp: 1700000000000,
+      headers: [{ key: 'h', value: 'x' }],
+    });
+    expect(toJsonLine({ offset: 1n })).toBe('{"offset":"1"}');
+  });
+});
+
+describe('topic describe', () => {
+  it('tables leader, replicas and ISR per partition with its state', () => {
+    const text = formatTopicDescription(topic);
+    expect(text).toContain('PARTITION  LEADER  EPOCH  REPLICAS  ISR    STATE');
+    expect(text).toContain('0          0       1      0,1,2     0,1,2  online');
+    expect(text).toContain('1          1       0      1,2,0     1      under-replicated');
+    expect(text).toContain('2          -1      4      2                offline');
+    expect(text).toContain('configs: retention.ms=1000\n');
+    expect(partitionState(topic.partitions[0]!)).toBe('online');
+  });
+});
+
+describe('cluster status', () => {
+  it('counts partitions by state and lists brokers with their endpoints', () => {
+    const cluster: DescribeClusterResponse = {
+      clusterId: 'c-1',
+      controllerId: -1,
+      controllerAddress: '127.0.0.1:7000',
+      metadataVersion: 5n,
+      brokers: [
+        {
+          brokerId: 0,
+          rack: 'r1',
+          brokerEpoch: 1n,
+          state: 'ALIVE',
+          endpoints: [{ name: 'grpc', host: 'h', port: 1 }],
+        },
+      ],
+    };
+    const status = toClusterStatus(cluster, [topic]);
+    expect(status.partitions).toEqual({
+      online: 1,
+      offline: 1,
+      'under-replicated': 1,
+      total: 3,
+    });
+    const text = formatClusterStatus(status);
+    expect(text).toContain('controller  127.0.0.1:7000');
+    expect(text).toContain('0       r1    ALIVE  grpc://h:1');
+    expect(text).toContain('3 in 1 topics: 1 online, 1 offline, 1 under-replicated');
+  });
+});
+
+describe('produce summary', () => {
+  it('reports records, seconds and the rate', () => {
+    expect(formatProduceSummary(20000, 2000)).toBe(
+      'produced 20000 records in 2.00 s (10000 records/s)',
+    );
+  });
+});

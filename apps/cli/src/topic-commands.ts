@@ -1,0 +1,189 @@
+import type { Admin, TopicDescription } from '@spool/client';
+import { UsageError } from './cli-errors';
+import {
+  connectSpool,
+  integerFlag,
+  keyValueFlags,
+  parseCommandArgs,
+  requirePositionals,
+  type OptionSpecs,
+  type ParsedCommand,
+} from './cli-options';
+import type { CommandContext } from './commands';
+import { formatIds, formatTable, toJsonDocument } from './output';
+
+/**
+ * `spool topic create|list|describe|delete|alter-config`: the admin client's topic calls. Errors
+ * the controller answers (INVALID_REPLICATION_FACTOR, TOPIC_ALREADY_EXISTS, ...) reach the user
+ * with their Kafka names.
+ */
+interface TopicSubcommand {
+  readonly usage: string;
+  readonly options: OptionSpecs;
+  readonly run: (admin: Admin, parsed: ParsedCommand, context: CommandContext) => Promise<number>;
+}
+
+/** Partition counts and replication factors are Kafka's int32 and int16. */
+const partitionCountMax = 0x7fffffff;
+const replicationFactorMax = 0x7fff;
+
+const subcommands: Readonly<Record<string, TopicSubcommand>> = {
+  create: {
+    usage: 'spool topic create NAME --partitions N --replication-factor R [--config key=value]...',
+    options: {
+      partitions: { type: 'string' },
+      'replication-factor': { type: 'string' },
+      config: { type: 'string', multiple: true },
+    },
+    run: async (admin, parsed, context) => {
+      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.create!.usage);
+      const created = await admin.createTopics({
+        topics: [
+          {
+            topic: name!,
+            numPartitions: integerFlag(parsed.values, 'partitions', {
+              min: 1,
+              max: partitionCountMax,
+            }),
+            replicationFactor: integerFlag(parsed.values, 'replication-factor', {
+              min: 1,
+              max: replicationFactorMax,
+            }),
+            configEntries: keyValueFlags(parsed.values, 'config'),
+          },
+        ],
+      });
+      // The SDK, as KafkaJS, resolves false on TOPIC_ALREADY_EXISTS; a script must see it fail.
+      if (!created) {
+        throw Object.assign(new Error(`create topics: topic ${name} already exists`), {
+          code: 'TOPIC_ALREADY_EXISTS',
+        });
+      }
+      writeResult(context, parsed, { topic: name, created: true }, `created topic ${name}\n`);
+      return 0;
+    },
+  },
+  list: {
+    usage: 'spool topic list',
+    options: {},
+    run: async (admin, parsed, context) => {
+      requirePositionals(parsed.positionals, [], subcommands.list!.usage);
+      const names = (await admin.listTopics()).sort();
+      const text = names.map((name) => `${name}\n`).join('');
+      writeResult(context, parsed, { topics: names }, text);
+      return 0;
+    },
+  },
+  describe: {
+    usage: 'spool topic describe NAME',
+    options: {},
+    run: async (admin, parsed, context) => {
+      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.describe!.usage);
+      const [topic] = await admin.describeTopics({ topics: [name!] });
+      writeResult(context, parsed, topic, formatTopicDescription(topic!));
+      return 0;
+    },
+  },
+  delete: {
+    usage: 'spool topic delete NAME',
+    options: {},
+    run: async (admin, parsed, context) => {
+      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.delete!.usage);
+      await admin.deleteTopics({ topics: [name!] });
+      writeResult(context, parsed, { topic: name, deleted: true }, `deleted topic ${name}\n`);
+      return 0;
+    },
+  },
+  'alter-config': {
+    usage: 'spool topic alter-config NAME --config key=value... [--delete-config key]...',
+    options: {
+      config: { type: 'string', multiple: true },
+      'delete-config': { type: 'string', multiple: true },
+    },
+    run: async (admin, parsed, context) => {
+      const usage = subcommands['alter-config']!.usage;
+      const [name] = requirePositionals(parsed.positionals, ['NAME'], usage);
+      const set = keyValueFlags(parsed.values, 'config');
+      const deleted = (parsed.values['delete-config'] as string[] | undefined) ?? [];
+      if (set.length === 0 && deleted.length === 0) {
+        throw new UsageError(`--config or --delete-config is needed; usage: ${usage}`);
+      }
+      await admin.alterConfigs({ topics: [{ topic: name!, set, delete: deleted }] });
+      writeResult(
+        context,
+        parsed,
+        { topic: name, set, deleted },
+        `altered the config of topic ${name}\n`,
+      );
+      return 0;
+    },
+  },
+};
+
+export const topicUsage = `usage:\n${Object.values(subcommands)
+  .map((subcommand) => `  ${subcommand.usage}`)
+  .join('\n')}\n`;
+
+/** Runs `spool topic <subcommand> ...`; resolves with the exit code or throws to be reported. */
+export async function runTopicCommand(context: CommandContext): Promise<number> {
+  const [name, ...argv] = context.argv;
+  const subcommand = name === undefined ? undefined : subcommands[name];
+  if (subcommand === undefined) {
+    throw new UsageError(
+      name === undefined
+        ? `topic needs a subcommand: ${Object.keys(subcommands).join(', ')}`
+        : `unknown topic subcommand "${name}": expected ${Object.keys(subcommands).join(', ')}`,
+    );
+  }
+  const parsed = parseCommandArgs(argv, subcommand.options, context.env ?? process.env);
+  const admin = connectSpool(parsed.global).admin();
+  try {
+    return await subcommand.run(admin, parsed, context);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export function formatTopicDescription(topic: TopicDescription): string {
+  const header = `topic ${topic.name}  id ${topic.topicId}  partitions ${topic.partitions.length}\n`;
+  const table = formatTable(
+    ['PARTITION', 'LEADER', 'EPOCH', 'REPLICAS', 'ISR', 'STATE'],
+    topic.partitions.map((partition) => [
+      partition.partition,
+      partition.leaderId,
+      partition.leaderEpoch,
+      formatIds(partition.replicas),
+      formatIds(partition.isr),
+      partitionState(partition),
+    ]),
+  );
+  const configs = topic.configEntries.filter((entry) => !entry.isDefault);
+  const configText =
+    configs.length === 0
+      ? ''
+      : `configs: ${configs.map((entry) => `${entry.name}=${entry.value}`).join(', ')}\n`;
+  return `${header}${table}${configText}`;
+}
+
+export type PartitionState = 'online' | 'offline' | 'under-replicated';
+
+/** Offline: no leader; under-replicated: the ISR lacks a replica; else online. */
+export function partitionState(partition: {
+  readonly leaderId: number;
+  readonly offline: boolean;
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+}): PartitionState {
+  if (partition.offline || partition.leaderId < 0) return 'offline';
+  if (partition.isr.length < partition.replicas.length) return 'under-replicated';
+  return 'online';
+}
+
+function writeResult(
+  context: CommandContext,
+  parsed: ParsedCommand,
+  json: unknown,
+  text: string,
+): void {
+  context.stdout.write(parsed.global.json ? toJsonDocument(json) : text);
+}
