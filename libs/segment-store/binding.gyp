@@ -1,11 +1,15 @@
-# The sendfile(2) addon of the segment store: plain C against node_api.h, so one build serves
-# every Node version with N-API 8. Built by scripts/build-native.js (npm run build:native),
-# which runs npm's bundled node-gyp against this Node's own headers: nothing is downloaded.
+# The native addon of the segment store: sendfile(2) for the fetch path and a hardware CRC-32C
+# for the append path. Plain C against node_api.h, so one build serves every Node version with
+# N-API 8. Built by scripts/build-native.js (npm run build:native), which runs npm's bundled
+# node-gyp against this Node's own headers: nothing is downloaded.
+#
+# No -msse4.2 or -mpclmul here: crc32c.c enables those per function and checks the CPU at load,
+# so the addon also loads, and runs its portable path, on a CPU without them.
 {
   "targets": [
     {
-      "target_name": "segment_store_sendfile",
-      "sources": ["native/sendfile.c"],
+      "target_name": "segment_store_native",
+      "sources": ["native/addon.c", "native/sendfile.c", "native/crc32c.c"],
       "defines": ["NAPI_VERSION=8"],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra"],
     }

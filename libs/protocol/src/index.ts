@@ -252,3 +252,11 @@ export {
   type DataPortFetchOptions,
   type DataPortRequestOptions,
 } from './data-port/data-port-client';
+// A faster CRC-32C that another package provides (the segment store's addon), checked first
+// against the standard vectors and the JavaScript tables, which its tests compare with too.
+export {
+  crc32cJavaScript,
+  type Crc32cFunction,
+  type Crc32cInstallResult,
+  installCrc32cImplementation,
+} from './record-batch/crc32c';

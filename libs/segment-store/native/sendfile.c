@@ -2,7 +2,7 @@
  * sendfile.c: moves a byte range of a segment file to a socket with Linux sendfile(2), so fetch
  * bytes go from the page cache to the socket without ever entering JavaScript.
  *
- * JavaScript API (the binding that src/native-sendfile.ts loads and types):
+ * JavaScript API (registered by addon.c; src/native-sendfile.ts types it):
  *
  *   sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax)
  *     -> Promise<{ bytesWritten: number, endOfFile: boolean }>
@@ -45,6 +45,8 @@
 #ifndef __linux__
 #error "sendfile.c uses the Linux sendfile(2) signature; other systems use the copy path"
 #endif
+
+#include "addon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,11 +347,10 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-NAPI_MODULE_INIT() {
+napi_status sendfile_register(napi_env env, napi_value exports) {
   napi_value function;
   napi_status status = napi_create_function(env, "sendfileChunk", NAPI_AUTO_LENGTH,
                                             sendfile_chunk_entry, NULL, &function);
-  if (status != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "sendfileChunk", function) != napi_ok) return NULL;
-  return exports;
+  if (status != napi_ok) return status;
+  return napi_set_named_property(env, exports, "sendfileChunk", function);
 }

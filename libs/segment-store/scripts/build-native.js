@@ -1,10 +1,12 @@
-// Builds the sendfile(2) addon (binding.gyp) with the node-gyp that ships inside npm and the
-// headers that ship with this Node, so nothing is downloaded: `npx node-gyp` would fetch
-// node-gyp from the registry, and node-gyp without --nodedir would fetch headers.
+// Builds the native addon (binding.gyp: sendfile(2) and a hardware CRC-32C) with the node-gyp
+// that ships inside npm and the headers that ship with this Node, so nothing is downloaded:
+// `npx node-gyp` would fetch node-gyp from the registry, and node-gyp without --nodedir would
+// fetch headers.
 //
 // A failed or skipped build is not an install failure. The segment store then moves fetch
-// bytes through its copy path and says so in one log line at start-up. This script prints one
-// line either way; the compiler's output of a failed build goes to build/build-native.log.
+// bytes through its copy path and checks batches with @spool/protocol's own CRC-32C, and says
+// so in log lines at start-up. This script prints one line either way; the compiler's output of
+// a failed build goes to build/build-native.log.
 'use strict';
 /* eslint-disable @typescript-eslint/no-require-imports -- a plain CommonJS script run by node */
 
@@ -13,11 +15,14 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const packageRoot = path.resolve(__dirname, '..');
-const addonPath = path.join(packageRoot, 'build', 'Release', 'segment_store_sendfile.node');
+const addonPath = path.join(packageRoot, 'build', 'Release', 'segment_store_native.node');
 const logPath = path.join(packageRoot, 'build', 'build-native.log');
 
 function warn(reason) {
-  console.warn(`[segment-store] sendfile addon not built (${reason}); the copy path will be used.`);
+  console.warn(
+    `[segment-store] native addon not built (${reason}); the copy path and the CRC-32C of ` +
+      '@spool/protocol will be used.',
+  );
 }
 
 // npm exports the path of its bundled node-gyp to every script it runs; outside npm, look in
@@ -47,7 +52,7 @@ function findNodeDir() {
 
 function main() {
   if (process.platform !== 'linux') {
-    return warn(`sendfile(2) addon is Linux-only, this is ${process.platform}`);
+    return warn(`the addon is Linux-only (sendfile(2)), this is ${process.platform}`);
   }
   const nodeGyp = findNodeGyp();
   if (nodeGyp === undefined) return warn("npm's bundled node-gyp was not found");
@@ -62,7 +67,7 @@ function main() {
     maxBuffer: 64 * 1024 * 1024,
   });
   if (result.status === 0 && fs.existsSync(addonPath)) {
-    console.log(`[segment-store] sendfile addon built: ${addonPath}`);
+    console.log(`[segment-store] native addon built: ${addonPath}`);
     return undefined;
   }
   const output = [result.stdout, result.stderr, result.error].filter(Boolean).join('\n');

@@ -38,7 +38,6 @@ import {
   setMaxTimestampAndLogAppendTime,
   setPartitionLeaderEpoch,
   splitRecordBatches,
-  type RecordBatchHeader,
 } from '@spool/protocol';
 import { assert } from '@spool/common';
 import { fsyncDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint-file';
@@ -46,12 +45,17 @@ import { OffsetOutOfRangeError, SegmentStoreError, storageError } from './errors
 import type { FileSlice } from './file-slice';
 import { LeaderEpochCache } from './leader-epoch-cache';
 import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
-import { LogSegment, type BatchInfo } from './log-segment';
+import { batchInfoFromHeader, LogSegment, type BatchInfo } from './log-segment';
+import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
 
 export const recoveryPointCheckpointFile = 'recovery-point-offset-checkpoint';
 export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
 export const leaderEpochCheckpointFile = 'leader-epoch-checkpoint';
 export const cleanShutdownFile = '.clean-shutdown';
+
+// Every leader append checks the CRC-32C of each batch: with the addon's crc32 instructions
+// when it loads (native-crc32c.ts). Chosen once, when this module loads, and logged in one line.
+logCrc32cInstall(installAddonCrc32c());
 
 /** How often a flush also rewrites the recovery-point checkpoint (Kafka's default is 60 s). */
 const recoveryPointCheckpointIntervalMs = 60_000;
@@ -362,39 +366,43 @@ export class Log {
     const logAppendTimeMs =
       this.config.messageTimestampType === 'LogAppendTime' ? this.clock() : -1;
     const firstOffset = this.logEndOffset;
+    const batches: BatchInfo[] = [];
     let nextOffset = firstOffset;
     let recordCount = 0;
+    let maxTimestampMs = -1;
     for (const header of headers) {
+      const position = header.position;
       if (options.assignOffsets) {
-        setBaseOffset(records, header.position, nextOffset);
-        setPartitionLeaderEpoch(records, header.position, options.leaderEpoch);
+        setBaseOffset(records, position, nextOffset);
+        setPartitionLeaderEpoch(records, position, options.leaderEpoch);
         if (logAppendTimeMs >= 0)
-          setMaxTimestampAndLogAppendTime(records, header.position, BigInt(logAppendTimeMs));
+          setMaxTimestampAndLogAppendTime(records, position, BigInt(logAppendTimeMs));
       } else if (header.baseOffset !== nextOffset) {
         throw new SegmentStoreError(
           'UNEXPECTED_APPEND_OFFSET',
           `follower append to ${this.directory} starts a batch at offset ${header.baseOffset} where ${nextOffset} was expected`,
         );
       }
-      nextOffset = header.lastOffset + 1n;
+      // The batch's base offset is nextOffset now, assigned or checked: no need to read it back.
+      const batch = batchInfoFromHeader(records, position, position, nextOffset);
+      batches.push(batch);
+      nextOffset = batch.lastOffset + 1n;
       recordCount += header.recordCount;
+      if (batch.maxTimestampMs > maxTimestampMs) maxTimestampMs = batch.maxTimestampMs;
     }
-    const batches = headers.map(batchInfoOf);
     const lastOffset = nextOffset - 1n;
     // 4.
-    this.maybeRoll(
-      records.length,
-      lastOffset,
-      batches.reduce((max, batch) => Math.max(max, batch.maxTimestampMs), -1),
-    );
+    this.maybeRoll(records.length, lastOffset, maxTimestampMs);
     // 5.
-    this.activeSegment.append(records, batches);
+    // The epoch is recorded before the write, as Kafka does: if recording it fails (a full
+    // disk), nothing was written; if the write fails, an epoch starting at the log end is true.
     if (options.assignOffsets) {
       this.epochCache.assign(options.leaderEpoch, firstOffset);
     } else {
       for (const batch of batches)
         this.epochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     }
+    this.activeSegment.append(records, batches);
     this.unflushedRecords += recordCount;
     this.scheduleFlushByPolicy();
     return {
@@ -414,7 +422,7 @@ export class Log {
   ): void {
     const segment = this.activeSegment;
     if (segment.isEmpty) return;
-    const ageMs = segment.timeWaitedForRollMs(this.clock(), incomingMaxTimestampMs);
+    const ageMs = segment.timeWaitedForRollMs(this.clock, incomingMaxTimestampMs);
     if (
       segment.sizeBytes + appendSizeBytes > this.config.segmentBytes ||
       ageMs > this.config.segmentMs ||
@@ -786,17 +794,6 @@ export class Log {
     this.abandon();
     await fs.promises.rm(this.directory, { recursive: true, force: true });
   }
-}
-
-function batchInfoOf(header: RecordBatchHeader): BatchInfo {
-  return {
-    baseOffset: header.baseOffset,
-    lastOffset: header.lastOffset,
-    position: header.position,
-    sizeBytes: header.sizeBytes,
-    maxTimestampMs: Number(header.maxTimestampMs),
-    partitionLeaderEpoch: header.partitionLeaderEpoch,
-  };
 }
 
 /** Records the epochs of a segment's batches in the cache (after recovery, or to rebuild it). */

@@ -1,9 +1,7 @@
-// Loads the sendfile(2) addon built from native/sendfile.c (its header explains the design) and
-// gives it a type. A missing or broken addon is not an error: the caller falls back to the copy
-// path and reports why, once.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
+// Types the sendfile(2) part of the native addon (native/sendfile.c; its header explains the
+// design) and checks that the loaded addon has it. A missing or broken addon is not an error: the
+// caller falls back to the copy path and reports why, once.
+import { loadNativeAddon } from './native-addon';
 
 export interface SendfileChunkResult {
   /** Bytes moved to the socket by this call; 0 when the socket stayed full for the whole wait. */
@@ -31,36 +29,15 @@ export type SendfileBindingLoad =
   | { readonly binding: SendfileBinding; readonly addonPath: string }
   | { readonly binding: undefined; readonly reason: string };
 
-/** node-gyp's output, under the package root: one level above both src/ and dist/. */
-const addonPath = path.join(__dirname, '..', 'build', 'Release', 'segment_store_sendfile.node');
-
 export function loadSendfileBinding(): SendfileBindingLoad {
-  if (process.platform !== 'linux') {
-    return { binding: undefined, reason: `the addon is Linux-only, this is ${process.platform}` };
+  const load = loadNativeAddon();
+  if (load.addon === undefined) return { binding: undefined, reason: load.reason };
+  if (!isSendfileBinding(load.addon)) {
+    return { binding: undefined, reason: `the addon at ${load.addonPath} has no sendfileChunk` };
   }
-  if (!fs.existsSync(addonPath)) {
-    return {
-      binding: undefined,
-      reason: `no addon at ${addonPath} (build it: npm run build:native -w @spool/segment-store)`,
-    };
-  }
-  let loaded: unknown;
-  try {
-    loaded = createRequire(__filename)(addonPath);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    return { binding: undefined, reason: `the addon at ${addonPath} failed to load: ${message}` };
-  }
-  if (!isSendfileBinding(loaded)) {
-    return { binding: undefined, reason: `the addon at ${addonPath} has no sendfileChunk` };
-  }
-  return { binding: loaded, addonPath };
+  return { binding: load.addon, addonPath: load.addonPath };
 }
 
-function isSendfileBinding(loaded: unknown): loaded is SendfileBinding {
-  return (
-    typeof loaded === 'object' &&
-    loaded !== null &&
-    typeof (loaded as { sendfileChunk?: unknown }).sendfileChunk === 'function'
-  );
+function isSendfileBinding(loaded: object): loaded is SendfileBinding {
+  return typeof (loaded as { sendfileChunk?: unknown }).sendfileChunk === 'function';
 }

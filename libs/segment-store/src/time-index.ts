@@ -13,6 +13,7 @@
  */
 import { assert } from '@spool/common';
 import { IndexFile } from './index-file';
+import { readInt64AsNumber, writeInt64FromNumber } from './int64-fields';
 
 export const timeIndexEntrySizeBytes = 12;
 
@@ -51,7 +52,7 @@ export class TimeIndex {
     const buffer = this.file.buffer;
     const at = index * timeIndexEntrySizeBytes;
     return {
-      timestampMs: Number(buffer.readBigInt64BE(at)),
+      timestampMs: readInt64AsNumber(buffer, at),
       offset: this.baseOffset + BigInt(buffer.readUInt32BE(at + 8)),
     };
   }
@@ -66,14 +67,22 @@ export class TimeIndex {
    * entry written when the segment stops being active, which may use the slot kept free for it.
    */
   maybeAppend(timestampMs: number, offset: bigint, options: { final?: boolean } = {}): boolean {
-    const last = this.lastEntry();
-    if (last !== undefined && timestampMs <= last.timestampMs) return false;
+    // Runs for most appended batches, so it compares with the last entry as stored, in numbers,
+    // without the bigints of entryAt. A relative offset past 2^53 may round as a number, but it
+    // stays past 2^32 and fails the range check all the same.
+    const count = this.entryCount;
+    const lastAt = (count - 1) * timeIndexEntrySizeBytes;
+    const buffer = this.file.buffer;
+    if (count > 0 && timestampMs <= readInt64AsNumber(buffer, lastAt)) return false;
     if (options.final === true ? this.file.isFull : this.isFull) return false;
-    assert(last === undefined || offset >= last.offset, 'time index offsets must not go back');
-    const relativeOffset = offset - this.baseOffset;
-    assert(relativeOffset >= 0n && relativeOffset <= 0xffffffffn, 'relative offset out of range');
-    this.entry.writeBigInt64BE(BigInt(timestampMs), 0);
-    this.entry.writeUInt32BE(Number(relativeOffset), 8);
+    const relativeOffset = Number(offset - this.baseOffset);
+    assert(
+      count === 0 || relativeOffset >= buffer.readUInt32BE(lastAt + 8),
+      'time index offsets must not go back',
+    );
+    assert(relativeOffset >= 0 && relativeOffset <= 0xffffffff, 'relative offset out of range');
+    writeInt64FromNumber(this.entry, timestampMs, 0);
+    this.entry.writeUInt32BE(relativeOffset, 8);
     this.file.append(this.entry);
     return true;
   }

@@ -8,11 +8,22 @@ import type * as NativeCrc32cModule from '@node-rs/crc32';
  * slice-by-8 table implementation in plain JavaScript otherwise (an unsupported platform, or an
  * install without optional dependencies). The choice is made once, at load time, and the
  * binding must reproduce the standard check value before it is trusted.
+ *
+ * A package with a faster implementation (the segment store's addon: three interleaved crc32
+ * chains, or AVX-512 carry-less folding, four to eight times @node-rs/crc32 on 16 KiB batches)
+ * installs it at run time with `installCrc32cImplementation`; this package depends on nothing of
+ * ours, so it cannot load that addon itself. A candidate is checked before it replaces anything.
  */
 
+/** The built-in implementations; an installed one reports the name it was installed under. */
 export type Crc32cImplementation = 'native' | 'javascript';
 
-type Crc32cFunction = (data: Uint8Array, start: number, end: number) => number;
+/** CRC-32C of `data[start, end)` as an unsigned 32-bit integer; never reads outside the range. */
+export type Crc32cFunction = (data: Uint8Array, start: number, end: number) => number;
+
+/** What `installCrc32cImplementation` did; a refused candidate comes with the check it failed. */
+export type Crc32cInstallResult =
+  { readonly installed: true } | { readonly installed: false; readonly reason: string };
 
 /** The reflected form of the Castagnoli polynomial 0x1EDC6F41. */
 const castagnoliPolynomialReflected = 0x82f63b78;
@@ -105,11 +116,116 @@ export function selectCrc32cImplementation(loadNative: () => unknown): {
 
 const requireOptional = createRequire(__filename);
 const selected = selectCrc32cImplementation(() => requireOptional('@node-rs/crc32'));
+let activeCrc32c: Crc32cFunction = selected.crc32c;
 
-/** Which implementation this process uses; reported in start-up logs and benchmarks. */
-export const crc32cImplementation: Crc32cImplementation = selected.implementation;
+/**
+ * Which implementation this process uses: `native` (@node-rs/crc32), `javascript`, or the name
+ * given to the last accepted `installCrc32cImplementation`. Reported in start-up logs and
+ * benchmarks.
+ */
+export let crc32cImplementation: string = selected.implementation;
 
 /** CRC-32C of `data[start, end)`, as an unsigned 32-bit integer (Kafka's Crc32C.compute). */
 export function crc32c(data: Uint8Array, start = 0, end = data.length): number {
-  return selected.crc32c(data, start, end);
+  return activeCrc32c(data, start, end);
+}
+
+/**
+ * Makes `crc32c` use `candidate` from now on, process-wide, and `crc32cImplementation` report
+ * `name`, if the candidate passes the checks of `checkCrc32cCandidate` below. Otherwise nothing
+ * changes and the result says why, for the caller to log. Call it at start-up, before batches
+ * are checked, from the package that owns the faster code (the segment store, when its addon
+ * loads).
+ */
+export function installCrc32cImplementation(
+  name: string,
+  candidate: Crc32cFunction,
+): Crc32cInstallResult {
+  if (name.length === 0) return { installed: false, reason: 'the name is empty' };
+  const problem = checkCrc32cCandidate(candidate);
+  if (problem !== undefined) return { installed: false, reason: problem };
+  activeCrc32c = candidate;
+  crc32cImplementation = name;
+  return { installed: true };
+}
+
+/** The published check values (RFC 3720 B.4, Kafka's Crc32CTest) a candidate must reproduce. */
+const checkVectors: ReadonlyArray<readonly [string, Buffer, number]> = [
+  ['"123456789"', Buffer.from('123456789', 'latin1'), checkValue],
+  ['32 bytes of zeros', Buffer.alloc(32, 0x00), 0x8a9136aa],
+  ['32 bytes of 0xFF', Buffer.alloc(32, 0xff), 0x62a8ab43],
+  [
+    'bytes 0..31 ascending',
+    Buffer.from(Array.from({ length: 32 }, (_, index) => index)),
+    0x46dd794e,
+  ],
+  ['no bytes', Buffer.alloc(0), 0],
+];
+
+/**
+ * Lengths on both sides of the boundaries that word-at-a-time, interleaved and folding
+ * implementations have (8-byte words, blocks of 64 bytes to 2 KiB, 256-byte folds), up to a
+ * 16 KiB batch and past it.
+ */
+const agreementLengths = [
+  1, 7, 8, 9, 63, 191, 192, 200, 511, 512, 1_000, 6_144, 6_200, 16_340, 40_000,
+];
+/** Start positions inside the sample, so that no candidate can assume alignment. */
+const agreementStarts = [0, 1, 3, 5, 8];
+
+/**
+ * What is wrong with a candidate implementation, or undefined when it passes: the check vectors,
+ * whole and as a sub-range of a larger buffer, then agreement with the JavaScript tables on
+ * pseudo-random bytes at the lengths and starts above: under a millisecond of JavaScript CRC.
+ */
+function checkCrc32cCandidate(candidate: Crc32cFunction): string | undefined {
+  try {
+    for (const [vectorName, bytes, expected] of checkVectors) {
+      const framed = Buffer.concat([Buffer.from([0xa5, 0x5a, 0xff]), bytes, Buffer.from([0x42])]);
+      const whole = candidate(bytes, 0, bytes.length);
+      const inside = candidate(framed, 3, 3 + bytes.length);
+      if (whole !== expected || inside !== expected) {
+        return (
+          `it gives ${hex(whole)} (whole) and ${hex(inside)} (sub-range) for ${vectorName}, ` +
+          `not ${hex(expected)}`
+        );
+      }
+    }
+    const sample = pseudoRandomBytes(agreementLengths.at(-1)! + agreementStarts.at(-1)!);
+    for (const length of agreementLengths) {
+      for (const start of agreementStarts) {
+        const expected = crc32cJavaScript(sample, start, start + length);
+        const actual = candidate(sample, start, start + length);
+        if (actual !== expected) {
+          return (
+            `it gives ${hex(actual)} for ${length} pseudo-random bytes at position ${start}, ` +
+            `where the JavaScript tables give ${hex(expected)}`
+          );
+        }
+      }
+    }
+  } catch (error) {
+    return `it threw: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return undefined;
+}
+
+/** Deterministic bytes (xorshift32), so a failed check names the same input on every run. */
+function pseudoRandomBytes(length: number): Buffer {
+  const bytes = Buffer.allocUnsafe(length);
+  let state = 0x2545f491;
+  for (let index = 0; index < length; index++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    bytes[index] = state & 0xff;
+  }
+  return bytes;
+}
+
+/** An unsigned 32-bit value as 0x and 8 hex digits; anything else (a signed value) as it is. */
+function hex(value: unknown): string {
+  const isUint32 =
+    Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
+  return isUint32 ? `0x${(value as number).toString(16).padStart(8, '0')}` : String(value);
 }
