@@ -16,7 +16,7 @@
  */
 import { backoffMs, sleep, type Logger } from '@spool/common';
 import { DataPortClient, type ClusterMetadataCache } from '@spool/protocol';
-import { undefinedEpochOffset } from '@spool/segment-store';
+import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
 
 export interface ReplicaFetcherOptions {
@@ -35,7 +35,13 @@ interface FollowedPartition {
   state: FetchState;
   /** Skip this partition until then: the leader refused it. */
   retryAfterMs: number;
+  /** The epoch to ask the leader about next (KIP-279 may ask about older ones). */
+  askedEpoch: number | undefined;
+  askRounds: number;
 }
+
+/** OffsetsForLeaderEpoch rounds per truncation before falling back to the high watermark. */
+const askRoundsMax = 16;
 
 const requestTimeoutMarginMs = 5_000;
 
@@ -58,7 +64,13 @@ export class ReplicaFetcher {
   }
 
   add(replica: PartitionReplica): void {
-    this.partitions.set(replica.name, { replica, state: 'truncating', retryAfterMs: 0 });
+    this.partitions.set(replica.name, {
+      replica,
+      state: 'truncating',
+      retryAfterMs: 0,
+      askedEpoch: undefined,
+      askRounds: 0,
+    });
     this.wakeIdle();
   }
 
@@ -134,7 +146,7 @@ export class ReplicaFetcher {
           topic: followed.replica.topic,
           partition: followed.replica.partition,
           currentLeaderEpoch: followed.replica.assignment.leaderEpoch,
-          leaderEpoch: followed.replica.log.latestEpoch,
+          leaderEpoch: followed.askedEpoch ?? followed.replica.log.latestEpoch,
         })),
       },
       { timeoutMs: requestTimeoutMarginMs },
@@ -146,20 +158,19 @@ export class ReplicaFetcher {
         followed.retryAfterMs = Date.now() + 200;
         continue;
       }
-      const log = followed.replica.log;
-      const localEpoch = log.latestEpoch;
-      let target: bigint;
-      if (answer.endOffset === undefinedEpochOffset) {
-        // The leader knows nothing of this epoch: keep only what was committed.
-        target = followed.replica.highWatermark;
-      } else if (answer.leaderEpoch === localEpoch) {
-        target = answer.endOffset;
-      } else {
-        // The leader's newest epoch at or below ours is older than ours: our log agrees with it
-        // only up to where that epoch ends in both logs (KIP-279).
-        const localEnd = log.endOffsetForLeaderEpoch(answer.leaderEpoch).endOffset;
-        target = localEnd >= 0n && localEnd < answer.endOffset ? localEnd : answer.endOffset;
+      const decision = divergence(
+        followed.replica.log,
+        followed.askedEpoch ?? followed.replica.log.latestEpoch,
+        answer,
+        followed.replica.highWatermark,
+      );
+      if ('askAboutEpoch' in decision && followed.askRounds < askRoundsMax) {
+        followed.askedEpoch = decision.askAboutEpoch;
+        followed.askRounds++;
+        continue;
       }
+      const target =
+        'truncateTo' in decision ? decision.truncateTo : followed.replica.highWatermark;
       this.truncate(
         followed,
         target,
@@ -184,6 +195,8 @@ export class ReplicaFetcher {
       );
     }
     followed.state = 'fetching';
+    followed.askedEpoch = undefined;
+    followed.askRounds = 0;
   }
 
   /** Step 2: one fetch for every partition ready for it. */
@@ -277,4 +290,34 @@ export class ReplicaFetcher {
       log.deleteRecordsBefore(answer.logStartOffset);
     }
   }
+}
+
+/**
+ * Where a follower's log stops agreeing with its leader's (KIP-101 as refined by KIP-279), from
+ * the leader's answer to "where does epoch E end?", E being the follower's latest epoch at first:
+ *
+ *   1. The leader knows nothing of E: keep only what was committed (the HW).
+ *   2. The leader answers with E itself: the logs agree up to where E ends on both sides.
+ *   3. The leader answers with an older epoch L (the follower wrote in epochs the leader never
+ *      saw, e.g. as a brief leader). If the follower has L too, the logs agree up to where L ends
+ *      on both sides; if not, ask again about the follower's own epoch just below L.
+ */
+export type Divergence = { readonly truncateTo: bigint } | { readonly askAboutEpoch: number };
+
+export function divergence(
+  log: Pick<Log, 'latestEpoch' | 'logEndOffset' | 'endOffsetForLeaderEpoch'>,
+  askedEpoch: number,
+  answer: { leaderEpoch: number; endOffset: bigint },
+  highWatermark: bigint,
+): Divergence {
+  const smaller = (left: bigint, right: bigint): bigint => (left < right ? left : right);
+  if (answer.endOffset === undefinedEpochOffset || answer.leaderEpoch < 0)
+    return { truncateTo: highWatermark };
+  const local = log.endOffsetForLeaderEpoch(answer.leaderEpoch);
+  if (answer.leaderEpoch === askedEpoch || local.epoch === answer.leaderEpoch) {
+    const localEnd = local.endOffset < 0n ? log.logEndOffset : local.endOffset;
+    return { truncateTo: smaller(answer.endOffset, localEnd) };
+  }
+  if (local.epoch < 0) return { truncateTo: highWatermark };
+  return { askAboutEpoch: local.epoch };
 }
