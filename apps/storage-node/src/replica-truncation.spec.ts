@@ -57,10 +57,12 @@ function values(log: Log): string[] {
 function follow(follower: Log, leader: Log, highWatermark: bigint): void {
   let asked = follower.latestEpoch;
   for (let round = 0; round < 16; round++) {
+    // The leader's side of OffsetsForLeaderEpoch.
+    const answer = leader.endOffsetForLeaderEpoch(asked);
     const decision = divergence(
       follower,
       asked,
-      leader.endOffsetForLeaderEpoch(asked),
+      { leaderEpoch: answer.epoch, endOffset: answer.endOffset },
       highWatermark,
     );
     if ('askAboutEpoch' in decision) {
