@@ -173,6 +173,18 @@ describe('replication', () => {
       return result.error!;
     }, 15_000);
     expect(refusal.retriable).toBe(true);
+    const leaderMetrics = async (): Promise<string> =>
+      (
+        await fetch(
+          `http://127.0.0.1:${cluster!.nodes.get(state.leaderId)!.process.metricsPort}/metrics`,
+        )
+      ).text();
+    const gauge = (text: string, name: string): number =>
+      Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? -1);
+    const degraded = await leaderMetrics();
+    expect(gauge(degraded, 'spool_under_replicated_partitions')).toBe(1);
+    expect(gauge(degraded, 'spool_under_min_isr_partitions')).toBe(1);
+    expect(gauge(degraded, 'spool_isr_shrinks_total')).toBeGreaterThanOrEqual(1);
     for (const id of others) await cluster.startNode(id);
     acknowledged.push({
       partition: 0,
@@ -180,6 +192,12 @@ describe('replication', () => {
       value: 'after',
     });
     await expectReplicasIdentical('guarded', 1);
+    await eventually(async () => {
+      const healed = await leaderMetrics();
+      expect(gauge(healed, 'spool_under_replicated_partitions')).toBe(0);
+      expect(gauge(healed, 'spool_under_min_isr_partitions')).toBe(0);
+      expect(healed).toMatch(/^spool_follower_lag_bytes\{[^}]*\} 0$/m);
+    }, 10_000);
     for (const record of acknowledged) {
       const stored = recordsOnDisk(cluster.dataDirOf(state.leaderId), 'guarded', 0);
       expect(stored.find((candidate) => candidate.offset === record.offset)?.value).toBe(

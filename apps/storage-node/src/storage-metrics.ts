@@ -183,6 +183,46 @@ export class StorageMetrics {
       'Log end offset of the partition on this node.',
       (replica) => Number(replica.log.logEndOffset),
     );
+    new Gauge({
+      name: 'spool_follower_lag_records',
+      help: 'How far each follower is behind this leader, in records (leader log end − follower log end).',
+      labelNames: ['topic', 'partition', 'follower'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const replica of ledPartitions()) {
+          for (const [followerId, follower] of replica.followers) {
+            if (follower.logEndOffset < 0n) continue;
+            const labels = {
+              topic: replica.topic,
+              partition: String(replica.partition),
+              follower: String(followerId),
+            };
+            this.set(labels, Number(replica.log.logEndOffset - follower.logEndOffset));
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'spool_follower_lag_bytes',
+      help: 'How far each follower is behind this leader, in bytes of log it has yet to fetch.',
+      labelNames: ['topic', 'partition', 'follower'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const replica of ledPartitions()) {
+          for (const [followerId, follower] of replica.followers) {
+            if (follower.logEndOffset < 0n) continue;
+            const labels = {
+              topic: replica.topic,
+              partition: String(replica.partition),
+              follower: String(followerId),
+            };
+            this.set(labels, replica.log.sizeBytesFrom(follower.logEndOffset));
+          }
+        }
+      },
+    });
     perPartition(
       'spool_high_watermark',
       'High watermark of the partition as known to this node.',

@@ -224,6 +224,16 @@ describe('Log segments', () => {
     expect(log.append(Buffer.from(batch), leader).baseOffset).toBe(100n);
   });
 
+  it('measures the bytes from an offset to the end across segments', async () => {
+    const batch = batchOf(10);
+    const { log } = await openLog({ config: { segmentBytes: batch.length * 2 } });
+    for (let index = 0; index < 5; index++) log.append(Buffer.from(batch), leader);
+    expect(log.sizeBytesFrom(0n)).toBe(batch.length * 5);
+    expect(log.sizeBytesFrom(25n)).toBe(batch.length * 3);
+    expect(log.sizeBytesFrom(49n)).toBe(batch.length);
+    expect(log.sizeBytesFrom(50n)).toBe(0);
+  });
+
   it('moves the log start offset with DeleteRecords and deletes segments below it', async () => {
     const batch = batchOf(10);
     const { log } = await openLog({ config: { segmentBytes: batch.length } });

@@ -316,6 +316,23 @@ export class Log {
     return this.epochCache.latestEpoch;
   }
 
+  /**
+   * Bytes of log from the batch holding `offset` to the end: how far behind, in bytes, a replica
+   * or consumer at that offset is. 0 at or past the end; the whole log before its start.
+   */
+  sizeBytesFrom(offset: bigint): number {
+    if (offset >= this.logEndOffset) return 0;
+    let total = 0;
+    for (let index = this.segmentIndexFor(offset); index < this.segments.length; index++) {
+      const segment = this.segments[index]!;
+      total +=
+        segment.baseOffset <= offset
+          ? segment.sizeBytes - segment.positionOf(offset)
+          : segment.sizeBytes;
+    }
+    return total;
+  }
+
   /** Base offsets of the segments, oldest first. */
   segmentBaseOffsets(): bigint[] {
     return this.segments.map((segment) => segment.baseOffset);
