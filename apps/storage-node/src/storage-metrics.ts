@@ -183,46 +183,41 @@ export class StorageMetrics {
       'Log end offset of the partition on this node.',
       (replica) => Number(replica.log.logEndOffset),
     );
-    new Gauge({
-      name: 'spool_follower_lag_records',
-      help: 'How far each follower is behind this leader, in records (leader log end − follower log end).',
-      labelNames: ['topic', 'partition', 'follower'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const replica of ledPartitions()) {
-          for (const [followerId, follower] of replica.followers) {
-            if (follower.logEndOffset < 0n) continue;
-            const labels = {
-              topic: replica.topic,
-              partition: String(replica.partition),
-              follower: String(followerId),
-            };
-            this.set(labels, Number(replica.log.logEndOffset - follower.logEndOffset));
+    const perFollower = (
+      name: string,
+      help: string,
+      value: (replica: PartitionReplica, followerEnd: bigint) => number,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['topic', 'partition', 'follower'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const replica of ledPartitions()) {
+            for (const [followerId, follower] of replica.followers) {
+              if (follower.logEndOffset < 0n) continue;
+              const labels = {
+                topic: replica.topic,
+                partition: String(replica.partition),
+                follower: String(followerId),
+              };
+              this.set(labels, value(replica, follower.logEndOffset));
+            }
           }
-        }
-      },
-    });
-    new Gauge({
-      name: 'spool_follower_lag_bytes',
-      help: 'How far each follower is behind this leader, in bytes of log it has yet to fetch.',
-      labelNames: ['topic', 'partition', 'follower'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const replica of ledPartitions()) {
-          for (const [followerId, follower] of replica.followers) {
-            if (follower.logEndOffset < 0n) continue;
-            const labels = {
-              topic: replica.topic,
-              partition: String(replica.partition),
-              follower: String(followerId),
-            };
-            this.set(labels, replica.log.sizeBytesFrom(follower.logEndOffset));
-          }
-        }
-      },
-    });
+        },
+      });
+    perFollower(
+      'spool_follower_lag_records',
+      'How far each follower is behind this leader, in records (leader log end − follower log end).',
+      (replica, followerEnd) => Number(replica.log.logEndOffset - followerEnd),
+    );
+    perFollower(
+      'spool_follower_lag_bytes',
+      'How far each follower is behind this leader, in bytes of log it has yet to fetch.',
+      (replica, followerEnd) => replica.log.sizeBytesFrom(followerEnd),
+    );
     perPartition(
       'spool_high_watermark',
       'High watermark of the partition as known to this node.',
