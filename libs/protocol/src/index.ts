@@ -260,3 +260,4 @@ export {
   type Crc32cInstallResult,
   installCrc32cImplementation,
 } from './record-batch/crc32c';
+export { splitRecordBatchPositions } from './record-batch/record-batch-append-validator';

@@ -9,7 +9,7 @@ export interface BenchOptions {
   readonly json: boolean;
   /** Small sizes and counts: a smoke run that finishes in seconds. */
   readonly quick: boolean;
-  /** Bytes appended by each write-throughput run, raw and through the log. */
+  /** Bytes appended by each write-throughput run, raw and through the log (several rounds). */
   readonly writeSizeBytes: number;
   readonly smallLogSizeBytes: number;
   readonly largeLogSizeBytes: number;
@@ -32,7 +32,7 @@ const logMibMin = 1;
 const smallLogMibMax = 4096;
 
 const fullDefaults = {
-  writeSizeBytes: gibibyte,
+  writeSizeBytes: 512 * mebibyte,
   smallLogSizeBytes: 100 * mebibyte,
   largeLogSizeBytes: 4 * gibibyte,
   readCount: 20_000,
@@ -40,7 +40,7 @@ const fullDefaults = {
 };
 
 const quickDefaults = {
-  writeSizeBytes: 64 * mebibyte,
+  writeSizeBytes: 32 * mebibyte,
   smallLogSizeBytes: 8 * mebibyte,
   largeLogSizeBytes: 64 * mebibyte,
   readCount: 2_000,

@@ -13,9 +13,15 @@ import { readMaxBytes, type ReadLatency, type ReadLatencyResult } from './read-l
 import type { PathThroughput, TransferThroughputResult } from './transfer-throughput';
 import type { WriteThroughputResult } from './write-throughput';
 
-/** appendMBps / rawWriteMBps must reach this: the log may cost at most 20 % over a raw write. */
+/**
+ * The median of the rounds' append/raw rate ratios must reach this: the log may cost at most
+ * 20 % over a raw write.
+ */
 export const appendRatioTarget = 0.8;
-/** p99(large) / p99(small) must stay under this: a read's cost must not grow with the log. */
+/**
+ * The median of the rounds' p99s, large log over small, must stay under this: a read's cost must
+ * not grow with the log.
+ */
 export const readLatencyGrowthTarget = 1.5;
 
 export interface BenchInputs {
@@ -30,16 +36,21 @@ export interface BenchInputs {
 }
 
 export interface BenchSummary {
+  /** The fastest run of each kind. */
   readonly appendMBps: number;
   readonly rawWriteMBps: number;
+  /** The median of the rounds' ratios (append rate / raw rate, each round's own runs). */
   readonly appendToRawWriteRatio: number;
+  readonly appendToRawWriteRatioByRound: readonly number[];
+  /** appendMBps / rawWriteMBps: the fastest append over the fastest raw write. */
+  readonly appendToRawWriteRatioBestOf: number;
   readonly appendRecordsPerSec: number;
   readonly appendCpuSeconds: number;
   readonly rawWriteCpuSeconds: number;
   /** Write and fdatasync together; informational, it depends on the disk more than the code. */
   readonly appendSyncedMBps: number;
   readonly rawWriteSyncedMBps: number;
-  /** splitRecordBatches alone over the same bytes: the batch checks every leader append runs. */
+  /** splitRecordBatchPositions alone over the same bytes: the batch checks every leader append runs. */
   readonly batchValidationMBps: number;
   readonly batchValidationCpuSeconds: number;
   /**
@@ -48,16 +59,26 @@ export interface BenchSummary {
    */
   readonly appendRatioCeilingWithValidation: number;
   readonly crc32cImplementation: string;
+  /** The median of the rounds' p99s, per log; readLatencyGrowth is large / small. */
   readonly readP99Micros: { readonly small: number; readonly large: number };
-  readonly readP50MicrosSmall: number;
-  readonly readP99MicrosSmall: number;
-  readonly readP50MicrosLarge: number;
-  readonly readP99MicrosLarge: number;
+  readonly readP99MicrosByRound: {
+    readonly small: readonly number[];
+    readonly large: readonly number[];
+  };
   readonly readLatencyGrowth: number;
-  /** The same p99s and ratio for two header preads on the logs' files, without the log code. */
+  /** The same for two header preads on the logs' files, without the log code. */
   readonly preadFloorP99MicrosSmall: number;
   readonly preadFloorP99MicrosLarge: number;
   readonly preadFloorLatencyGrowth: number;
+  /** The single-pass measurement: all its reads pooled, one p50 and p99 per log. */
+  readonly readP50MicrosSmallSinglePass: number;
+  readonly readP99MicrosSmallSinglePass: number;
+  readonly readP50MicrosLargeSinglePass: number;
+  readonly readP99MicrosLargeSinglePass: number;
+  readonly readLatencyGrowthSinglePass: number;
+  readonly preadFloorP99MicrosSmallSinglePass: number;
+  readonly preadFloorP99MicrosLargeSinglePass: number;
+  readonly preadFloorLatencyGrowthSinglePass: number;
   readonly sendfileAvailable: boolean;
   readonly sendfileMBps: number | null;
   readonly copyMBps: number;
@@ -77,6 +98,9 @@ export interface BenchSummary {
     readonly smallLogSizeBytes: number;
     readonly largeLogSizeBytes: number;
     readonly readsPerLog: number;
+    readonly readRounds: number;
+    readonly readsPerLogInRounds: number;
+    readonly writeRounds: number;
     readonly readMaxBytes: number;
     readonly transferSizeBytesPerPath: number;
     readonly fsync: string;
@@ -92,14 +116,18 @@ export function summarize(inputs: BenchInputs): BenchSummary {
   const { write, read, transfer } = inputs;
   const appendMBps = megabytesPerSecond(write.sizeBytes, write.append.write.wallSeconds);
   const rawWriteMBps = megabytesPerSecond(write.sizeBytes, write.rawWrite.write.wallSeconds);
-  const readLatencyGrowth = read.large.p99Micros / read.small.p99Micros;
+  const { rounds } = read;
+  const readLatencyGrowth = rounds.large.p99MicrosMedian / rounds.small.p99MicrosMedian;
+  const appendToRawWriteRatio = write.appendToRawWriteRatioMedian;
   const copyCpuSecondsPerGB = cpuPerGigabyte(transfer.copy);
   const sendfileCpuSecondsPerGB =
     transfer.sendfile === undefined ? null : cpuPerGigabyte(transfer.sendfile);
   return {
     appendMBps,
     rawWriteMBps,
-    appendToRawWriteRatio: appendMBps / rawWriteMBps,
+    appendToRawWriteRatio,
+    appendToRawWriteRatioByRound: write.appendToRawWriteRatios,
+    appendToRawWriteRatioBestOf: appendMBps / rawWriteMBps,
     appendRecordsPerSec: write.recordCount / write.append.write.wallSeconds,
     appendCpuSeconds: write.append.write.cpuSeconds,
     rawWriteCpuSeconds: write.rawWrite.write.cpuSeconds,
@@ -111,15 +139,23 @@ export function summarize(inputs: BenchInputs): BenchSummary {
       write.rawWrite.write.wallSeconds /
       (write.rawWrite.write.wallSeconds + write.validation.wallSeconds),
     crc32cImplementation,
-    readP99Micros: { small: read.small.p99Micros, large: read.large.p99Micros },
-    readP50MicrosSmall: read.small.p50Micros,
-    readP99MicrosSmall: read.small.p99Micros,
-    readP50MicrosLarge: read.large.p50Micros,
-    readP99MicrosLarge: read.large.p99Micros,
+    readP99Micros: { small: rounds.small.p99MicrosMedian, large: rounds.large.p99MicrosMedian },
+    readP99MicrosByRound: {
+      small: rounds.small.p99MicrosByRound,
+      large: rounds.large.p99MicrosByRound,
+    },
     readLatencyGrowth,
-    preadFloorP99MicrosSmall: read.floorSmall.p99Micros,
-    preadFloorP99MicrosLarge: read.floorLarge.p99Micros,
-    preadFloorLatencyGrowth: read.floorLarge.p99Micros / read.floorSmall.p99Micros,
+    preadFloorP99MicrosSmall: rounds.floorSmall.p99MicrosMedian,
+    preadFloorP99MicrosLarge: rounds.floorLarge.p99MicrosMedian,
+    preadFloorLatencyGrowth: rounds.floorLarge.p99MicrosMedian / rounds.floorSmall.p99MicrosMedian,
+    readP50MicrosSmallSinglePass: read.small.p50Micros,
+    readP99MicrosSmallSinglePass: read.small.p99Micros,
+    readP50MicrosLargeSinglePass: read.large.p50Micros,
+    readP99MicrosLargeSinglePass: read.large.p99Micros,
+    readLatencyGrowthSinglePass: read.large.p99Micros / read.small.p99Micros,
+    preadFloorP99MicrosSmallSinglePass: read.floorSmall.p99Micros,
+    preadFloorP99MicrosLargeSinglePass: read.floorLarge.p99Micros,
+    preadFloorLatencyGrowthSinglePass: read.floorLarge.p99Micros / read.floorSmall.p99Micros,
     sendfileAvailable: transfer.sendfile !== undefined,
     sendfileMBps:
       transfer.sendfile === undefined ? null : pathMegabytesPerSecond(transfer.sendfile),
@@ -128,7 +164,7 @@ export function summarize(inputs: BenchInputs): BenchSummary {
     copyCpuSeconds: transfer.copy.measurement.cpuSeconds,
     sendfileCpuSecondsPerGB,
     copyCpuSecondsPerGB,
-    appendRatioTargetMet: appendMBps / rawWriteMBps >= appendRatioTarget,
+    appendRatioTargetMet: appendToRawWriteRatio >= appendRatioTarget,
     readGrowthTargetMet: readLatencyGrowth <= readLatencyGrowthTarget,
     sendfileCpuTargetMet:
       sendfileCpuSecondsPerGB !== null && sendfileCpuSecondsPerGB < copyCpuSecondsPerGB,
@@ -141,6 +177,9 @@ export function summarize(inputs: BenchInputs): BenchSummary {
       smallLogSizeBytes: inputs.smallLogSizeBytes,
       largeLogSizeBytes: inputs.largeLogSizeBytes,
       readsPerLog: read.small.readCount,
+      readRounds: rounds.small.p99MicrosByRound.length,
+      readsPerLogInRounds: rounds.small.readCount,
+      writeRounds: write.appendToRawWriteRatios.length,
       readMaxBytes,
       transferSizeBytesPerPath: transfer.copy.sizeBytes,
       fsync: fsyncTreatment,
@@ -169,12 +208,19 @@ export function formatTable(inputs: BenchInputs, summary: BenchSummary): string 
       `values, uncompressed; one write call per batch; CRC-32C: ${crc32cImplementation}`,
   );
   lines.push('');
-  lines.push(row('write (best of 2 alternating)', 'MB/s', 'wall s', 'CPU s', 'CPU s/GB', 'MiB'));
+  const writeRounds = summary.config.writeRounds;
+  lines.push(
+    row(`write (best of ${writeRounds} alternating)`, 'MB/s', 'wall s', 'CPU s', 'CPU s/GB', 'MiB'),
+  );
   lines.push(throughputRow('raw fs.writeSync', write.sizeBytes, write.rawWrite.write));
   lines.push(throughputRow('log.append', write.sizeBytes, write.append.write));
   lines.push(
-    `  append/raw ratio ${fixed(summary.appendToRawWriteRatio, 3)} (target ≥ ${appendRatioTarget}: ` +
-      `${verdict(summary.appendRatioTargetMet)}), ` +
+    `  append/raw ratio, median of ${writeRounds} rounds ${fixed(summary.appendToRawWriteRatio, 3)} ` +
+      `(target ≥ ${appendRatioTarget}: ${verdict(summary.appendRatioTargetMet)}); ` +
+      `rounds ${summary.appendToRawWriteRatioByRound.map((ratio) => fixed(ratio, 3)).join(' ')}`,
+  );
+  lines.push(
+    `  best of each ${fixed(summary.appendToRawWriteRatioBestOf, 3)}, ` +
       `${Math.round(summary.appendRecordsPerSec).toLocaleString('en-US')} records/s appended`,
   );
   lines.push(`  fsync: ${fsyncTreatment}`);
@@ -186,9 +232,25 @@ export function formatTable(inputs: BenchInputs, summary: BenchSummary): string 
   lines.push(throughputRow('raw write + fdatasync', write.sizeBytes, write.rawWriteSynced));
   lines.push(throughputRow('log.append + log.flush', write.sizeBytes, write.appendSynced));
   lines.push('');
+  const readRounds = summary.config.readRounds;
+  lines.push(
+    `read by offset, rounds: median of ${readRounds} rounds' p99 µs, ` +
+      `${summary.config.readsPerLogInRounds / readRounds} reads of each kind a round`,
+  );
+  lines.push(
+    `  small log ${fixed(summary.readP99Micros.small, 1)}, large log ` +
+      `${fixed(summary.readP99Micros.large, 1)}: growth ${fixed(summary.readLatencyGrowth, 3)} ` +
+      `(target ≤ ${readLatencyGrowthTarget}: ${verdict(summary.readGrowthTargetMet)})`,
+  );
+  lines.push(
+    `  floor, 2 preads: small ${fixed(summary.preadFloorP99MicrosSmall, 1)}, large ` +
+      `${fixed(summary.preadFloorP99MicrosLarge, 1)}: growth ` +
+      `${fixed(summary.preadFloorLatencyGrowth, 3)}`,
+  );
+  lines.push('');
   lines.push(
     row(
-      `read by offset (${readMaxBytes / 1024 / 1024} MiB max)`,
+      `read by offset, single pass (${readMaxBytes / 1024 / 1024} MiB max)`,
       'p50 µs',
       'p99 µs',
       'max µs',
@@ -198,10 +260,7 @@ export function formatTable(inputs: BenchInputs, summary: BenchSummary): string 
   );
   lines.push(latencyRow('small log', inputs.smallLogSizeBytes, read.small));
   lines.push(latencyRow('large log', inputs.largeLogSizeBytes, read.large));
-  lines.push(
-    `  p99 growth large/small ${fixed(summary.readLatencyGrowth, 3)} (target ≤ ` +
-      `${readLatencyGrowthTarget}: ${verdict(summary.readGrowthTargetMet)})`,
-  );
+  lines.push(`  p99 growth large/small ${fixed(summary.readLatencyGrowthSinglePass, 3)}`);
   lines.push(
     latencyRow('floor: 2 preads, small log files', inputs.smallLogSizeBytes, read.floorSmall),
   );
@@ -209,7 +268,7 @@ export function formatTable(inputs: BenchInputs, summary: BenchSummary): string 
     latencyRow('floor: 2 preads, large log files', inputs.largeLogSizeBytes, read.floorLarge),
   );
   lines.push(
-    `  floor p99 growth ${fixed(summary.preadFloorLatencyGrowth, 3)}: what the machine adds ` +
+    `  floor p99 growth ${fixed(summary.preadFloorLatencyGrowthSinglePass, 3)}: what the machine adds ` +
       `for the larger files without any log code`,
   );
   lines.push('');

@@ -61,6 +61,18 @@ export function percentile(samples: Float64Array, fraction: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
 }
 
+/**
+ * The median of values (the mean of the middle two for an even count); sorts a copy. Of a few
+ * rounds' figures it ignores the round a disturbance of the machine hit, as a best-of would,
+ * without picking the round that luck made fastest.
+ */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) throw new SegmentStoreBenchError('median of no values');
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** A small seeded generator (mulberry32), so every run reads the same offsets. */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

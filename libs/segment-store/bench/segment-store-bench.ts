@@ -16,7 +16,7 @@ import { formatTable, megabytes, summarize } from './bench-report';
 import { buildLog, type BuiltLog } from './log-builder';
 import { measureReadLatency } from './read-latency';
 import { measureTransferThroughput } from './transfer-throughput';
-import { measureWriteThroughput } from './write-throughput';
+import { measureWriteThroughput, writeRounds } from './write-throughput';
 
 /** Free space to keep beyond what the benchmark writes, so it never fills the disk. */
 const diskHeadroomBytes = 2 * 1024 * 1024 * 1024;
@@ -43,7 +43,10 @@ async function main(): Promise<void> {
     const progress = (message: string): void => console.error(message);
     const pool = createBatchPool();
 
-    progress(`writing ${megabytes(options.writeSizeBytes)} raw and through the log, twice each`);
+    progress(
+      `writing ${megabytes(options.writeSizeBytes)} raw and through the log, ` +
+        `${writeRounds} times each`,
+    );
     const write = await measureWriteThroughput(directory, pool, options.writeSizeBytes);
 
     progress(
@@ -54,7 +57,7 @@ async function main(): Promise<void> {
     const large = await buildLog(directory, 'large-log', pool, options.largeLogSizeBytes);
     logs.push(large);
 
-    progress(`reading ${options.readCount} random offsets of each log`);
+    progress(`reading ${options.readCount} random offsets of each log, twice over`);
     const read = measureReadLatency(small.log, large.log, options.readCount);
 
     progress(`sending ${megabytes(options.transferSizeBytes)} per path over loopback TCP`);

@@ -21,7 +21,20 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import {
+import * as protocol from '@spool/protocol';
+import * as common from '@spool/common';
+import { SegmentStoreError, storageError } from './errors';
+import type { FileSlice } from './file-slice';
+import { readInt64AsNumber } from './int64-fields';
+import type { LogConfig } from './log-config';
+import { OffsetIndex } from './offset-index';
+import { SegmentFile } from './segment-file';
+import { TimeIndex } from './time-index';
+
+// Read once, when the module loads: a named import compiles to a read through the CommonJS
+// re-export getter of the package's index module on every use, and the append path uses these
+// for every batch.
+const {
   batchLengthPosition,
   checkRecordBatchCrc,
   checkRecordBatchFields,
@@ -32,15 +45,9 @@ import {
   maxTimestampPosition,
   partitionLeaderEpochPosition,
   recordBatchHeaderSizeBytes,
-} from '@spool/protocol';
-import { assert } from '@spool/common';
-import { SegmentStoreError, storageError } from './errors';
-import type { FileSlice } from './file-slice';
-import { readInt64AsNumber } from './int64-fields';
-import type { LogConfig } from './log-config';
-import { OffsetIndex } from './offset-index';
-import { SegmentFile } from './segment-file';
-import { TimeIndex } from './time-index';
+} = protocol;
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 /** What the log needs to know of a batch, read from its header without decoding records. */
 export interface BatchInfo {

@@ -32,14 +32,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import {
-  decodeRecordBatch,
-  setBaseOffset,
-  setMaxTimestampAndLogAppendTime,
-  setPartitionLeaderEpoch,
-  splitRecordBatches,
-} from '@spool/protocol';
-import { assert } from '@spool/common';
+import * as protocol from '@spool/protocol';
+import * as common from '@spool/common';
 import { fsyncDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint-file';
 import { OffsetOutOfRangeError, SegmentStoreError, storageError } from './errors';
 import type { FileSlice } from './file-slice';
@@ -47,6 +41,20 @@ import { LeaderEpochCache } from './leader-epoch-cache';
 import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
 import { batchInfoFromHeader, LogSegment, type BatchInfo } from './log-segment';
 import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
+
+// The append path calls these for every batch. A named import compiles to a property read of
+// the package's index module, which CommonJS re-exports through a getter (a few ns a call), so
+// they are read once here, when the module loads, and called as plain functions.
+const {
+  decodeRecordBatch,
+  recordCountPosition,
+  setBaseOffset,
+  setMaxTimestampAndLogAppendTime,
+  setPartitionLeaderEpoch,
+  splitRecordBatchPositions,
+} = protocol;
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 export const recoveryPointCheckpointFile = 'recovery-point-offset-checkpoint';
 export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
@@ -362,11 +370,11 @@ export class Log {
   append(records: Buffer, options: AppendOptions): AppendResult {
     this.ensureOpen();
     // 1.
-    const headers = splitRecordBatches(records, {
+    const positions = splitRecordBatchPositions(records, {
       maxBatchSizeBytes: options.assignOffsets ? this.config.maxMessageBytes : batchSizeBytesLimit,
       origin: options.assignOffsets ? 'client' : 'log',
     });
-    if (headers.length === 0) {
+    if (positions.length === 0) {
       throw new SegmentStoreError(
         'INVALID_RECORD',
         `append to ${this.directory} carried no record batches`,
@@ -387,24 +395,26 @@ export class Log {
     let nextOffset = firstOffset;
     let recordCount = 0;
     let maxTimestampMs = -1;
-    for (const header of headers) {
-      const position = header.position;
+    for (const position of positions) {
       if (options.assignOffsets) {
         setBaseOffset(records, position, nextOffset);
         setPartitionLeaderEpoch(records, position, options.leaderEpoch);
         if (logAppendTimeMs >= 0)
           setMaxTimestampAndLogAppendTime(records, position, BigInt(logAppendTimeMs));
-      } else if (header.baseOffset !== nextOffset) {
-        throw new SegmentStoreError(
-          'UNEXPECTED_APPEND_OFFSET',
-          `follower append to ${this.directory} starts a batch at offset ${header.baseOffset} where ${nextOffset} was expected`,
-        );
+      } else {
+        const baseOffset = records.readBigInt64BE(position);
+        if (baseOffset !== nextOffset) {
+          throw new SegmentStoreError(
+            'UNEXPECTED_APPEND_OFFSET',
+            `follower append to ${this.directory} starts a batch at offset ${baseOffset} where ${nextOffset} was expected`,
+          );
+        }
       }
       // The batch's base offset is nextOffset now, assigned or checked: no need to read it back.
       const batch = batchInfoFromHeader(records, position, position, nextOffset);
       batches.push(batch);
       nextOffset = batch.lastOffset + 1n;
-      recordCount += header.recordCount;
+      recordCount += records.readInt32BE(position + recordCountPosition);
       if (batch.maxTimestampMs > maxTimestampMs) maxTimestampMs = batch.maxTimestampMs;
     }
     const lastOffset = nextOffset - 1n;
@@ -426,7 +436,7 @@ export class Log {
       baseOffset: firstOffset,
       lastOffset,
       logAppendTimeMs,
-      batchCount: headers.length,
+      batchCount: positions.length,
       recordCount,
       sizeBytes: records.length,
     };

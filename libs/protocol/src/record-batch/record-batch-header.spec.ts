@@ -148,3 +148,34 @@ describe('in-place patches', () => {
     expect(batch.readUInt32BE(17)).toBe(crcAfter);
   });
 });
+
+describe('setBaseOffset', () => {
+  it('writes the bytes writeBigInt64BE writes, across the int64 range, and refuses past it', () => {
+    const int64Max = (1n << 63n) - 1n;
+    const values = [
+      0n,
+      1n,
+      -1n,
+      0xffff_ffffn,
+      0x1_0000_0000n,
+      -0x1_0000_0000n,
+      BigInt(Number.MAX_SAFE_INTEGER),
+      BigInt(Number.MAX_SAFE_INTEGER) + 1n,
+      BigInt(Number.MIN_SAFE_INTEGER),
+      BigInt(Number.MIN_SAFE_INTEGER) - 1n,
+      int64Max,
+      -int64Max - 1n,
+      9_223_372_036_854_775_000n,
+    ];
+    for (const value of values) {
+      const patched = threeRecordBatch();
+      const expected = Buffer.from(patched);
+      expected.writeBigInt64BE(value, 0);
+      setBaseOffset(patched, 0, value);
+      expect(patched).toEqual(expected);
+    }
+    for (const value of [int64Max + 1n, -int64Max - 2n]) {
+      expect(() => setBaseOffset(threeRecordBatch(), 0, value)).toThrow(RangeError);
+    }
+  });
+});

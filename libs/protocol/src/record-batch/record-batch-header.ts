@@ -27,6 +27,8 @@ import {
   transactionalFlagMask,
 } from './record-batch-layout';
 
+const twoToThe32 = 0x1_0000_0000;
+
 /**
  * Reading and patching the 61-byte header of a batch where it lies, without decoding records:
  * the leader's produce path and the log's recovery scan cost one header read per batch.
@@ -199,7 +201,17 @@ export function lastOffsetOf(buffer: Buffer, position: number): bigint {
  */
 export function setBaseOffset(buffer: Buffer, position: number, baseOffset: bigint): void {
   ensureReadable(buffer, position, recordBatchHeaderSizeBytes, 'the header');
-  buffer.writeBigInt64BE(baseOffset, position + baseOffsetPosition);
+  const value = Number(baseOffset);
+  if (!Number.isSafeInteger(value)) {
+    // Past 2^53 a number would round: bigint arithmetic, and its RangeError outside int64.
+    buffer.writeBigInt64BE(baseOffset, position + baseOffsetPosition);
+    return;
+  }
+  // Two 32-bit halves, both exact: Math.floor of a division by 2^32, and a rest below 2^32.
+  // The same bytes as writeBigInt64BE, without its bigint masks and shifts on every append.
+  const high = Math.floor(value / twoToThe32);
+  buffer.writeInt32BE(high, position + baseOffsetPosition);
+  buffer.writeUInt32BE(value - high * twoToThe32, position + baseOffsetPosition + 4);
 }
 
 /**
