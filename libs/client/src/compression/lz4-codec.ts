@@ -1,5 +1,6 @@
 import type * as Lz4Package from 'lz4-napi';
 import { CompressionType, type CompressionCodec } from '@spool/protocol';
+import { framesInflationBoundBytes, needBytes } from './frame-walk';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 
 /**
@@ -22,9 +23,6 @@ import { lazyPackage, type PackageLoader } from './lazy-package';
  */
 
 const lz4FrameMagic = 0x184d2204;
-/** Skippable frames use magics 0x184D2A50 to 0x184D2A5F. */
-const skippableFrameMagicMask = 0xfffffff0;
-const skippableFrameMagic = 0x184d2a50;
 const storedBlockFlag = 0x80000000;
 
 type Lz4 = typeof Lz4Package;
@@ -51,33 +49,12 @@ export function createLz4Codec(
 }
 
 function need(buffer: Buffer, position: number, sizeBytes: number, what: string): void {
-  if (position + sizeBytes > buffer.length) {
-    throw new Error(`lz4 frame: ${what} at byte ${position} is cut off`);
-  }
+  needBytes('lz4', buffer, position, sizeBytes, what);
 }
 
 /** The most bytes `frames` can inflate to, from block headers alone; throws on a bad frame. */
 export function lz4FrameInflationBoundBytes(frames: Buffer): number {
-  let boundBytes = 0;
-  let position = 0;
-  while (position < frames.length) {
-    need(frames, position, 4, 'the magic number');
-    const magic = frames.readUInt32LE(position);
-    if ((magic & skippableFrameMagicMask) >>> 0 === skippableFrameMagic) {
-      need(frames, position + 4, 4, 'a skippable frame size');
-      position += 8 + frames.readUInt32LE(position + 4);
-      continue;
-    }
-    if (magic !== lz4FrameMagic) {
-      throw new Error(`lz4 frame: magic 0x${magic.toString(16)} at byte ${position} is not LZ4's`);
-    }
-    const frame = walkLz4Frame(frames, position + 4);
-    boundBytes += frame.boundBytes;
-    position = frame.end;
-  }
-  if (position !== frames.length)
-    throw new Error('lz4 frame: a skippable frame overruns the input');
-  return boundBytes;
+  return framesInflationBoundBytes('lz4', lz4FrameMagic, frames, walkLz4Frame);
 }
 
 /** One frame after its magic: the descriptor, then blocks up to the end mark. */

@@ -1,5 +1,6 @@
 import type * as ZstdPackage from '@toondepauw/node-zstd';
 import { CompressionType, type CompressionCodec } from '@spool/protocol';
+import { framesInflationBoundBytes, needBytes } from './frame-walk';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 
 /**
@@ -19,8 +20,6 @@ import { lazyPackage, type PackageLoader } from './lazy-package';
  */
 
 const zstdFrameMagic = 0xfd2fb528;
-const skippableFrameMagicMask = 0xfffffff0;
-const skippableFrameMagic = 0x184d2a50;
 /** RFC 8878: no block inflates to more than 128 KiB. */
 const blockSizeMaxBytes = 128 * 1024;
 /** Kafka's ZstdCompression default level (compression.zstd.level). */
@@ -57,35 +56,12 @@ export function createZstdCodec(
 }
 
 function need(buffer: Buffer, position: number, sizeBytes: number, what: string): void {
-  if (position + sizeBytes > buffer.length) {
-    throw new Error(`zstd frame: ${what} at byte ${position} is cut off`);
-  }
+  needBytes('zstd', buffer, position, sizeBytes, what);
 }
 
 /** The most bytes `frames` can inflate to, from headers alone; throws on a malformed frame. */
 export function zstdInflationBoundBytes(frames: Buffer): number {
-  let boundBytes = 0;
-  let position = 0;
-  while (position < frames.length) {
-    need(frames, position, 4, 'the magic number');
-    const magic = frames.readUInt32LE(position);
-    if ((magic & skippableFrameMagicMask) >>> 0 === skippableFrameMagic) {
-      need(frames, position + 4, 4, 'a skippable frame size');
-      position += 8 + frames.readUInt32LE(position + 4);
-      continue;
-    }
-    if (magic !== zstdFrameMagic) {
-      throw new Error(
-        `zstd frame: magic 0x${magic.toString(16)} at byte ${position} is not zstd's`,
-      );
-    }
-    const frame = walkZstdFrame(frames, position + 4);
-    boundBytes += frame.boundBytes;
-    position = frame.end;
-  }
-  if (position !== frames.length)
-    throw new Error('zstd frame: a skippable frame overruns the input');
-  return boundBytes;
+  return framesInflationBoundBytes('zstd', zstdFrameMagic, frames, walkZstdFrame);
 }
 
 interface FrameHeader {
