@@ -1,5 +1,4 @@
-import type { CallOptions, ClientUnaryCall, Metadata, ServiceError } from '@grpc/grpc-js';
-import { callOnce, createGrpcClient, type SpoolError } from '@spool/common';
+import { callOnce, createGrpcClient, type SpoolError, type UnaryMethod } from '@spool/common';
 import {
   ControllerServiceClient,
   type CreateTopicsResponse,
@@ -18,12 +17,7 @@ export class ControllerTestClient {
   }
 
   call<Request, Response>(
-    method: (
-      request: Request,
-      metadata: Metadata,
-      options: Partial<CallOptions>,
-      callback: (error: ServiceError | null, response: Response) => void,
-    ) => ClientUnaryCall,
+    method: UnaryMethod<Request, Response>,
     request: Request,
     deadlineMs = 5_000,
   ): Promise<Response> {

@@ -1,5 +1,11 @@
-import type { CallOptions, ClientUnaryCall, Metadata, ServiceError } from '@grpc/grpc-js';
-import { callOnce, createGrpcClient, fromGrpcError, type SpoolError } from '@spool/common';
+import type { ServiceError } from '@grpc/grpc-js';
+import {
+  callOnce,
+  createGrpcClient,
+  fromGrpcError,
+  type SpoolError,
+  type UnaryMethod,
+} from '@spool/common';
 import { GatewayServiceClient, type ConsumeResponse, type FetchPartition } from '@spool/protocol';
 import { eventually } from './controller-client';
 import { startServiceProcess, type ServiceProcess } from './service-process';
@@ -17,12 +23,7 @@ export class GatewayTestClient {
   }
 
   call<Request, Response>(
-    method: (
-      request: Request,
-      metadata: Metadata,
-      options: Partial<CallOptions>,
-      callback: (error: ServiceError | null, response: Response) => void,
-    ) => ClientUnaryCall,
+    method: UnaryMethod<Request, Response>,
     request: Request,
     deadlineMs = 40_000,
   ): Promise<Response> {

@@ -46,7 +46,7 @@ export function createGrpcClient<Client>(
 }
 
 /** A ts-proto grpc-js unary method: (request, metadata, options, callback). */
-type UnaryMethod<Request, Response> = (
+export type UnaryMethod<Request, Response> = (
   request: Request,
   metadata: grpc.Metadata,
   options: Partial<grpc.CallOptions>,

@@ -50,6 +50,7 @@ export {
   grpcChannelOptions,
   callDeadlineMsDefault,
   type CallOptions,
+  type UnaryMethod,
 } from './grpc-client';
 export { runShutdownSteps, installSignalHandlers, type ShutdownStep } from './shutdown';
 export {
