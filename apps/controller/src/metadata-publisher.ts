@@ -66,6 +66,9 @@ export class MetadataPublisher {
           deletedTopics: [],
           deletedBrokers: [],
           controllerAddress,
+          coordinators: [],
+          deletedCoordinators: [],
+          coordinatorShards: [],
         });
       }
       unsubscribe = state.onDelta((delta: MetadataDelta) => {
@@ -83,6 +86,9 @@ export class MetadataPublisher {
           deletedTopics: [...delta.deletedTopics],
           deletedBrokers: [...delta.deletedBrokers],
           controllerAddress,
+          coordinators: [],
+          deletedCoordinators: [],
+          coordinatorShards: [],
         });
       });
     });

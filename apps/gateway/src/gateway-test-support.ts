@@ -56,5 +56,8 @@ export function testSnapshot(
     deletedTopics: [],
     deletedBrokers: [],
     controllerAddress: '',
+    coordinators: [],
+    deletedCoordinators: [],
+    coordinatorShards: [],
   };
 }

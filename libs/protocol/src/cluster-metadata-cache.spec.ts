@@ -36,6 +36,9 @@ const message = (version: bigint, snapshot: boolean, extra: object) => ({
   deletedTopics: [],
   deletedBrokers: [],
   controllerAddress: 'c:1',
+  coordinators: [],
+  deletedCoordinators: [],
+  coordinatorShards: [],
   ...extra,
 });
 

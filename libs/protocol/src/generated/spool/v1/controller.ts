@@ -212,6 +212,65 @@ export interface WatchMetadataResponse {
   deletedTopics: string[];
   deletedBrokers: number[];
   controllerAddress: string;
+  /** Live coordinators; with snapshot=false, the coordinators that changed. */
+  coordinators: CoordinatorMetadata[];
+  deletedCoordinators: string[];
+  /**
+   * Which coordinator owns each __consumer_offsets partition; with snapshot=false, the
+   * assignments that changed.
+   */
+  coordinatorShards: CoordinatorShard[];
+}
+
+export interface CoordinatorMetadata {
+  coordinatorId: string;
+  endpoints: Endpoint[];
+}
+
+/** One __consumer_offsets partition and the coordinator that owns the groups hashing to it. */
+export interface CoordinatorShard {
+  partition: number;
+  /** Empty when no live coordinator owns the shard. */
+  coordinatorId: string;
+  /** Grows each time the shard changes owner; records written under an older epoch are fenced. */
+  shardEpoch: number;
+}
+
+export interface CoordinatorHeartbeatRequest {
+  /** Stable for the life of the process (the pod name on Kubernetes). */
+  coordinatorId: string;
+  endpoints: Endpoint[];
+  /** A new random id per process start: tells a restart from a second process with the same id. */
+  incarnationId: string;
+  /** True when the coordinator is stopping and hands its shards to the others. */
+  shuttingDown: boolean;
+}
+
+export interface CoordinatorHeartbeatResponse {
+  error:
+    | Error
+    | undefined;
+  /** The shards this coordinator owns now. */
+  shards: CoordinatorShard[];
+  heartbeatIntervalMs: number;
+}
+
+export interface AllocateProducerIdsRequest {
+  coordinatorId: string;
+}
+
+export interface AllocateProducerIdsResponse {
+  error: Error | undefined;
+  firstProducerId: bigint;
+  count: number;
+}
+
+export interface EnsureOffsetsTopicRequest {
+}
+
+export interface EnsureOffsetsTopicResponse {
+  error: Error | undefined;
+  topic: TopicMetadata | undefined;
 }
 
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
@@ -3027,6 +3086,9 @@ function createBaseWatchMetadataResponse(): WatchMetadataResponse {
     deletedTopics: [],
     deletedBrokers: [],
     controllerAddress: "",
+    coordinators: [],
+    deletedCoordinators: [],
+    coordinatorShards: [],
   };
 }
 
@@ -3059,6 +3121,15 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     }
     if (message.controllerAddress !== "") {
       writer.uint32(58).string(message.controllerAddress);
+    }
+    for (const v of message.coordinators) {
+      CoordinatorMetadata.encode(v!, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.deletedCoordinators) {
+      writer.uint32(74).string(v!);
+    }
+    for (const v of message.coordinatorShards) {
+      CoordinatorShard.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -3142,6 +3213,30 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
             message.controllerAddress = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.coordinators.push(CoordinatorMetadata.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.deletedCoordinators.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.coordinatorShards.push(CoordinatorShard.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3181,6 +3276,19 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
         : isSet(object.controller_address)
         ? globalThis.String(object.controller_address)
         : "",
+      coordinators: globalThis.Array.isArray(object?.coordinators)
+        ? object.coordinators.map((e: any) => CoordinatorMetadata.fromJSON(e))
+        : [],
+      deletedCoordinators: globalThis.Array.isArray(object?.deletedCoordinators)
+        ? object.deletedCoordinators.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.deleted_coordinators)
+        ? object.deleted_coordinators.map((e: any) => globalThis.String(e))
+        : [],
+      coordinatorShards: globalThis.Array.isArray(object?.coordinatorShards)
+        ? object.coordinatorShards.map((e: any) => CoordinatorShard.fromJSON(e))
+        : globalThis.Array.isArray(object?.coordinator_shards)
+        ? object.coordinator_shards.map((e: any) => CoordinatorShard.fromJSON(e))
+        : [],
     };
   },
 
@@ -3207,6 +3315,15 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     if (message.controllerAddress !== "") {
       obj.controllerAddress = message.controllerAddress;
     }
+    if (message.coordinators?.length) {
+      obj.coordinators = message.coordinators.map((e) => CoordinatorMetadata.toJSON(e));
+    }
+    if (message.deletedCoordinators?.length) {
+      obj.deletedCoordinators = message.deletedCoordinators;
+    }
+    if (message.coordinatorShards?.length) {
+      obj.coordinatorShards = message.coordinatorShards.map((e) => CoordinatorShard.toJSON(e));
+    }
     return obj;
   },
 
@@ -3224,6 +3341,769 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     message.deletedTopics = object.deletedTopics?.map((e) => e) || [];
     message.deletedBrokers = object.deletedBrokers?.map((e) => e) || [];
     message.controllerAddress = object.controllerAddress ?? "";
+    message.coordinators = object.coordinators?.map((e) => CoordinatorMetadata.fromPartial(e)) || [];
+    message.deletedCoordinators = object.deletedCoordinators?.map((e) => e) || [];
+    message.coordinatorShards = object.coordinatorShards?.map((e) => CoordinatorShard.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCoordinatorMetadata(): CoordinatorMetadata {
+  return { coordinatorId: "", endpoints: [] };
+}
+
+export const CoordinatorMetadata: MessageFns<CoordinatorMetadata> = {
+  encode(message: CoordinatorMetadata, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.coordinatorId !== "") {
+      writer.uint32(10).string(message.coordinatorId);
+    }
+    for (const v of message.endpoints) {
+      Endpoint.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CoordinatorMetadata {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCoordinatorMetadata();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.coordinatorId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.endpoints.push(Endpoint.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CoordinatorMetadata {
+    return {
+      coordinatorId: isSet(object.coordinatorId)
+        ? globalThis.String(object.coordinatorId)
+        : isSet(object.coordinator_id)
+        ? globalThis.String(object.coordinator_id)
+        : "",
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: CoordinatorMetadata): unknown {
+    const obj: any = {};
+    if (message.coordinatorId !== "") {
+      obj.coordinatorId = message.coordinatorId;
+    }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => Endpoint.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CoordinatorMetadata>, I>>(base?: I): CoordinatorMetadata {
+    return CoordinatorMetadata.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CoordinatorMetadata>, I>>(object: I): CoordinatorMetadata {
+    const message = createBaseCoordinatorMetadata();
+    message.coordinatorId = object.coordinatorId ?? "";
+    message.endpoints = object.endpoints?.map((e) => Endpoint.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCoordinatorShard(): CoordinatorShard {
+  return { partition: 0, coordinatorId: "", shardEpoch: 0 };
+}
+
+export const CoordinatorShard: MessageFns<CoordinatorShard> = {
+  encode(message: CoordinatorShard, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.coordinatorId !== "") {
+      writer.uint32(18).string(message.coordinatorId);
+    }
+    if (message.shardEpoch !== 0) {
+      writer.uint32(24).int32(message.shardEpoch);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CoordinatorShard {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCoordinatorShard();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.coordinatorId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.shardEpoch = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CoordinatorShard {
+    return {
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      coordinatorId: isSet(object.coordinatorId)
+        ? globalThis.String(object.coordinatorId)
+        : isSet(object.coordinator_id)
+        ? globalThis.String(object.coordinator_id)
+        : "",
+      shardEpoch: isSet(object.shardEpoch)
+        ? globalThis.Number(object.shardEpoch)
+        : isSet(object.shard_epoch)
+        ? globalThis.Number(object.shard_epoch)
+        : 0,
+    };
+  },
+
+  toJSON(message: CoordinatorShard): unknown {
+    const obj: any = {};
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.coordinatorId !== "") {
+      obj.coordinatorId = message.coordinatorId;
+    }
+    if (message.shardEpoch !== 0) {
+      obj.shardEpoch = Math.round(message.shardEpoch);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CoordinatorShard>, I>>(base?: I): CoordinatorShard {
+    return CoordinatorShard.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CoordinatorShard>, I>>(object: I): CoordinatorShard {
+    const message = createBaseCoordinatorShard();
+    message.partition = object.partition ?? 0;
+    message.coordinatorId = object.coordinatorId ?? "";
+    message.shardEpoch = object.shardEpoch ?? 0;
+    return message;
+  },
+};
+
+function createBaseCoordinatorHeartbeatRequest(): CoordinatorHeartbeatRequest {
+  return { coordinatorId: "", endpoints: [], incarnationId: "", shuttingDown: false };
+}
+
+export const CoordinatorHeartbeatRequest: MessageFns<CoordinatorHeartbeatRequest> = {
+  encode(message: CoordinatorHeartbeatRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.coordinatorId !== "") {
+      writer.uint32(10).string(message.coordinatorId);
+    }
+    for (const v of message.endpoints) {
+      Endpoint.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.incarnationId !== "") {
+      writer.uint32(26).string(message.incarnationId);
+    }
+    if (message.shuttingDown !== false) {
+      writer.uint32(32).bool(message.shuttingDown);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CoordinatorHeartbeatRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCoordinatorHeartbeatRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.coordinatorId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.endpoints.push(Endpoint.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.incarnationId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.shuttingDown = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CoordinatorHeartbeatRequest {
+    return {
+      coordinatorId: isSet(object.coordinatorId)
+        ? globalThis.String(object.coordinatorId)
+        : isSet(object.coordinator_id)
+        ? globalThis.String(object.coordinator_id)
+        : "",
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
+        : [],
+      incarnationId: isSet(object.incarnationId)
+        ? globalThis.String(object.incarnationId)
+        : isSet(object.incarnation_id)
+        ? globalThis.String(object.incarnation_id)
+        : "",
+      shuttingDown: isSet(object.shuttingDown)
+        ? globalThis.Boolean(object.shuttingDown)
+        : isSet(object.shutting_down)
+        ? globalThis.Boolean(object.shutting_down)
+        : false,
+    };
+  },
+
+  toJSON(message: CoordinatorHeartbeatRequest): unknown {
+    const obj: any = {};
+    if (message.coordinatorId !== "") {
+      obj.coordinatorId = message.coordinatorId;
+    }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => Endpoint.toJSON(e));
+    }
+    if (message.incarnationId !== "") {
+      obj.incarnationId = message.incarnationId;
+    }
+    if (message.shuttingDown !== false) {
+      obj.shuttingDown = message.shuttingDown;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CoordinatorHeartbeatRequest>, I>>(base?: I): CoordinatorHeartbeatRequest {
+    return CoordinatorHeartbeatRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CoordinatorHeartbeatRequest>, I>>(object: I): CoordinatorHeartbeatRequest {
+    const message = createBaseCoordinatorHeartbeatRequest();
+    message.coordinatorId = object.coordinatorId ?? "";
+    message.endpoints = object.endpoints?.map((e) => Endpoint.fromPartial(e)) || [];
+    message.incarnationId = object.incarnationId ?? "";
+    message.shuttingDown = object.shuttingDown ?? false;
+    return message;
+  },
+};
+
+function createBaseCoordinatorHeartbeatResponse(): CoordinatorHeartbeatResponse {
+  return { error: undefined, shards: [], heartbeatIntervalMs: 0 };
+}
+
+export const CoordinatorHeartbeatResponse: MessageFns<CoordinatorHeartbeatResponse> = {
+  encode(message: CoordinatorHeartbeatResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.shards) {
+      CoordinatorShard.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.heartbeatIntervalMs !== 0) {
+      writer.uint32(24).int32(message.heartbeatIntervalMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CoordinatorHeartbeatResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCoordinatorHeartbeatResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.shards.push(CoordinatorShard.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.heartbeatIntervalMs = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CoordinatorHeartbeatResponse {
+    return {
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      shards: globalThis.Array.isArray(object?.shards)
+        ? object.shards.map((e: any) => CoordinatorShard.fromJSON(e))
+        : [],
+      heartbeatIntervalMs: isSet(object.heartbeatIntervalMs)
+        ? globalThis.Number(object.heartbeatIntervalMs)
+        : isSet(object.heartbeat_interval_ms)
+        ? globalThis.Number(object.heartbeat_interval_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: CoordinatorHeartbeatResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.shards?.length) {
+      obj.shards = message.shards.map((e) => CoordinatorShard.toJSON(e));
+    }
+    if (message.heartbeatIntervalMs !== 0) {
+      obj.heartbeatIntervalMs = Math.round(message.heartbeatIntervalMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CoordinatorHeartbeatResponse>, I>>(base?: I): CoordinatorHeartbeatResponse {
+    return CoordinatorHeartbeatResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CoordinatorHeartbeatResponse>, I>>(object: I): CoordinatorHeartbeatResponse {
+    const message = createBaseCoordinatorHeartbeatResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.shards = object.shards?.map((e) => CoordinatorShard.fromPartial(e)) || [];
+    message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseAllocateProducerIdsRequest(): AllocateProducerIdsRequest {
+  return { coordinatorId: "" };
+}
+
+export const AllocateProducerIdsRequest: MessageFns<AllocateProducerIdsRequest> = {
+  encode(message: AllocateProducerIdsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.coordinatorId !== "") {
+      writer.uint32(10).string(message.coordinatorId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllocateProducerIdsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllocateProducerIdsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.coordinatorId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AllocateProducerIdsRequest {
+    return {
+      coordinatorId: isSet(object.coordinatorId)
+        ? globalThis.String(object.coordinatorId)
+        : isSet(object.coordinator_id)
+        ? globalThis.String(object.coordinator_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AllocateProducerIdsRequest): unknown {
+    const obj: any = {};
+    if (message.coordinatorId !== "") {
+      obj.coordinatorId = message.coordinatorId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AllocateProducerIdsRequest>, I>>(base?: I): AllocateProducerIdsRequest {
+    return AllocateProducerIdsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AllocateProducerIdsRequest>, I>>(object: I): AllocateProducerIdsRequest {
+    const message = createBaseAllocateProducerIdsRequest();
+    message.coordinatorId = object.coordinatorId ?? "";
+    return message;
+  },
+};
+
+function createBaseAllocateProducerIdsResponse(): AllocateProducerIdsResponse {
+  return { error: undefined, firstProducerId: 0n, count: 0 };
+}
+
+export const AllocateProducerIdsResponse: MessageFns<AllocateProducerIdsResponse> = {
+  encode(message: AllocateProducerIdsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    if (message.firstProducerId !== 0n) {
+      if (BigInt.asIntN(64, message.firstProducerId) !== message.firstProducerId) {
+        throw new globalThis.Error("value provided for field message.firstProducerId of type int64 too large");
+      }
+      writer.uint32(16).int64(message.firstProducerId);
+    }
+    if (message.count !== 0) {
+      writer.uint32(24).int32(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllocateProducerIdsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllocateProducerIdsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.firstProducerId = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.count = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AllocateProducerIdsResponse {
+    return {
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      firstProducerId: isSet(object.firstProducerId)
+        ? BigInt(object.firstProducerId)
+        : isSet(object.first_producer_id)
+        ? BigInt(object.first_producer_id)
+        : 0n,
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+    };
+  },
+
+  toJSON(message: AllocateProducerIdsResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.firstProducerId !== 0n) {
+      obj.firstProducerId = message.firstProducerId.toString();
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AllocateProducerIdsResponse>, I>>(base?: I): AllocateProducerIdsResponse {
+    return AllocateProducerIdsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AllocateProducerIdsResponse>, I>>(object: I): AllocateProducerIdsResponse {
+    const message = createBaseAllocateProducerIdsResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.firstProducerId = (object.firstProducerId !== undefined && object.firstProducerId !== null)
+      ? BigInt(object.firstProducerId)
+      : 0n;
+    message.count = object.count ?? 0;
+    return message;
+  },
+};
+
+function createBaseEnsureOffsetsTopicRequest(): EnsureOffsetsTopicRequest {
+  return {};
+}
+
+export const EnsureOffsetsTopicRequest: MessageFns<EnsureOffsetsTopicRequest> = {
+  encode(_: EnsureOffsetsTopicRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnsureOffsetsTopicRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnsureOffsetsTopicRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): EnsureOffsetsTopicRequest {
+    return {};
+  },
+
+  toJSON(_: EnsureOffsetsTopicRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnsureOffsetsTopicRequest>, I>>(base?: I): EnsureOffsetsTopicRequest {
+    return EnsureOffsetsTopicRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnsureOffsetsTopicRequest>, I>>(_: I): EnsureOffsetsTopicRequest {
+    const message = createBaseEnsureOffsetsTopicRequest();
+    return message;
+  },
+};
+
+function createBaseEnsureOffsetsTopicResponse(): EnsureOffsetsTopicResponse {
+  return { error: undefined, topic: undefined };
+}
+
+export const EnsureOffsetsTopicResponse: MessageFns<EnsureOffsetsTopicResponse> = {
+  encode(message: EnsureOffsetsTopicResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    if (message.topic !== undefined) {
+      TopicMetadata.encode(message.topic, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnsureOffsetsTopicResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnsureOffsetsTopicResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topic = TopicMetadata.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnsureOffsetsTopicResponse {
+    return {
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      topic: isSet(object.topic) ? TopicMetadata.fromJSON(object.topic) : undefined,
+    };
+  },
+
+  toJSON(message: EnsureOffsetsTopicResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.topic !== undefined) {
+      obj.topic = TopicMetadata.toJSON(message.topic);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnsureOffsetsTopicResponse>, I>>(base?: I): EnsureOffsetsTopicResponse {
+    return EnsureOffsetsTopicResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnsureOffsetsTopicResponse>, I>>(object: I): EnsureOffsetsTopicResponse {
+    const message = createBaseEnsureOffsetsTopicResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.topic = (object.topic !== undefined && object.topic !== null)
+      ? TopicMetadata.fromPartial(object.topic)
+      : undefined;
     return message;
   },
 };
@@ -3377,6 +4257,51 @@ export const ControllerServiceService = {
       Buffer.from(WatchMetadataResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WatchMetadataResponse => WatchMetadataResponse.decode(value),
   },
+  /**
+   * A coordinator announces itself (first call) and keeps its session alive; the controller
+   * gives each live coordinator a share of the __consumer_offsets partitions.
+   */
+  coordinatorHeartbeat: {
+    path: "/spool.v1.ControllerService/CoordinatorHeartbeat" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CoordinatorHeartbeatRequest): Buffer =>
+      Buffer.from(CoordinatorHeartbeatRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CoordinatorHeartbeatRequest => CoordinatorHeartbeatRequest.decode(value),
+    responseSerialize: (value: CoordinatorHeartbeatResponse): Buffer =>
+      Buffer.from(CoordinatorHeartbeatResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CoordinatorHeartbeatResponse => CoordinatorHeartbeatResponse.decode(value),
+  },
+  /**
+   * Reserves a block of producer ids for idempotent producers (Kafka's AllocateProducerIds,
+   * KIP-730); blocks are unique cluster-wide and across restarts.
+   */
+  allocateProducerIds: {
+    path: "/spool.v1.ControllerService/AllocateProducerIds" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AllocateProducerIdsRequest): Buffer =>
+      Buffer.from(AllocateProducerIdsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AllocateProducerIdsRequest => AllocateProducerIdsRequest.decode(value),
+    responseSerialize: (value: AllocateProducerIdsResponse): Buffer =>
+      Buffer.from(AllocateProducerIdsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AllocateProducerIdsResponse => AllocateProducerIdsResponse.decode(value),
+  },
+  /**
+   * Creates the internal topic __consumer_offsets if it does not exist yet (replication factor
+   * min(3, registered brokers), offsets.topic.num.partitions partitions).
+   */
+  ensureOffsetsTopic: {
+    path: "/spool.v1.ControllerService/EnsureOffsetsTopic" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EnsureOffsetsTopicRequest): Buffer =>
+      Buffer.from(EnsureOffsetsTopicRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EnsureOffsetsTopicRequest => EnsureOffsetsTopicRequest.decode(value),
+    responseSerialize: (value: EnsureOffsetsTopicResponse): Buffer =>
+      Buffer.from(EnsureOffsetsTopicResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EnsureOffsetsTopicResponse => EnsureOffsetsTopicResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -3399,6 +4324,21 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
   alterPartition: handleUnaryCall<AlterPartitionRequest, AlterPartitionResponse>;
   /** A full snapshot of the metadata, then every change, each with a higher metadata version. */
   watchMetadata: handleServerStreamingCall<WatchMetadataRequest, WatchMetadataResponse>;
+  /**
+   * A coordinator announces itself (first call) and keeps its session alive; the controller
+   * gives each live coordinator a share of the __consumer_offsets partitions.
+   */
+  coordinatorHeartbeat: handleUnaryCall<CoordinatorHeartbeatRequest, CoordinatorHeartbeatResponse>;
+  /**
+   * Reserves a block of producer ids for idempotent producers (Kafka's AllocateProducerIds,
+   * KIP-730); blocks are unique cluster-wide and across restarts.
+   */
+  allocateProducerIds: handleUnaryCall<AllocateProducerIdsRequest, AllocateProducerIdsResponse>;
+  /**
+   * Creates the internal topic __consumer_offsets if it does not exist yet (replication factor
+   * min(3, registered brokers), offsets.topic.num.partitions partitions).
+   */
+  ensureOffsetsTopic: handleUnaryCall<EnsureOffsetsTopicRequest, EnsureOffsetsTopicResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -3597,6 +4537,63 @@ export interface ControllerServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchMetadataResponse>;
+  /**
+   * A coordinator announces itself (first call) and keeps its session alive; the controller
+   * gives each live coordinator a share of the __consumer_offsets partitions.
+   */
+  coordinatorHeartbeat(
+    request: CoordinatorHeartbeatRequest,
+    callback: (error: ServiceError | null, response: CoordinatorHeartbeatResponse) => void,
+  ): ClientUnaryCall;
+  coordinatorHeartbeat(
+    request: CoordinatorHeartbeatRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CoordinatorHeartbeatResponse) => void,
+  ): ClientUnaryCall;
+  coordinatorHeartbeat(
+    request: CoordinatorHeartbeatRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CoordinatorHeartbeatResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Reserves a block of producer ids for idempotent producers (Kafka's AllocateProducerIds,
+   * KIP-730); blocks are unique cluster-wide and across restarts.
+   */
+  allocateProducerIds(
+    request: AllocateProducerIdsRequest,
+    callback: (error: ServiceError | null, response: AllocateProducerIdsResponse) => void,
+  ): ClientUnaryCall;
+  allocateProducerIds(
+    request: AllocateProducerIdsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AllocateProducerIdsResponse) => void,
+  ): ClientUnaryCall;
+  allocateProducerIds(
+    request: AllocateProducerIdsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AllocateProducerIdsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates the internal topic __consumer_offsets if it does not exist yet (replication factor
+   * min(3, registered brokers), offsets.topic.num.partitions partitions).
+   */
+  ensureOffsetsTopic(
+    request: EnsureOffsetsTopicRequest,
+    callback: (error: ServiceError | null, response: EnsureOffsetsTopicResponse) => void,
+  ): ClientUnaryCall;
+  ensureOffsetsTopic(
+    request: EnsureOffsetsTopicRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EnsureOffsetsTopicResponse) => void,
+  ): ClientUnaryCall;
+  ensureOffsetsTopic(
+    request: EnsureOffsetsTopicRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EnsureOffsetsTopicResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const ControllerServiceClient = makeGenericClientConstructor(
