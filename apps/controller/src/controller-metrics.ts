@@ -24,6 +24,8 @@ export class ControllerMetrics {
       labelNames: ['type'],
       registers: [registry],
     });
+    // Both kinds exist from the start, so a rate over them works before the first election.
+    for (const type of ['clean', 'unclean']) this.leaderElections.inc({ type }, 0);
     const view = (): ClusterState | undefined => this.view;
     new Gauge({
       name: 'spool_offline_partitions',

@@ -9,3 +9,9 @@ export {
   consumerOffsetsTopic,
   consumerOffsetsPartitionCountDefault,
 } from './group-partition';
+export {
+  CoordinatorMetrics,
+  consumerGroupStates,
+  type ConsumerGroupStateLabel,
+  type PartitionLag,
+} from './coordinator-metrics';

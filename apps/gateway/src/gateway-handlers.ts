@@ -1,11 +1,11 @@
 /**
- * The GatewayService handlers, assembled from their parts, each wrapped to count its requests,
- * errors (failed calls and partitions answered with an error) and latency under its RPC name.
+ * The GatewayService handlers, assembled from their parts. The gRPC server counts each call's
+ * requests, errors (failed calls and partitions answered with an error) and latency under its
+ * RPC name.
  */
 import type { ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
-import { CommonErrorCode, isCodedError, type Logger } from '@spool/common';
+import type { Logger } from '@spool/common';
 import {
-  GatewayServiceService,
   type ConsumeRequest,
   type ConsumeResponse,
   type DeleteRecordsRequest,
@@ -17,7 +17,6 @@ import {
 import { adminHandlers } from './admin-handlers';
 import type { ConsumeStreams } from './consume-streams';
 import { handleFetch } from './fetch-handler';
-import type { GatewayMetrics } from './gateway-metrics';
 import { groupHandlers } from './group-handlers';
 import type { LeaderFetcher } from './leader-fetcher';
 import type { MetadataLink } from './metadata-link';
@@ -31,7 +30,6 @@ export interface GatewayHandlerDependencies {
   readonly fetcher: LeaderFetcher;
   readonly admission: ProduceAdmission;
   readonly consumeStreams: ConsumeStreams;
-  readonly metrics: GatewayMetrics;
   readonly fetchMaxBytes: number;
   readonly logger: Logger;
 }
@@ -59,34 +57,5 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
     ...adminHandlers(link),
     ...groupHandlers(),
   };
-  return instrument(handlers, dependencies.metrics);
-}
-
-function instrument(
-  handlers: Record<string, Handler>,
-  metrics: GatewayMetrics,
-): Record<string, Handler> {
-  const instrumented: Record<string, Handler> = {};
-  for (const [name, method] of Object.entries(GatewayServiceService)) {
-    const handler = handlers[name] as ((...args: unknown[]) => Promise<unknown>) | undefined;
-    if (handler === undefined) continue;
-    const api = method.path.slice(method.path.lastIndexOf('/') + 1);
-    const streaming = method.requestStream || method.responseStream;
-    instrumented[name] = async (...args: unknown[]) => {
-      metrics.requests.inc({ api });
-      const stopTimer = streaming ? undefined : metrics.requestDuration.startTimer({ api });
-      try {
-        const response = await handler(...args);
-        metrics.countPartitionErrors(api, response);
-        return response;
-      } catch (error) {
-        const code = isCodedError(error) ? error.code : CommonErrorCode.Unknown;
-        metrics.requestErrors.inc({ api, code });
-        throw error;
-      } finally {
-        stopTimer?.();
-      }
-    };
-  }
-  return instrumented;
+  return handlers;
 }

@@ -1,16 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /**
- * The gateway's Prometheus metrics: requests, errors and latency per API (the RPC's name, as
- * Kafka's request metrics are per request type), connected clients, produce bytes in flight and
- * open Consume streams. Errors count both failed calls and partitions answered with an error,
- * by the Kafka code.
+ * The gateway's own Prometheus metrics: connected clients, produce bytes in flight, open Consume
+ * streams and the bytes pushed to them. Requests, errors by code and latency per API (the RPC's
+ * name) are the common `spool_request*` series every service's gRPC server records.
  */
 export class GatewayMetrics {
-  readonly requests: Counter<'api'>;
-  readonly requestErrors: Counter<'api' | 'code'>;
-  readonly requestDuration: Histogram<'api'>;
   readonly consumeBytes: Counter;
 
   constructor(
@@ -21,25 +17,6 @@ export class GatewayMetrics {
       readonly consumeStreams: () => number;
     },
   ) {
-    this.requests = new Counter({
-      name: 'spool_gateway_requests_total',
-      help: 'Requests received, by API (Produce, Fetch, Consume streams opened, ...).',
-      labelNames: ['api'],
-      registers: [registry],
-    });
-    this.requestErrors = new Counter({
-      name: 'spool_gateway_request_errors_total',
-      help: 'Requests failed or partitions answered with an error, by API and error code.',
-      labelNames: ['api', 'code'],
-      registers: [registry],
-    });
-    this.requestDuration = new Histogram({
-      name: 'spool_gateway_request_duration_seconds',
-      help: 'Time to answer a unary request, by API (a Consume stream lives as its client does).',
-      labelNames: ['api'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    });
     this.consumeBytes = new Counter({
       name: 'spool_gateway_consume_bytes_total',
       help: 'Record batch bytes pushed to Consume streams.',
@@ -69,18 +46,6 @@ export class GatewayMetrics {
         this.set(sources.consumeStreams());
       },
     });
-  }
-
-  /** Counts every `error.code` in the arrays of a response (results, partitions, topics). */
-  countPartitionErrors(api: string, response: unknown): void {
-    if (typeof response !== 'object' || response === null) return;
-    for (const value of Object.values(response)) {
-      if (!Array.isArray(value)) continue;
-      for (const entry of value as unknown[]) {
-        const code = (entry as { error?: { code?: unknown } } | null)?.error?.code;
-        if (typeof code === 'string' && code !== '') this.requestErrors.inc({ api, code });
-      }
-    }
   }
 }
 

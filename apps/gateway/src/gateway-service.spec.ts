@@ -297,22 +297,20 @@ describe('gateway service', () => {
 
   it('reports requests, errors by code and connected clients', async () => {
     const metrics = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
-    expect(sample(metrics, 'spool_gateway_requests_total', { api: 'Produce' })).toBe(6);
+    expect(sample(metrics, 'spool_requests_total', { api: 'Produce' })).toBe(6);
     expect(
-      sample(metrics, 'spool_gateway_request_errors_total', {
+      sample(metrics, 'spool_request_errors_total', {
         api: 'Produce',
         code: 'CORRUPT_MESSAGE',
       }),
     ).toBe(1);
     expect(
-      sample(metrics, 'spool_gateway_request_errors_total', {
+      sample(metrics, 'spool_request_errors_total', {
         api: 'OffsetFetch',
         code: 'COORDINATOR_NOT_AVAILABLE',
       }),
     ).toBe(1);
-    expect(
-      sample(metrics, 'spool_gateway_request_duration_seconds_count', { api: 'Produce' }),
-    ).toBe(6);
+    expect(sample(metrics, 'spool_request_duration_seconds_count', { api: 'Produce' })).toBe(6);
     expect(sample(metrics, 'spool_gateway_connected_clients', {})).toBeGreaterThanOrEqual(1);
     expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBe(0);
     expect(metrics).toContain('process_resident_memory_bytes{service="gateway"}');

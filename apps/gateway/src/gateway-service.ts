@@ -114,7 +114,7 @@ export function startGateway(
         fetchMaxBytes: config.fetchMaxBytes,
         consumeCreditBytesMax: config.consumeCreditBytesMax,
         logger: logger.child({ component: 'consume' }),
-        onPartitionError: (code) => gatewayMetrics.requestErrors.inc({ api: 'Consume', code }),
+        onPartitionError: (code) => context.requestMetrics.errors.inc({ api: 'Consume', code }),
         onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
       });
       consumeStreamsHolder.streams = consumeStreams;
@@ -126,7 +126,6 @@ export function startGateway(
           fetcher,
           admission,
           consumeStreams,
-          metrics: gatewayMetrics,
           fetchMaxBytes: config.fetchMaxBytes,
           logger,
         }),

@@ -10,6 +10,7 @@
  *   4. With fewer than minBytes, the fetch waits (at most maxWaitMs) and reads again whenever an
  *      involved partition gets records or a new HW, or until the connection closes.
  */
+import type { RequestOutcome } from '@spool/common';
 import type {
   DataPortFetchRequest,
   DataPortOffsetForLeaderEpochRequest,
@@ -46,6 +47,7 @@ export function createFetchHandlers(options: FetchHandlerOptions): DataPortHandl
   const readOnce = (
     request: DataPortFetchRequest,
     involved: Map<string, PartitionReplica>,
+    api: string,
   ): FetchResult => {
     const releases: Array<() => void> = [];
     const partitions: FetchPartitionResult[] = [];
@@ -90,7 +92,7 @@ export function createFetchHandlers(options: FetchHandlerOptions): DataPortHandl
         });
       } catch (error) {
         const fields = errorFields(error);
-        options.metrics.requestErrors.inc({ api: 'Fetch', code: fields.errorCode });
+        options.metrics.requests.errors.inc({ api, code: fields.errorCode });
         const replica = options.replicas().get(wanted.topic, wanted.partition);
         partitions.push({
           ...base,
@@ -114,14 +116,16 @@ export function createFetchHandlers(options: FetchHandlerOptions): DataPortHandl
 
   return {
     fetch: async (request, signal) => {
-      const timer = options.metrics.requestDuration.startTimer({
-        api: request.replicaId >= 0 ? 'FetchFollower' : 'FetchConsumer',
-      });
+      // Kafka's request names: replica fetches and consumer fetches are watched apart.
+      const api = request.replicaId >= 0 ? 'FetchFollower' : 'FetchConsumer';
+      const end = options.metrics.requests.begin(api, { timed: true });
+      // Partition errors are counted as they are read, so a served fetch adds none here.
+      let outcome: RequestOutcome = { response: undefined };
       const deadline = Date.now() + Math.min(Math.max(0, request.maxWaitMs), fetchMaxWaitMsMax);
       try {
         for (;;) {
           const involved = new Map<string, PartitionReplica>();
-          const result = readOnce(request, involved);
+          const result = readOnce(request, involved, api);
           const total = result.partitions.reduce((sum, partition) => sum + partition.sizeBytes, 0);
           const failed = result.partitions.some((partition) => partition.errorCode !== '');
           const remainingMs = deadline - Date.now();
@@ -149,38 +153,49 @@ export function createFetchHandlers(options: FetchHandlerOptions): DataPortHandl
           waitAborted.abort();
           signal.removeEventListener('abort', onAbort);
         }
+      } catch (error) {
+        outcome = { error };
+        throw error;
       } finally {
-        timer();
+        end(outcome);
       }
     },
 
     offsetForLeaderEpoch: async (
       request: DataPortOffsetForLeaderEpochRequest,
-    ): Promise<DataPortOffsetForLeaderEpochResponse> => ({
-      partitions: request.partitions.map((wanted) => {
-        try {
-          const replica = options.replicas().require(wanted.topic, wanted.partition);
-          replica.ensureLeader();
-          replica.checkLeaderEpoch(wanted.currentLeaderEpoch);
-          const answer = replica.log.endOffsetForLeaderEpoch(wanted.leaderEpoch);
-          return {
-            topic: wanted.topic,
-            partition: wanted.partition,
-            errorCode: '',
-            errorMessage: '',
-            leaderEpoch: answer.epoch,
-            endOffset: answer.endOffset,
-          };
-        } catch (error) {
-          return {
-            topic: wanted.topic,
-            partition: wanted.partition,
-            ...errorFields(error),
-            leaderEpoch: -1,
-            endOffset: -1n,
-          };
-        }
-      }),
-    }),
+    ): Promise<DataPortOffsetForLeaderEpochResponse> => {
+      const api = 'OffsetForLeaderEpoch';
+      const end = options.metrics.requests.begin(api, { timed: true });
+      const response = {
+        partitions: request.partitions.map((wanted) => {
+          try {
+            const replica = options.replicas().require(wanted.topic, wanted.partition);
+            replica.ensureLeader();
+            replica.checkLeaderEpoch(wanted.currentLeaderEpoch);
+            const answer = replica.log.endOffsetForLeaderEpoch(wanted.leaderEpoch);
+            return {
+              topic: wanted.topic,
+              partition: wanted.partition,
+              errorCode: '',
+              errorMessage: '',
+              leaderEpoch: answer.epoch,
+              endOffset: answer.endOffset,
+            };
+          } catch (error) {
+            const fields = errorFields(error);
+            options.metrics.requests.errors.inc({ api, code: fields.errorCode });
+            return {
+              topic: wanted.topic,
+              partition: wanted.partition,
+              ...fields,
+              leaderEpoch: -1,
+              endOffset: -1n,
+            };
+          }
+        }),
+      };
+      end({ response: undefined });
+      return response;
+    },
   };
 }

@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import { requestDurationBucketsSeconds, type RequestMetrics } from '@spool/common';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DataDirectory } from './data-directory';
 import type { PartitionReplica } from './partition-replica';
@@ -6,14 +8,16 @@ import type { ReplicaManager } from './replica-manager';
 /**
  * The storage node's Prometheus metrics, under the names a Kafka operator looks for. Per-partition
  * gauges are computed at scrape time from the hosted replicas and can be switched off for nodes
- * with very many partitions (`perPartitionMetrics`).
+ * with very many partitions (`--metrics-per-partition false`). Request count, errors and latency
+ * per API are the common `spool_request*` series: the gRPC server records its calls, the fetch
+ * handlers record the data port's.
  */
 export class StorageMetrics {
   readonly messagesIn: Counter<'topic'>;
   readonly bytesIn: Counter<'topic'>;
   readonly bytesOut: Counter<'topic'>;
-  readonly requestDuration: Histogram<'api'>;
-  readonly requestErrors: Counter<'api' | 'code'>;
+  /** Produce time by stage: queue, local_append, replication_wait (Kafka's Produce breakdown). */
+  readonly produceStageDuration: Histogram<'stage'>;
   readonly recoverySegmentsScanned: Counter;
   readonly isrShrinks: Counter;
   readonly isrExpands: Counter;
@@ -21,9 +25,10 @@ export class StorageMetrics {
 
   constructor(
     registry: Registry,
+    readonly requests: RequestMetrics,
     replicas: () => ReplicaManager | undefined,
     dataDirectory: DataDirectory,
-    perPartitionMetrics: boolean,
+    metricsPerPartition: boolean,
     minInsync: (replica: PartitionReplica) => number = () => 1,
   ) {
     this.messagesIn = new Counter({
@@ -44,17 +49,14 @@ export class StorageMetrics {
       labelNames: ['topic'],
       registers: [registry],
     });
-    this.requestDuration = new Histogram({
-      name: 'spool_request_duration_seconds',
-      help: 'Time to answer a request, by API (Append, ListOffsets, DeleteRecords, Fetch).',
-      labelNames: ['api'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    });
-    this.requestErrors = new Counter({
-      name: 'spool_request_errors_total',
-      help: 'Requests or partitions answered with an error, by API and error code.',
-      labelNames: ['api', 'code'],
+    this.produceStageDuration = new Histogram({
+      name: 'spool_produce_stage_duration_seconds',
+      help:
+        'Time a partition of an Append spends in each stage: queue (from the request reaching ' +
+        'the handler to its local append starting), local_append (validating and writing the ' +
+        'log) and replication_wait (acks=all, until the high watermark passes it).',
+      labelNames: ['stage'],
+      buckets: requestDurationBucketsSeconds,
       registers: [registry],
     });
     this.recoverySegmentsScanned = new Counter({
@@ -111,7 +113,18 @@ export class StorageMetrics {
       help: 'Free bytes on the file system of the data directory.',
       registers: [registry],
       collect() {
-        this.set(dataDirectory.freeBytes());
+        // A directory that cannot be statted has no free space to offer.
+        this.set(isWritableDirectory(dataDirectory.root) ? dataDirectory.freeBytes() : 0);
+      },
+    });
+    new Gauge({
+      name: 'spool_offline_log_directories',
+      help:
+        'Log directories this node cannot write (missing, unmounted or read-only); 0 or 1, as ' +
+        'a node has one.',
+      registers: [registry],
+      collect() {
+        this.set(isWritableDirectory(dataDirectory.root) ? 0 : 1);
       },
     });
     new Gauge({
@@ -119,7 +132,7 @@ export class StorageMetrics {
       help: 'Size of the file system of the data directory.',
       registers: [registry],
       collect() {
-        this.set(dataDirectory.totalBytes());
+        if (isWritableDirectory(dataDirectory.root)) this.set(dataDirectory.totalBytes());
       },
     });
     new Gauge({
@@ -140,7 +153,7 @@ export class StorageMetrics {
         this.set({ role: 'follower' }, followers);
       },
     });
-    if (!perPartitionMetrics) return;
+    if (!metricsPerPartition) return;
     const perPartition = (
       name: string,
       help: string,
@@ -223,5 +236,14 @@ export class StorageMetrics {
       'High watermark of the partition as known to this node.',
       (replica) => Number(replica.highWatermark),
     );
+  }
+}
+
+function isWritableDirectory(directory: string): boolean {
+  try {
+    fs.accessSync(directory, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -37,6 +37,7 @@ describe('storage-node service', () => {
       expect(await readiness.text()).toContain('waiting for metadata');
       const metrics = await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text();
       expect(metrics).toMatch(/^spool_disk_free_bytes\{service="storage-node"\} \d+/m);
+      expect(metrics).toMatch(/^spool_offline_log_directories\{service="storage-node"\} 0$/m);
       await expect(startStorageNode({ argv, env: {}, handleSignals: false })).rejects.toThrow(
         /data directory .* is in use/,
       );

@@ -97,7 +97,7 @@ export const storageNodeSettings = {
     description:
       "Longest /readyz waits for this node's replicas to rejoin their ISRs after a start.",
   },
-  perPartitionMetrics: {
+  metricsPerPartition: {
     type: 'boolean',
     default: true,
     description: 'Export per-partition gauges; switch off on nodes with very many partitions.',
@@ -153,9 +153,10 @@ export function startStorageNode(
       const replicaHolder: { manager?: ReplicaManager } = {};
       const storageMetrics = new StorageMetrics(
         metrics,
+        context.requestMetrics,
         () => replicaHolder.manager,
         dataDirectory,
-        config.perPartitionMetrics,
+        config.metricsPerPartition,
         (replica) => Number(metadata.topicConfig(replica.topic, 'min.insync.replicas') ?? '1'),
       );
       const replicaManager = new ReplicaManager(

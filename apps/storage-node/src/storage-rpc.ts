@@ -2,6 +2,8 @@
  * The storage node's gRPC API: Append (produce into partitions this node leads), ListOffsets and
  * DeleteRecords. Each partition is answered on its own with Kafka's error name; a partition whose
  * batches fail validation writes none of them (the segment store validates every batch first).
+ * The gRPC server counts and times every call and counts the partition errors in its answer;
+ * Append also reports where its time went (queue, local append, replication wait).
  */
 import { SpoolError } from '@spool/common';
 import {
@@ -44,9 +46,13 @@ export function storageHandlers(
   topicConfig: (topic: string, name: string) => string | undefined,
   metrics: StorageMetrics,
 ) {
+  const stageTimer = (stage: 'queue' | 'local_append' | 'replication_wait', startedAtMs: number) =>
+    metrics.produceStageDuration.observe({ stage }, (performance.now() - startedAtMs) / 1000);
+
   const appendPartition = async (
     request: AppendRequest,
     partition: AppendRequest['partitions'][number],
+    receivedAtMs: number,
   ): Promise<PartitionAppendResult> => {
     const result: PartitionAppendResult = {
       topic: partition.topic,
@@ -77,20 +83,26 @@ export function storageHandlers(
           `${replica.name} has ${replica.assignment.isr.length} in-sync replicas, fewer than min.insync.replicas ${minInsync}`,
         );
       }
+      // Partitions of one request append one after another: the queue is the wait behind them.
+      const appendStartedAtMs = performance.now();
+      stageTimer('queue', receivedAtMs);
       const appended = replica.log.append(Buffer.from(partition.records), {
         leaderEpoch: replica.assignment.leaderEpoch,
         assignOffsets: true,
       });
+      stageTimer('local_append', appendStartedAtMs);
       metrics.messagesIn.inc({ topic: partition.topic }, appended.recordCount);
       metrics.bytesIn.inc({ topic: partition.topic }, appended.sizeBytes);
       replica.maybeAdvanceHighWatermark();
       replica.wake();
       if (request.acks === Acks.ACKS_ALL) {
         const timeoutMs = Math.min(Math.max(request.timeoutMs, 0), appendTimeoutMsMax);
+        const waitStartedAtMs = performance.now();
         const replicated = await replica.waitUntil(
           () => replica.highWatermark > appended.lastOffset || !replica.isLeader,
           timeoutMs,
         );
+        stageTimer('replication_wait', waitStartedAtMs);
         if (replica.highWatermark <= appended.lastOffset && !replica.isLeader) {
           throw new StorageError(
             'NOT_LEADER_OR_FOLLOWER',
@@ -120,110 +132,90 @@ export function storageHandlers(
         logStartOffset: replica.log.logStartOffset,
       };
     } catch (error) {
-      const coded = protoError(error);
-      metrics.requestErrors.inc({ api: 'Append', code: coded.code });
-      return { ...result, error: coded };
+      return { ...result, error: protoError(error) };
     }
   };
 
   return {
     append: async (request: AppendRequest): Promise<AppendResponse> => {
-      const timer = metrics.requestDuration.startTimer({ api: 'Append' });
-      try {
-        return {
-          results: await Promise.all(
-            request.partitions.map((partition) => appendPartition(request, partition)),
-          ),
-        };
-      } finally {
-        timer();
-      }
+      const receivedAtMs = performance.now();
+      return {
+        results: await Promise.all(
+          request.partitions.map((partition) => appendPartition(request, partition, receivedAtMs)),
+        ),
+      };
     },
 
     listOffsets: async (request: ListOffsetsRequest): Promise<ListOffsetsResponse> => {
-      const timer = metrics.requestDuration.startTimer({ api: 'ListOffsets' });
-      try {
-        return {
-          results: request.partitions.map((partition) => {
-            const base = {
-              topic: partition.topic,
-              partition: partition.partition,
-              error: undefined,
-              offset: -1n,
-              timestampMs: -1n,
-              leaderEpoch: -1,
-            };
-            try {
-              const replica = replicas().require(partition.topic, partition.partition);
-              replica.ensureLeader();
-              const leaderEpoch = replica.assignment.leaderEpoch;
-              switch (partition.spec) {
-                case OffsetSpec.OFFSET_SPEC_EARLIEST:
-                  return { ...base, offset: replica.log.logStartOffset, leaderEpoch };
-                case OffsetSpec.OFFSET_SPEC_LATEST:
-                  return { ...base, offset: replica.highWatermark, leaderEpoch };
-                case OffsetSpec.OFFSET_SPEC_TIMESTAMP: {
-                  const found = replica.log.offsetForTimestamp(Number(partition.timestampMs));
-                  if (found === undefined || found.offset >= replica.highWatermark)
-                    return { ...base, leaderEpoch };
-                  return {
-                    ...base,
-                    offset: found.offset,
-                    timestampMs: BigInt(found.timestampMs),
-                    leaderEpoch,
-                  };
-                }
-                default:
-                  throw new StorageError(
-                    'INVALID_REQUEST',
-                    `spec is ${partition.spec}; expected EARLIEST, LATEST or TIMESTAMP`,
-                  );
+      return {
+        results: request.partitions.map((partition) => {
+          const base = {
+            topic: partition.topic,
+            partition: partition.partition,
+            error: undefined,
+            offset: -1n,
+            timestampMs: -1n,
+            leaderEpoch: -1,
+          };
+          try {
+            const replica = replicas().require(partition.topic, partition.partition);
+            replica.ensureLeader();
+            const leaderEpoch = replica.assignment.leaderEpoch;
+            switch (partition.spec) {
+              case OffsetSpec.OFFSET_SPEC_EARLIEST:
+                return { ...base, offset: replica.log.logStartOffset, leaderEpoch };
+              case OffsetSpec.OFFSET_SPEC_LATEST:
+                return { ...base, offset: replica.highWatermark, leaderEpoch };
+              case OffsetSpec.OFFSET_SPEC_TIMESTAMP: {
+                const found = replica.log.offsetForTimestamp(Number(partition.timestampMs));
+                if (found === undefined || found.offset >= replica.highWatermark)
+                  return { ...base, leaderEpoch };
+                return {
+                  ...base,
+                  offset: found.offset,
+                  timestampMs: BigInt(found.timestampMs),
+                  leaderEpoch,
+                };
               }
-            } catch (error) {
-              const coded = protoError(error);
-              metrics.requestErrors.inc({ api: 'ListOffsets', code: coded.code });
-              return { ...base, error: coded };
+              default:
+                throw new StorageError(
+                  'INVALID_REQUEST',
+                  `spec is ${partition.spec}; expected EARLIEST, LATEST or TIMESTAMP`,
+                );
             }
-          }),
-        };
-      } finally {
-        timer();
-      }
+          } catch (error) {
+            return { ...base, error: protoError(error) };
+          }
+        }),
+      };
     },
 
     deleteRecords: async (request: DeleteRecordsRequest): Promise<DeleteRecordsResponse> => {
-      const timer = metrics.requestDuration.startTimer({ api: 'DeleteRecords' });
-      try {
-        return {
-          results: request.partitions.map((partition) => {
-            const base = {
-              topic: partition.topic,
-              partition: partition.partition,
-              error: undefined,
-              lowWatermark: -1n,
-            };
-            try {
-              const replica = replicas().require(partition.topic, partition.partition);
-              replica.ensureLeader();
-              const target = partition.offset === -1n ? replica.highWatermark : partition.offset;
-              if (target < 0n || target > replica.highWatermark) {
-                throw new SpoolError(
-                  'OFFSET_OUT_OF_RANGE',
-                  `offset ${partition.offset} of ${replica.name} is not between 0 and the high watermark ${replica.highWatermark}`,
-                );
-              }
-              replica.log.deleteRecordsBefore(target);
-              return { ...base, lowWatermark: replica.log.logStartOffset };
-            } catch (error) {
-              const coded = protoError(error);
-              metrics.requestErrors.inc({ api: 'DeleteRecords', code: coded.code });
-              return { ...base, error: coded };
+      return {
+        results: request.partitions.map((partition) => {
+          const base = {
+            topic: partition.topic,
+            partition: partition.partition,
+            error: undefined,
+            lowWatermark: -1n,
+          };
+          try {
+            const replica = replicas().require(partition.topic, partition.partition);
+            replica.ensureLeader();
+            const target = partition.offset === -1n ? replica.highWatermark : partition.offset;
+            if (target < 0n || target > replica.highWatermark) {
+              throw new SpoolError(
+                'OFFSET_OUT_OF_RANGE',
+                `offset ${partition.offset} of ${replica.name} is not between 0 and the high watermark ${replica.highWatermark}`,
+              );
             }
-          }),
-        };
-      } finally {
-        timer();
-      }
+            replica.log.deleteRecordsBefore(target);
+            return { ...base, lowWatermark: replica.log.logStartOffset };
+          } catch (error) {
+            return { ...base, error: protoError(error) };
+          }
+        }),
+      };
     },
   };
 }

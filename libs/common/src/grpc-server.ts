@@ -6,12 +6,14 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { CommonErrorCode, SpoolError } from './errors';
 import { toGrpcStatus } from './grpc-errors';
 import type { Logger } from './logger';
+import { apiNameOfPath, type RequestMetrics } from './request-metrics';
 
 /**
  * A grpc-js server with what every Spool service needs: the standard health service
  * (`grpc.health.v1`), server reflection (so `grpcurl list` works), bounded message sizes,
- * keepalive, typed-error mapping, and a drain on shutdown that lets in-flight calls finish within
- * a bound before the rest are cancelled.
+ * keepalive, typed-error mapping, request metrics for every method (count, errors by code,
+ * latency, labelled by the RPC's name), and a drain on shutdown that lets in-flight calls finish
+ * within a bound before the rest are cancelled.
  */
 
 /** Large enough for a full produce request of max-size batches; anything bigger is refused. */
@@ -41,11 +43,18 @@ export class GrpcServer {
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
   private readonly descriptorSetPaths: readonly string[];
+  private readonly requestMetrics: RequestMetrics | undefined;
 
   constructor(
     private readonly logger: Logger,
-    options: { maxMessageBytes: number; descriptorSetPaths: readonly string[] },
+    options: {
+      maxMessageBytes: number;
+      descriptorSetPaths: readonly string[];
+      /** Where every call is counted and timed; without it calls are not measured. */
+      requestMetrics?: RequestMetrics;
+    },
   ) {
+    this.requestMetrics = options.requestMetrics;
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxMessageBytes,
       'grpc.max_send_message_length': options.maxMessageBytes,
@@ -86,6 +95,25 @@ export class GrpcServer {
             retriable: true,
           })
         : undefined;
+    const api = apiNameOfPath(method.path);
+    const unary = !method.requestStream && !method.responseStream;
+    // Refusals while closing are counted too: a client sees them as failed calls.
+    const measured = (run: () => Promise<unknown>): Promise<unknown> => {
+      const end = this.requestMetrics?.begin(api, { timed: unary });
+      let promise: Promise<unknown>;
+      try {
+        promise = run();
+      } catch (error) {
+        promise = Promise.reject(error);
+      }
+      if (end !== undefined) {
+        promise.then(
+          (response) => end({ response }),
+          (error: unknown) => end({ error }),
+        );
+      }
+      return promise;
+    };
     const fail = (error: unknown): Partial<grpc.StatusObject> => {
       if (!(error instanceof SpoolError) || error.code === CommonErrorCode.Unknown) {
         this.logger.error({ err: error, method: method.path }, 'request failed unexpectedly');
@@ -99,10 +127,11 @@ export class GrpcServer {
       ) => {
         const refused = refuseWhileClosing();
         if (refused) {
+          this.requestMetrics?.begin(api, { timed: false })({ error: refused });
           callback(toGrpcStatus(refused));
           return;
         }
-        this.track(handler(call.request, call)).then(
+        this.track(measured(() => handler(call.request, call))).then(
           (response) => callback(null, response),
           (error: unknown) => callback(fail(error)),
         );
@@ -112,10 +141,11 @@ export class GrpcServer {
       return (call: grpc.ServerWritableStream<unknown, unknown>) => {
         const refused = refuseWhileClosing();
         if (refused) {
+          this.requestMetrics?.begin(api, { timed: false })({ error: refused });
           call.emit('error', toGrpcStatus(refused));
           return;
         }
-        this.track(handler(call.request, call)).then(
+        this.track(measured(() => handler(call.request, call))).then(
           () => call.end(),
           (error: unknown) => call.emit('error', fail(error)),
         );
@@ -124,10 +154,11 @@ export class GrpcServer {
     return (call: grpc.ServerDuplexStream<unknown, unknown>) => {
       const refused = refuseWhileClosing();
       if (refused) {
+        this.requestMetrics?.begin(api, { timed: false })({ error: refused });
         call.emit('error', toGrpcStatus(refused));
         return;
       }
-      this.track(handler(call)).then(
+      this.track(measured(() => handler(call))).then(
         () => call.end(),
         (error: unknown) => call.emit('error', fail(error)),
       );

@@ -1,12 +1,15 @@
 // Proves the gRPC helpers against a real server on loopback: typed errors cross the wire with
 // their code, retriable failures are retried with backoff, health follows readiness, the server
-// drains in-flight calls on shutdown and refuses new ones.
+// drains in-flight calls on shutdown and refuses new ones, and every call is counted, timed and its
+// errors (whole-call and per-partition) counted by Kafka code under the RPC's name.
 import * as grpc from '@grpc/grpc-js';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpoolError } from './errors';
 import { callOnce, callWithRetry, createGrpcClient, backoffMs } from './grpc-client';
 import { GrpcServer } from './grpc-server';
 import { createLogger } from './logger';
+import { RequestMetrics } from './request-metrics';
 
 const json = {
   serialize: (value: unknown) => Buffer.from(JSON.stringify(value)),
@@ -35,9 +38,15 @@ const logger = createLogger({ service: 'test', level: 'silent' });
 let server: GrpcServer | undefined;
 let calls = 0;
 
-async function startEcho(): Promise<{ server: GrpcServer; client: grpc.Client; echo: EchoMethod }> {
+async function startEcho(
+  requestMetrics?: RequestMetrics,
+): Promise<{ server: GrpcServer; client: grpc.Client; echo: EchoMethod }> {
   calls = 0;
-  server = new GrpcServer(logger, { maxMessageBytes: 1024 * 1024, descriptorSetPaths: [] });
+  server = new GrpcServer(logger, {
+    maxMessageBytes: 1024 * 1024,
+    descriptorSetPaths: [],
+    requestMetrics,
+  });
   server.addService(echoDefinition, {
     echo: async (request: { text: string; failTimes?: number; delayMs?: number }) => {
       calls++;
@@ -51,6 +60,9 @@ async function startEcho(): Promise<{ server: GrpcServer; client: grpc.Client; e
         });
       }
       if (request.text === 'crash') throw new TypeError('oops');
+      if (request.text === 'partial') {
+        return { text: 'partial', results: [{ error: { code: 'CORRUPT_MESSAGE' } }, {}] };
+      }
       if (calls <= (request.failTimes ?? 0)) {
         throw new SpoolError('NOT_LEADER_OR_FOLLOWER', 'leader moved', { retriable: true });
       }
@@ -69,6 +81,23 @@ afterEach(async () => {
 });
 
 describe('gRPC helpers', () => {
+  it('counts, times and classifies every call under its RPC name', async () => {
+    const registry = new Registry();
+    const { client, echo } = await startEcho(new RequestMetrics(registry));
+    await callOnce(client, echo, { text: 'hi' });
+    await callOnce(client, echo, { text: 'partial' });
+    await callOnce(client, echo, { text: 'bad' }).catch(() => undefined);
+    await callOnce(client, echo, { text: 'crash' }).catch(() => undefined);
+    const text = await registry.metrics();
+    expect(text).toContain('spool_requests_total{api="Echo"} 4');
+    expect(text).toContain('spool_request_duration_seconds_count{api="Echo"} 4');
+    expect(text).toContain('spool_request_errors_total{api="Echo",code="CORRUPT_MESSAGE"} 1');
+    expect(text).toContain(
+      'spool_request_errors_total{api="Echo",code="INVALID_TOPIC_EXCEPTION"} 1',
+    );
+    expect(text).toContain('spool_request_errors_total{api="Echo",code="UNKNOWN_SERVER_ERROR"} 1');
+  });
+
   it('answers and maps typed errors to status and back', async () => {
     const { client, echo } = await startEcho();
     await expect(callOnce(client, echo, { text: 'hi' })).resolves.toEqual({ text: 'hi' });

@@ -26,6 +26,13 @@ export {
 } from './config';
 export { createLogger, logLevels, type Logger, type LogLevel } from './logger';
 export { createMetricsRegistry } from './metrics';
+export {
+  RequestMetrics,
+  requestDurationBucketsSeconds,
+  errorCodeOf,
+  apiNameOfPath,
+  type RequestOutcome,
+} from './request-metrics';
 export { Readiness } from './readiness';
 export { startOperationsServer, type OperationsServer } from './http-server';
 export {

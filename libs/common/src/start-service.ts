@@ -11,6 +11,7 @@ import { GrpcServer, grpcMaxMessageBytesDefault } from './grpc-server';
 import { startOperationsServer } from './http-server';
 import { createLogger, logLevels, type LogLevel, type Logger } from './logger';
 import { createMetricsRegistry } from './metrics';
+import { RequestMetrics } from './request-metrics';
 import { Readiness } from './readiness';
 import { installSignalHandlers, runShutdownSteps, type ShutdownStep } from './shutdown';
 
@@ -75,6 +76,8 @@ export interface ServiceContext<S extends SettingsSchema> {
   readonly config: ConfigValues<S & CommonSettings>;
   readonly logger: Logger;
   readonly metrics: Registry;
+  /** Per-API request count, errors and latency; gRPC calls are recorded here already. */
+  readonly requestMetrics: RequestMetrics;
   readonly readiness: Readiness;
   readonly grpc: GrpcServer;
   /** The host other processes reach this one at: the advertised host, else the bind host. */
@@ -135,10 +138,12 @@ export async function startService<S extends SettingsSchema>(
   const common = config as unknown as ConfigValues<CommonSettings>;
   const logger = createLogger({ service: definition.name, level: common.logLevel as LogLevel });
   const metrics = createMetricsRegistry(definition.name);
+  const requestMetrics = new RequestMetrics(metrics);
   const readiness = new Readiness();
   const grpc = new GrpcServer(logger.child({ component: 'grpc' }), {
     maxMessageBytes: common.grpcMaxMessageBytes,
     descriptorSetPaths: definition.descriptorSetPaths,
+    requestMetrics,
   });
   const beforeDrain: ShutdownStep[] = [];
   const afterDrain: ShutdownStep[] = [];
@@ -152,6 +157,7 @@ export async function startService<S extends SettingsSchema>(
       config,
       logger,
       metrics,
+      requestMetrics,
       readiness,
       grpc,
       advertisedHost:
