@@ -55,6 +55,22 @@ function storageNodes(): ClusterProcess[] {
   return processes.filter((entry) => entry.role === 'storage-node');
 }
 
+async function metricsText(entry: ClusterProcess): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${entry.ports.metrics}/metrics`)).text();
+}
+
+/** The sum of a histogram's `_count` series whose labels include `labels`, from scrape text. */
+function histogramCount(text: string, name: string, labels: Record<string, string>): number {
+  let total = 0;
+  for (const match of text.matchAll(new RegExp(`^${name}_count\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
+    const found = Object.entries(labels).every(([key, value]) =>
+      match[1]!.includes(`${key}="${value}"`),
+    );
+    if (found) total += Number(match[2]);
+  }
+  return total;
+}
+
 function scrapeEach(entries: readonly ClusterProcess[]): Promise<Scrape[]> {
   return Promise.all(entries.map((entry) => scrape(entry.ports.metrics)));
 }
@@ -142,10 +158,22 @@ describe('metrics on a spool dev cluster', () => {
     expect(sumOf(afterProduce, 'spool_bytes_out_total', { topic })).toBeGreaterThanOrEqual(
       2 * bytesIn,
     );
-    // The produce split and the request counters of both hops saw the Appends.
+    // The produce split and the request counters of both hops saw the Appends. The parser folds
+    // a labelled histogram's series into one, so its counts are read from the text itself.
     expect(family(afterProduce[0]!, 'spool_produce_stage_duration_seconds')?.type).toBe(
       'HISTOGRAM',
     );
+    const storageText = (await Promise.all(storageNodes().map(metricsText))).join('\n');
+    for (const stage of ['queue', 'local_append', 'replication_wait']) {
+      expect(
+        histogramCount(storageText, 'spool_produce_stage_duration_seconds', { stage }),
+        stage,
+      ).toBeGreaterThan(0);
+    }
+    const gatewayText = await metricsText(processes.find((entry) => entry.role === 'gateway')!);
+    expect(
+      histogramCount(gatewayText, 'spool_request_duration_seconds', { api: 'Produce' }),
+    ).toBeGreaterThan(0);
     expect(sumOf(afterProduce, 'spool_requests_total', { api: 'Append' })).toBeGreaterThan(0);
     const gateway = processes.find((entry) => entry.role === 'gateway')!;
     expect(
