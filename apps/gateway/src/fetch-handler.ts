@@ -127,8 +127,9 @@ export async function handleFetch(
   dependencies: FetchDependencies,
 ): Promise<FetchResponse> {
   const startedMs = Date.now();
-  const maxWaitMs = Math.min(Math.max(0, request.maxWaitMs), fetchMaxWaitMsMax);
-  const minBytes = Math.max(0, request.minBytes);
+  checkFetchBounds(request);
+  const maxWaitMs = Math.min(request.maxWaitMs, fetchMaxWaitMsMax);
+  const minBytes = request.minBytes;
   const maxBytes =
     request.maxBytes > 0
       ? Math.min(request.maxBytes, dependencies.fetchMaxBytes)
@@ -163,6 +164,18 @@ export async function handleFetch(
   return { partitions: trimToBytes(answers.final(), maxBytes) };
 }
 
+/**
+ * A negative wait or size is a client bug, not a wish for the default: refuse the request and
+ * name the field. Zero keeps meaning "the gateway's default" for maxBytes (proto3's unset).
+ */
+function checkFetchBounds(request: FetchRequest): void {
+  for (const field of ['maxWaitMs', 'minBytes', 'maxBytes'] as const) {
+    if (request[field] < 0) {
+      throw new GatewayError('INVALID_REQUEST', `${field} is ${request[field]}; it must be ≥ 0`);
+    }
+  }
+}
+
 /** Point 1: answers what cannot be fetched; returns the partitions to fetch, with leaders. */
 function routeFetch(
   request: FetchRequest,
@@ -177,6 +190,11 @@ function routeFetch(
       error = new GatewayError(
         'INVALID_REQUEST',
         `${partitionName(wanted)} appears more than once`,
+      );
+    } else if (wanted.partitionMaxBytes < 0) {
+      error = new GatewayError(
+        'INVALID_REQUEST',
+        `partitionMaxBytes of ${partitionName(wanted)} is ${wanted.partitionMaxBytes}; it must be ≥ 0`,
       );
     } else {
       const route = routeOf(dependencies.link.metadata, wanted, 'data');

@@ -100,7 +100,15 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
     for (const position of pending) {
       const route = routeOf(this.link.metadata, this.items[position]!, 'grpc');
       if (route.kind === 'leader') routed.push({ position, leaderId: route.leaderId });
-      else if (this.settle(position, protoErrorOf(route.error))) retry.push(position);
+      else if (route.error.code === 'UNKNOWN_TOPIC_OR_PARTITION') {
+        // The gateway's metadata is the controller's live stream: a topic or partition it does
+        // not know does not exist, and waiting would only delay the answer (Produce answers it
+        // at once too). The same code from a leader is a stale route and is retried.
+        this.answered[position] = this.call.failed(
+          this.items[position]!,
+          protoErrorOf(route.error),
+        );
+      } else if (this.settle(position, protoErrorOf(route.error))) retry.push(position);
     }
     return { routed, retry };
   }

@@ -15,7 +15,7 @@
  * waits a little and retries; a metadata change moves it to another fetcher or stops it.
  */
 import { backoffMs, sleep, type Logger } from '@spool/common';
-import { DataPortClient, type ClusterMetadataCache } from '@spool/protocol';
+import { DataPortClient, recordBatchSizeBytes, type ClusterMetadataCache } from '@spool/protocol';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
 
@@ -44,6 +44,8 @@ interface FollowedPartition {
 const askRoundsMax = 16;
 
 const requestTimeoutMarginMs = 5_000;
+/** How long a partition whose append failed waits before it truncates and fetches again. */
+const appendFailureBackoffMs = 500;
 
 export class ReplicaFetcher {
   private readonly partitions = new Map<string, FollowedPartition>();
@@ -129,8 +131,9 @@ export class ReplicaFetcher {
 
   /** Step 1 for every partition that needs it: find where the logs agree, cut the rest. */
   private async truncatePartitions(client: DataPortClient): Promise<void> {
+    const nowMs = Date.now();
     const truncating = [...this.partitions.values()].filter(
-      (followed) => followed.state === 'truncating',
+      (followed) => followed.state === 'truncating' && followed.retryAfterMs <= nowMs,
     );
     if (truncating.length === 0) return;
     const withEpochs = truncating.filter((followed) => followed.replica.log.latestEpoch >= 0);
@@ -270,13 +273,17 @@ export class ReplicaFetcher {
     }
     if (answer.records.length > 0) {
       try {
-        log.append(answer.records, {
-          leaderEpoch: replica.assignment.leaderEpoch,
-          assignOffsets: false,
-        });
+        for (const records of segmentSizedGroups(answer.records, log.config.segmentBytes)) {
+          log.append(records, {
+            leaderEpoch: replica.assignment.leaderEpoch,
+            assignOffsets: false,
+          });
+        }
       } catch (error) {
-        // Records that do not continue this log mean it diverged: find the agreement point again.
+        // Records that do not continue this log mean it diverged: find the agreement point again,
+        // after a pause, so an append that keeps failing does not spin.
         followed.state = 'truncating';
+        followed.retryAfterMs = Date.now() + appendFailureBackoffMs;
         this.options.logger.warn(
           { err: error, partition: replica.name },
           'replica append failed; truncating again',
@@ -290,6 +297,26 @@ export class ReplicaFetcher {
       log.deleteRecordsBefore(answer.logStartOffset);
     }
   }
+}
+
+/**
+ * Cuts fetched batches into runs of whole batches that each fit a segment. One fetch holds up to
+ * replica.fetch.max.bytes, which may exceed the topic's segment.bytes, and the log refuses a
+ * single append larger than a segment (it could not roll inside it); batch by batch, the log
+ * rolls between runs as the leader's did.
+ */
+export function* segmentSizedGroups(records: Buffer, segmentBytes: number): Generator<Buffer> {
+  let start = 0;
+  let end = 0;
+  while (end < records.length) {
+    const sizeBytes = recordBatchSizeBytes(records, end);
+    if (end > start && end - start + sizeBytes > segmentBytes) {
+      yield records.subarray(start, end);
+      start = end;
+    }
+    end = Math.min(records.length, end + sizeBytes);
+  }
+  if (end > start) yield records.subarray(start, end);
 }
 
 /**

@@ -12,7 +12,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Logger } from '@spool/common';
 import type { ClusterMetadataCache, TopicMetadata } from '@spool/protocol';
-import { Log, logConfigFromTopicConfigs, type RecoveryReport } from '@spool/segment-store';
+import {
+  Log,
+  logConfigFromTopicConfigs,
+  type LogCorruption,
+  type RecoveryReport,
+  verifyLog,
+} from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
 import { StorageError } from './storage-errors';
@@ -28,6 +34,16 @@ export interface ReplicaManagerEvents {
     change: { epochChanged: boolean; roleChanged: boolean },
   ): void;
   onReplicaRemoved?(replica: PartitionReplica): void;
+  /** Start-up verification found a corrupt batch and truncated the log there. */
+  onLogCorruption?(replicaName: string, corruption: LogCorruption, bytesTruncated: number): void;
+}
+
+export interface ReplicaManagerOptions {
+  /**
+   * Read back every log found on disk before its replica is hosted (default true): a clean
+   * open trusts the files, and bit rot would otherwise be served or replicated.
+   */
+  readonly verifyLogsOnStart?: boolean;
 }
 
 function topicConfigMap(topic: TopicMetadata): Record<string, string> {
@@ -50,6 +66,7 @@ export class ReplicaManager {
     private readonly metadata: ClusterMetadataCache,
     private readonly logger: Logger,
     private readonly events: ReplicaManagerEvents = {},
+    private readonly options: ReplicaManagerOptions = {},
   ) {}
 
   /** Opens every log on disk. Never throws for damaged data: recovery cuts and reports it. */
@@ -186,6 +203,7 @@ export class ReplicaManager {
       this.unclaimedLogs.delete(name);
       if (unclaimed.topicId === topic.topicId || unclaimed.topicId === '') {
         writeTopicId(unclaimed.log.directory, topic.topicId);
+        if (this.options.verifyLogsOnStart ?? true) await this.verify(name, unclaimed.log);
         return unclaimed.log;
       }
       this.logger.warn(
@@ -203,6 +221,44 @@ export class ReplicaManager {
     writeTopicId(directory, topic.topicId);
     this.events.onLogOpened?.(name, report);
     return log;
+  }
+
+  /**
+   * Reads the log back before its replica serves anything. At the first corrupt batch the log
+   * is truncated: a follower then fetches that batch and the rest again from its leader, and a
+   * leader serves only what is intact (what was above the damage on this disk alone is lost,
+   * as it would be with the disk). Either way no corrupt byte is ever sent.
+   */
+  private async verify(name: string, log: Log): Promise<void> {
+    const report = await verifyLog(log);
+    if (report.corruption === undefined) {
+      this.logger.info(
+        {
+          partition: name,
+          batchesVerified: report.batchesVerified,
+          bytesVerified: report.bytesVerified,
+          durationMs: report.durationMs,
+        },
+        'log verified',
+      );
+      return;
+    }
+    const corruption = report.corruption;
+    const { bytesTruncated } = log.truncateTo(corruption.offset);
+    this.logger.error(
+      {
+        partition: name,
+        offset: corruption.offset.toString(),
+        file: corruption.filePath,
+        position: corruption.position,
+        problem: corruption.problem,
+        bytesTruncated,
+        logEndOffset: log.logEndOffset.toString(),
+      },
+      `corrupt batch on disk in ${corruption.filePath} at byte ${corruption.position} ` +
+        `(offset ${corruption.offset}); truncated the log there to fetch the rest again`,
+    );
+    this.events.onLogCorruption?.(name, corruption, bytesTruncated);
   }
 
   private topicIdOf(replica: PartitionReplica): string {

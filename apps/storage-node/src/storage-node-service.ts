@@ -102,6 +102,15 @@ export const storageNodeSettings = {
     default: true,
     description: 'Export per-partition gauges; switch off on nodes with very many partitions.',
   },
+  logVerifyOnStart: {
+    type: 'boolean',
+    default: true,
+    description:
+      'Read back every batch of every local log (CRC-32C and framing) once at start-up, before ' +
+      'the replica serves or rejoins its ISR, and truncate a log at the first corrupt batch so ' +
+      'it is fetched again from the leader. Start-up then takes as long as reading the data ' +
+      'directory once; switch off to start faster and trust the disk.',
+  },
 } as const satisfies SettingsSchema;
 
 export const storageNodeDefaultPorts = { grpcPort: 9092, metricsPort: 9192 } as const;
@@ -172,6 +181,7 @@ export function startStorageNode(
           onRoleChange: (replica, change) => replication.onRoleChange(replica, change),
           onReplicaRemoved: (replica) => replication.onRemoved(replica),
         },
+        { verifyLogsOnStart: config.logVerifyOnStart },
       );
       replicaHolder.manager = replicaManager;
       const replicas = replicaManager;

@@ -43,4 +43,11 @@ export {
   type LogConfig,
 } from './log-config';
 export { segmentFileName } from './log-segment';
+export {
+  type LogCorruption,
+  logVerificationChunkBytesDefault,
+  type LogVerificationOptions,
+  type LogVerificationReport,
+  verifyLog,
+} from './log-verifier';
 export { undefinedEpoch, undefinedEpochOffset, type EpochEntry } from './leader-epoch-cache';
