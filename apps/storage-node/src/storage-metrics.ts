@@ -22,6 +22,7 @@ export class StorageMetrics {
   readonly isrShrinks: Counter;
   readonly isrExpands: Counter;
   readonly recoveryBytesTruncated: Counter;
+  readonly corruptBatchesFound: Counter;
 
   constructor(
     registry: Registry,
@@ -67,6 +68,13 @@ export class StorageMetrics {
     this.recoveryBytesTruncated = new Counter({
       name: 'spool_log_recovery_bytes_truncated_total',
       help: 'Bytes cut from logs by recovery at start-up (torn or corrupt tails).',
+      registers: [registry],
+    });
+    this.corruptBatchesFound = new Counter({
+      name: 'spool_log_corrupt_batches_found_total',
+      help:
+        'Corrupt batches found by reading local logs back at start-up; each cut its log there ' +
+        'to be fetched again from the leader.',
       registers: [registry],
     });
     this.isrShrinks = new Counter({

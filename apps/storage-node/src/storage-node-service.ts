@@ -178,6 +178,10 @@ export function startStorageNode(
             storageMetrics.recoverySegmentsScanned.inc(report.segmentsScanned);
             storageMetrics.recoveryBytesTruncated.inc(report.bytesTruncated);
           },
+          onLogCorruption: (_name, _corruption, bytesTruncated) => {
+            storageMetrics.corruptBatchesFound.inc();
+            storageMetrics.recoveryBytesTruncated.inc(bytesTruncated);
+          },
           onRoleChange: (replica, change) => replication.onRoleChange(replica, change),
           onReplicaRemoved: (replica) => replication.onRemoved(replica),
         },
