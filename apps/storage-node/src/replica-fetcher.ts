@@ -18,6 +18,7 @@ import { backoffMs, sleep, type Logger } from '@spool/common';
 import { DataPortClient, recordBatchSizeBytes, type ClusterMetadataCache } from '@spool/protocol';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
+import { beforeLogAppendTestHook } from './slow-disk-test-hook';
 
 export interface ReplicaFetcherOptions {
   readonly brokerId: number;
@@ -274,6 +275,7 @@ export class ReplicaFetcher {
     if (answer.records.length > 0) {
       try {
         for (const records of segmentSizedGroups(answer.records, log.config.segmentBytes)) {
+          beforeLogAppendTestHook();
           log.append(records, {
             leaderEpoch: replica.assignment.leaderEpoch,
             assignOffsets: false,

@@ -16,6 +16,7 @@ import { IsrManager } from './isr-manager';
 import type { PartitionReplica } from './partition-replica';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
+import { startSlowDiskTestHook } from './slow-disk-test-hook';
 import { storageHandlers } from './storage-rpc';
 
 /**
@@ -111,6 +112,13 @@ export const storageNodeSettings = {
       'it is fetched again from the leader. Start-up then takes as long as reading the data ' +
       'directory once; switch off to start faster and trust the disk.',
   },
+  testSlowDiskFile: {
+    type: 'string',
+    default: '',
+    description:
+      'TEST HOOK for the fault suite, never for production: a file holding a delay in ms that ' +
+      'every log append then blocks for (a slow disk); empty, the default, turns it off.',
+  },
 } as const satisfies SettingsSchema;
 
 export const storageNodeDefaultPorts = { grpcPort: 9092, metricsPort: 9192 } as const;
@@ -136,6 +144,10 @@ export function startStorageNode(
       const brokerId = resolveBrokerId(config.brokerId, os.hostname());
       const nodeLogger = logger.child({ brokerId });
       const dataDirectory = DataDirectory.open(config.dataDir);
+      if (config.testSlowDiskFile !== '') {
+        const stopSlowDisk = startSlowDiskTestHook(config.testSlowDiskFile, nodeLogger);
+        context.onShutdown(async () => stopSlowDisk());
+      }
       const metadata = new ClusterMetadataCache();
       // Replication starts once this node is registered (fetchers send its broker epoch); until
       // then role changes are only recorded.

@@ -20,6 +20,7 @@ import {
 } from '@spool/protocol';
 import type { PartitionReplica } from './partition-replica';
 import type { ReplicaManager } from './replica-manager';
+import { beforeLogAppendTestHook } from './slow-disk-test-hook';
 import { StorageError } from './storage-errors';
 import type { StorageMetrics } from './storage-metrics';
 
@@ -86,6 +87,7 @@ export function storageHandlers(
       // Partitions of one request append one after another: the queue is the wait behind them.
       const appendStartedAtMs = performance.now();
       stageTimer('queue', receivedAtMs);
+      beforeLogAppendTestHook();
       const appended = replica.log.append(Buffer.from(partition.records), {
         leaderEpoch: replica.assignment.leaderEpoch,
         assignOffsets: true,
