@@ -63,8 +63,8 @@ export type HistoryEvent =
       timeMs: number;
       partition: number;
       highWatermark: string;
-      compared: number[];
-      differing: number[];
+      compared: readonly number[];
+      differing: readonly number[];
       detail?: string;
     };
 

@@ -1,0 +1,208 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { checkHistory, type CheckResult } from './checker';
+import { compareReplicas, finalRead, highWatermarks, waitForFullIsr } from './final-read';
+import { FaultCluster } from './harness/fault-cluster';
+import { HistoryWriter, readHistory, type FaultKind } from './history';
+import { Nemesis, healEverything, type NemesisOptions } from './nemesis';
+import { SeededRandom } from './seeded-random';
+import { Workload } from './workload';
+
+/**
+ * One fault run from start to verdict: start the cluster, create the topic (RF 3,
+ * min.insync.replicas 2), run the workload while the nemesis injects faults for `faultMs`, heal
+ * everything, let the cluster recover (full ISRs), stop the producers, let the consumer catch up,
+ * read every partition back, compare the replicas on disk, and check the history. The history
+ * path and the seed are printed first, so a failed run can be studied and replayed.
+ */
+export interface FaultProfile {
+  readonly faultMs: number;
+  readonly partitions: number;
+  readonly producers: number;
+  readonly producePauseMs: number;
+  readonly storageDiskBytes: number;
+  readonly coordinators: number;
+  readonly idempotent: boolean;
+  readonly nemesis: NemesisOptions;
+}
+
+export const shortProfile: FaultProfile = {
+  faultMs: 100_000,
+  partitions: 4,
+  producers: 3,
+  producePauseMs: 20,
+  storageDiskBytes: 64 * 1024 * 1024,
+  coordinators: 0,
+  idempotent: false,
+  nemesis: {
+    holdMs: { min: 2_000, max: 6_000 },
+    gapMs: { min: 1_000, max: 3_000 },
+    slowDiskDelayMs: { min: 20, max: 200 },
+  },
+};
+
+export function longProfile(minutes: number): FaultProfile {
+  return {
+    ...shortProfile,
+    faultMs: minutes * 60_000,
+    storageDiskBytes: 256 * 1024 * 1024,
+    nemesis: { ...shortProfile.nemesis, holdMs: { min: 2_000, max: 12_000 } },
+  };
+}
+
+export interface FaultRunSummary extends CheckResult {
+  readonly seed: number;
+  readonly faults: Record<FaultKind, number>;
+  readonly historyPath: string;
+  readonly durationMs: number;
+}
+
+const topic = 'faults';
+const replicationFactor = 3;
+const warmUpMs = 3_000;
+/** How long the group may take after the producers stop to deliver up to the high watermarks. */
+const catchUpTimeoutMs = 60_000;
+
+export async function runFaults(
+  profile: FaultProfile,
+  seed: number,
+  log: (line: string) => void,
+): Promise<FaultRunSummary> {
+  const startedAtMs = Date.now();
+  const historyDirectory = mkdtempSync(path.join(tmpdir(), 'spool-faults-history-'));
+  const history = new HistoryWriter(path.join(historyDirectory, 'history.jsonl'));
+  log(`faults: seed ${seed} (SPOOL_FAULTS_SEED=${seed} replays it)`);
+  log(`faults: history ${history.path}`);
+  const cluster = await FaultCluster.start({
+    coordinators: profile.coordinators,
+    storageDiskBytes: profile.storageDiskBytes,
+  });
+  log(`faults: cluster up in ${Date.now() - startedAtMs} ms; logs in ${cluster.logDirectory}`);
+  let workload: Workload | undefined;
+  let nemesis: Nemesis | undefined;
+  let passed = false;
+  try {
+    await cluster.withController(async (client) => {
+      const response = await client.createTopic(topic, profile.partitions, replicationFactor, [
+        { name: 'min.insync.replicas', value: '2' },
+        { name: 'segment.bytes', value: String(1024 * 1024) },
+      ]);
+      const error = response.results[0]!.error;
+      if (error !== undefined && error.code !== 'TOPIC_ALREADY_EXISTS') {
+        throw new Error(`${error.code}: ${error.message}`);
+      }
+    });
+    await waitForFullIsr(cluster, topic, replicationFactor);
+    workload = new Workload(
+      {
+        gatewayAddress: cluster.gatewayAddress,
+        topic,
+        partitions: profile.partitions,
+        producers: profile.producers,
+        producePauseMs: profile.producePauseMs,
+        idempotent: profile.idempotent,
+      },
+      history,
+    );
+    workload.start();
+    await new Promise((resolve) => setTimeout(resolve, warmUpMs));
+
+    history.append({ type: 'phase', phase: 'workload' });
+    nemesis = new Nemesis(cluster, new SeededRandom(seed), history, profile.nemesis, log);
+    nemesis.start();
+    await new Promise((resolve) => setTimeout(resolve, profile.faultMs));
+    await nemesis.stop();
+    healEverything(cluster, cluster.members.values());
+    history.append({ type: 'phase', phase: 'healed' });
+    log('faults: every fault healed; waiting for full ISRs');
+
+    await waitForFullIsr(cluster, topic, replicationFactor);
+    await workload.stopProducers();
+    const highWatermarkOf = await highWatermarks(workload.spoolClient, topic);
+    const deadline = Date.now() + catchUpTimeoutMs;
+    while (
+      [...highWatermarkOf].some(([partition, high]) => workload!.deliveredUpTo(partition) < high) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    history.append({ type: 'phase', phase: 'final' });
+    await finalRead(workload.spoolClient, topic, highWatermarkOf, history);
+    await compareReplicas(cluster, topic, [0, 1, 2], highWatermarkOf, history);
+    await workload.stop();
+    history.close();
+
+    const result = checkHistory(readHistory(history.path));
+    const summary: FaultRunSummary = {
+      ...result,
+      seed,
+      faults: { ...nemesis.injected },
+      historyPath: history.path,
+      durationMs: Date.now() - startedAtMs,
+    };
+    passed = violationCount(summary) === 0;
+    return summary;
+  } finally {
+    await nemesis?.stop().catch(() => undefined);
+    await workload?.stop().catch(() => undefined);
+    await cluster.stop();
+    if (passed) cluster.removeFiles();
+    else log(`faults: kept the cluster's logs in ${cluster.logDirectory}`);
+  }
+}
+
+export function violationCount(result: CheckResult): number {
+  return (
+    result.lost +
+    result.duplicated +
+    result.reordered +
+    result.diverged +
+    result.undelivered +
+    result.offsetsBackwards
+  );
+}
+
+/** The summary table, then (the last line) the JSON the brief asks for. */
+export function formatSummary(summary: FaultRunSummary): string {
+  const rows: Array<[string, string | number]> = [
+    ['seed', summary.seed],
+    ['duration (s)', Math.round(summary.durationMs / 1000)],
+    ...Object.entries(summary.faults).map(
+      ([kind, count]) => [`faults: ${kind}`, count] as [string, number],
+    ),
+    ['sends invoked', summary.invoked],
+    ['sends acknowledged', summary.acknowledged],
+    ['sends failed', summary.failed],
+    ['records delivered', summary.delivered],
+    ['offsets committed', summary.committed],
+    ['records read back', summary.readRecords],
+    ['lost', summary.lost],
+    ['duplicated', summary.duplicated],
+    ['reordered', summary.reordered],
+    ['diverged', summary.diverged],
+    ['undelivered', summary.undelivered],
+    ['offsets backwards', summary.offsetsBackwards],
+    ['longest produce outage (ms)', summary.longestProduceOutageMs],
+    ['longest consume outage (ms)', summary.longestConsumeOutageMs],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  const table = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+  const examples = Object.entries(summary.examples)
+    .filter(([, list]) => list.length > 0)
+    .map(([kind, list]) => `${kind}:\n  ${list.join('\n  ')}`)
+    .join('\n');
+  const json = JSON.stringify({
+    lost: summary.lost,
+    duplicated: summary.duplicated,
+    reordered: summary.reordered,
+    diverged: summary.diverged,
+    undelivered: summary.undelivered,
+    offsetsBackwards: summary.offsetsBackwards,
+    seed: summary.seed,
+    faults: summary.faults,
+    longestProduceOutageMs: summary.longestProduceOutageMs,
+    longestConsumeOutageMs: summary.longestConsumeOutageMs,
+  });
+  return `${table}\n${examples === '' ? '' : `${examples}\n`}${json}`;
+}

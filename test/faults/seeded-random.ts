@@ -1,0 +1,43 @@
+/**
+ * A small seeded pseudo-random generator (mulberry32), so a fault schedule replays exactly from
+ * its seed: the same seed gives the same faults, targets and durations in the same order.
+ */
+export class SeededRandom {
+  private state: number;
+
+  constructor(readonly seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** A float in [0, 1). */
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let value = this.state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
+  }
+
+  /** An integer in [min, max]. */
+  integer(min: number, max: number): number {
+    return min + Math.floor(this.next() * (max - min + 1));
+  }
+
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new RangeError('pick from an empty list');
+    return items[Math.floor(this.next() * items.length)]!;
+  }
+}
+
+/** The run's seed: SPOOL_FAULTS_SEED replays one; otherwise a fresh one. */
+export function faultSeed(): number {
+  const given = process.env['SPOOL_FAULTS_SEED'];
+  if (given !== undefined && given !== '') {
+    const seed = Number(given);
+    if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff) {
+      throw new RangeError(`SPOOL_FAULTS_SEED must be an integer from 0 to 4294967295, got ${given}`);
+    }
+    return seed;
+  }
+  return Math.floor(Math.random() * 0xffffffff);
+}
