@@ -38,12 +38,7 @@ export interface CheckResult {
 }
 
 export type ViolationKind =
-  | 'lost'
-  | 'duplicated'
-  | 'reordered'
-  | 'diverged'
-  | 'undelivered'
-  | 'offsetsBackwards';
+  'lost' | 'duplicated' | 'reordered' | 'diverged' | 'undelivered' | 'offsetsBackwards';
 
 const examplesMax = 10;
 const workloadValue = /^p(\d+)-(\d+)$/;

@@ -68,7 +68,9 @@ export async function finalRead(
       ([partition, highWatermark]) => (nextOffset.get(partition) ?? 0n) >= highWatermark,
     );
   try {
-    consumer.assign([...highWatermarkOf.keys()].map((partition) => ({ topic, partition, offset: 0n })));
+    consumer.assign(
+      [...highWatermarkOf.keys()].map((partition) => ({ topic, partition, offset: 0n })),
+    );
     let crash: Error | undefined;
     consumer.on('crash', (error) => (crash = error));
     await consumer.run({
@@ -91,7 +93,9 @@ export async function finalRead(
         throw new Error(
           `the final read did not reach the high watermarks within ${readTimeoutMs} ms: ` +
             [...highWatermarkOf]
-              .map(([partition, high]) => `${partition}: ${nextOffset.get(partition) ?? 0n}/${high}`)
+              .map(
+                ([partition, high]) => `${partition}: ${nextOffset.get(partition) ?? 0n}/${high}`,
+              )
               .join(', '),
         );
       }
@@ -165,7 +169,9 @@ export async function compareReplicas(
         )[0];
       const differing = brokerIds.filter(
         (_, index) =>
-          bytesOf[index] === undefined || reference === undefined || !bytesOf[index]!.equals(reference),
+          bytesOf[index] === undefined ||
+          reference === undefined ||
+          !bytesOf[index]!.equals(reference),
       );
       if (differing.length === 0 || Date.now() > deadline) {
         history.append({

@@ -35,7 +35,9 @@ export function faultSeed(): number {
   if (given !== undefined && given !== '') {
     const seed = Number(given);
     if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff) {
-      throw new RangeError(`SPOOL_FAULTS_SEED must be an integer from 0 to 4294967295, got ${given}`);
+      throw new RangeError(
+        `SPOOL_FAULTS_SEED must be an integer from 0 to 4294967295, got ${given}`,
+      );
     }
     return seed;
   }

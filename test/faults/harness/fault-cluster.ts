@@ -70,24 +70,32 @@ export class FaultCluster {
     for (const member of etcdMembers) {
       const clientUrl = `http://${member.ip}:${ports.etcdClient}`;
       const peerUrl = `http://${member.ip}:${ports.etcdPeer}`;
-      this.add('etcd', member, options.etcdPath ?? process.env['SPOOL_ETCD_PATH'] ?? 'etcd', [
-        `--name=${member.name}`,
-        `--data-dir=${path.join(this.directory, member.name)}`,
-        `--listen-client-urls=${clientUrl}`,
-        `--advertise-client-urls=${clientUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=${initialCluster}`,
-        '--initial-cluster-state=new',
-        `--initial-cluster-token=${this.network.prefix}`,
-        '--heartbeat-interval=100',
-        '--election-timeout=1000',
-        '--logger=zap',
-        '--log-level=warn',
-      ], async () => {
-        const response = await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(1_000) });
-        return response.status === 200 && (await response.text()).includes('"true"');
-      });
+      this.add(
+        'etcd',
+        member,
+        options.etcdPath ?? process.env['SPOOL_ETCD_PATH'] ?? 'etcd',
+        [
+          `--name=${member.name}`,
+          `--data-dir=${path.join(this.directory, member.name)}`,
+          `--listen-client-urls=${clientUrl}`,
+          `--advertise-client-urls=${clientUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          `--initial-advertise-peer-urls=${peerUrl}`,
+          `--initial-cluster=${initialCluster}`,
+          '--initial-cluster-state=new',
+          `--initial-cluster-token=${this.network.prefix}`,
+          '--heartbeat-interval=100',
+          '--election-timeout=1000',
+          '--logger=zap',
+          '--log-level=warn',
+        ],
+        async () => {
+          const response = await fetch(`${clientUrl}/health`, {
+            signal: AbortSignal.timeout(1_000),
+          });
+          return response.status === 200 && (await response.text()).includes('"true"');
+        },
+      );
     }
     await Promise.all(this.byRole('etcd').map((member) => member.start()));
 
@@ -227,20 +235,24 @@ export class FaultCluster {
 
   /** A client of whichever controller answers (the standby forwards or refuses writes). */
   async withController<T>(call: (client: ControllerTestClient) => Promise<T>): Promise<T> {
-    return eventually(async () => {
-      let lastError: unknown;
-      for (const controller of this.byRole('controller')) {
-        const client = new ControllerTestClient(`${controller.ip}:${ports.grpc}`);
-        try {
-          return await call(client);
-        } catch (error) {
-          lastError = error;
-        } finally {
-          client.close();
+    return eventually(
+      async () => {
+        let lastError: unknown;
+        for (const controller of this.byRole('controller')) {
+          const client = new ControllerTestClient(`${controller.ip}:${ports.grpc}`);
+          try {
+            return await call(client);
+          } catch (error) {
+            lastError = error;
+          } finally {
+            client.close();
+          }
         }
-      }
-      throw lastError;
-    }, 30_000, 200);
+        throw lastError;
+      },
+      30_000,
+      200,
+    );
   }
 
   /** Stops every process, then removes namespaces, links and mounts; never throws. */
