@@ -39,6 +39,7 @@ export const shortProfile: FaultProfile = {
     holdMs: { min: 2_000, max: 6_000 },
     gapMs: { min: 1_000, max: 3_000 },
     slowDiskDelayMs: { min: 20, max: 200 },
+    concurrency: 1,
   },
 };
 
@@ -47,7 +48,7 @@ export function longProfile(minutes: number): FaultProfile {
     ...shortProfile,
     faultMs: minutes * 60_000,
     storageDiskBytes: 256 * 1024 * 1024,
-    nemesis: { ...shortProfile.nemesis, holdMs: { min: 2_000, max: 12_000 } },
+    nemesis: { ...shortProfile.nemesis, holdMs: { min: 2_000, max: 12_000 }, concurrency: 2 },
   };
 }
 

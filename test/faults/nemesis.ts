@@ -28,6 +28,11 @@ export interface NemesisOptions {
   readonly gapMs: { min: number; max: number };
   /** Bounds of the slow disk's delay per append, in ms. */
   readonly slowDiskDelayMs: { min: number; max: number };
+  /**
+   * How many faults may be in progress at once (each on its own member); above 1 the seed still
+   * fixes the draws, but their interleaving follows the cluster's timing.
+   */
+  readonly concurrency: number;
 }
 
 export class Nemesis {
@@ -41,6 +46,8 @@ export class Nemesis {
   private stopping = false;
   private loop: Promise<void> | undefined;
   private round: FaultKind[] = [];
+  /** Members under a fault now: a second fault picks another member. */
+  private readonly busy = new Set<string>();
 
   constructor(
     private readonly cluster: FaultCluster,
@@ -51,7 +58,9 @@ export class Nemesis {
   ) {}
 
   start(): void {
-    this.loop = this.run();
+    this.loop = Promise.all(
+      Array.from({ length: this.options.concurrency }, () => this.run()),
+    ).then(() => undefined);
   }
 
   /** Lets the fault in progress finish (it is healed) and stops; rethrows a nemesis failure. */
@@ -85,7 +94,8 @@ export class Nemesis {
     const storageNodes = cluster.byRole('storage-node');
     switch (kind) {
       case 'kill': {
-        const target = this.random.pick([...cluster.members.values()]);
+        const target = this.pickFree([...cluster.members.values()]);
+        if (target === undefined) break;
         await this.fault(kind, target.name, `down ${holdMs} ms`, async () => {
           await target.kill();
           return async () => {
@@ -96,7 +106,8 @@ export class Nemesis {
         break;
       }
       case 'pause': {
-        const target = this.random.pick([...cluster.members.values()]);
+        const target = this.pickFree([...cluster.members.values()]);
+        if (target === undefined) break;
         await this.fault(kind, target.name, `${holdMs} ms`, async () => {
           target.pause();
           return async () => {
@@ -107,11 +118,12 @@ export class Nemesis {
         break;
       }
       case 'partition': {
-        const target = this.random.pick([
+        const target = this.pickFree([
           ...storageNodes,
           ...cluster.byRole('controller'),
           ...cluster.byRole('etcd'),
         ]);
+        if (target === undefined) break;
         await this.fault(kind, target.name, `${holdMs} ms`, async () => {
           cluster.network.isolate(target.name);
           return async () => {
@@ -122,7 +134,9 @@ export class Nemesis {
         break;
       }
       case 'disk-full': {
-        const brokerId = this.random.integer(0, storageNodes.length - 1);
+        const target = this.pickFree(storageNodes);
+        if (target === undefined) break;
+        const brokerId = storageNodes.indexOf(target);
         const mountPoint = cluster.storageMounts.get(brokerId)!;
         const filler = path.join(mountPoint, 'filler');
         await this.fault(kind, `storage-${brokerId}`, `${holdMs} ms`, async () => {
@@ -135,7 +149,9 @@ export class Nemesis {
         break;
       }
       case 'slow-disk': {
-        const brokerId = this.random.integer(0, storageNodes.length - 1);
+        const target = this.pickFree(storageNodes);
+        if (target === undefined) break;
+        const brokerId = storageNodes.indexOf(target);
         const delayMs = this.random.integer(
           this.options.slowDiskDelayMs.min,
           this.options.slowDiskDelayMs.max,
@@ -166,11 +182,22 @@ export class Nemesis {
     inject: () => Promise<() => Promise<void>>,
   ): Promise<void> {
     this.injected[kind]++;
+    this.busy.add(target);
     this.history.append({ type: 'nemesis', phase: 'start', fault: kind, target, detail });
     this.log(`nemesis: ${kind} ${target} (${detail})`);
-    const heal = await inject();
-    await heal();
+    try {
+      const heal = await inject();
+      await heal();
+    } finally {
+      this.busy.delete(target);
+    }
     this.history.append({ type: 'nemesis', phase: 'heal', fault: kind, target });
+  }
+
+  /** A seeded pick among the members not under a fault now. */
+  private pickFree(members: readonly MemberProcess[]): MemberProcess | undefined {
+    const free = members.filter((member) => !this.busy.has(member.name));
+    return free.length === 0 ? undefined : this.random.pick(free);
   }
 
   private sleep(ms: number): Promise<void> {
