@@ -5,6 +5,8 @@
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type {
+  AllocateProducerIdsRequest,
+  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -38,6 +40,7 @@ import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
 import type { MetadataPublisher } from './metadata-publisher';
 import { alterPartition } from './partition-commands';
+import { allocateProducerIdBlock } from './producer-id-blocks';
 import { describeTopicConfigs } from './topic-configs';
 import {
   alterConfigs,
@@ -265,6 +268,16 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
           partition: current === undefined ? undefined : partitionMetadataOf(current),
         };
       }
+    },
+
+    allocateProducerIds: async (
+      request: AllocateProducerIdsRequest,
+    ): Promise<AllocateProducerIdsResponse> => {
+      const { controller } = await role.requireActive();
+      const block = await controller.queue.run(() =>
+        allocateProducerIdBlock(controller.context, request.coordinatorId),
+      );
+      return { error: undefined, firstProducerId: block.firstProducerId, count: block.count };
     },
 
     watchMetadata: async (

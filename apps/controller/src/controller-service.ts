@@ -6,6 +6,7 @@ import { ControllerRole } from './controller-role';
 import { ControllerError } from './controller-errors';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
 import { MetadataPublisher } from './metadata-publisher';
+import { pendingCoordinatorHandlers } from './pending-coordinator-handlers';
 
 /**
  * The controller service: the cluster's brain. It owns brokers, topics, partitions, leaders, ISR
@@ -127,7 +128,7 @@ export function startController(
         activeAddress: async () => (role === undefined ? '' : role.activeAddress()),
       };
       const handlers = controllerHandlers(access, publisher);
-      grpc.addService(ControllerServiceService, handlers);
+      grpc.addService(ControllerServiceService, { ...pendingCoordinatorHandlers(), ...handlers });
 
       afterListen(async ({ grpcPort }) => {
         const host = advertisedHost;
