@@ -9,3 +9,10 @@ export {
   consumerOffsetsTopic,
   consumerOffsetsPartitionCountDefault,
 } from './group-partition';
+export {
+  ProducerIdManager,
+  noProducerId,
+  producerEpochMax,
+  type ProducerIdBlock,
+  type ProducerIdManagerOptions,
+} from './producer-id-manager';
