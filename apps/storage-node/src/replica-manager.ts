@@ -15,6 +15,7 @@ import type { ClusterMetadataCache, TopicMetadata } from '@spool/protocol';
 import { Log, logConfigFromTopicConfigs, type RecoveryReport } from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
+import { producerStateSettingsDefault, type ProducerStateSettings } from './producer-state-manager';
 import { StorageError } from './storage-errors';
 
 export const partitionMetadataFile = 'partition.metadata';
@@ -50,6 +51,7 @@ export class ReplicaManager {
     private readonly metadata: ClusterMetadataCache,
     private readonly logger: Logger,
     private readonly events: ReplicaManagerEvents = {},
+    private readonly producerStateSettings: ProducerStateSettings = producerStateSettingsDefault,
   ) {}
 
   /** Opens every log on disk. Never throws for damaged data: recovery cuts and reports it. */
@@ -138,12 +140,24 @@ export class ReplicaManager {
             log,
             this.brokerId,
             assignment,
+            this.producerStateSettings,
           );
           this.replicas.set(name, replica);
+          const rebuild = replica.producerStateRebuild;
           this.logger.info(
-            { partition: name, role: replica.role, leaderEpoch: assignment.leaderEpoch },
+            {
+              partition: name,
+              role: replica.role,
+              leaderEpoch: assignment.leaderEpoch,
+              producers: replica.producerState.producers.producerCount,
+              producerSnapshotOffset: rebuild.snapshotOffset?.toString(),
+              producerBatchesReplayed: rebuild.batchesReplayed,
+            },
             'replica hosted',
           );
+          for (const problem of rebuild.problems) {
+            this.logger.warn({ partition: name, problem }, 'producer state snapshot skipped');
+          }
           this.events.onRoleChange?.(replica, { epochChanged: true, roleChanged: true });
           continue;
         }
@@ -234,11 +248,32 @@ export class ReplicaManager {
     }
   }
 
-  /** Clean close of every log, so the next start does not rescan. */
+  /** Forgets producers idle past producer.id.expiration.ms, in every hosted partition. */
+  removeExpiredProducers(nowMs = Date.now()): void {
+    for (const replica of this.replicas.values()) {
+      const removed = replica.producerState.removeExpiredProducers(nowMs);
+      if (removed > 0) {
+        this.logger.info({ partition: replica.name, removed }, 'expired idle producer ids');
+      }
+    }
+  }
+
+  /**
+   * Clean close of every log, so the next start does not rescan; each partition's producer
+   * state is snapshotted at its log end first, so the next start replays no batch headers.
+   */
   async closeAll(): Promise<void> {
     await this.reconciling;
     this.checkpointHighWatermarks();
-    for (const replica of this.replicas.values()) await replica.log.close();
+    for (const replica of this.replicas.values()) {
+      try {
+        replica.producerState.takeSnapshot(true);
+      } catch (error) {
+        // The next start replays from an older snapshot instead: slower, not wrong.
+        this.logger.warn({ err: error, partition: replica.name }, 'producer snapshot failed');
+      }
+      await replica.log.close();
+    }
     for (const unclaimed of this.unclaimedLogs.values()) await unclaimed.log.close();
     this.replicas.clear();
     this.unclaimedLogs.clear();

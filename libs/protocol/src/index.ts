@@ -160,6 +160,7 @@ export {
   transactionalFlagMask,
 } from './record-batch/record-batch-layout';
 export {
+  incrementSequence,
   lastOffsetOf,
   RecordBatchHeader,
   recordBatchSizeBytes,
