@@ -35,8 +35,6 @@ const retriableByCode = {
   UNAVAILABLE: true,
   // Something that should not run out did (every producer id was handed out).
   UNKNOWN_SERVER_ERROR: false,
-  // An API of the contract this controller does not serve yet.
-  UNSUPPORTED_VERSION: false,
 } as const satisfies Record<string, boolean>;
 
 export type ControllerErrorCode = keyof typeof retriableByCode;

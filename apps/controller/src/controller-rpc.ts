@@ -288,10 +288,9 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       await publisher.serve(call, state, await role.activeAddress());
     },
 
-    // Coordinators and producer ids arrive with the coordinator; until then these calls are
-    // refused as Kafka refuses an API a broker does not support.
+    // Coordinators arrive with the coordinator runtime; until then these calls are refused as
+    // Kafka refuses an API a broker does not support.
     coordinatorHeartbeat: () => unsupported('CoordinatorHeartbeat'),
-    allocateProducerIds: () => unsupported('AllocateProducerIds'),
     ensureOffsetsTopic: () => unsupported('EnsureOffsetsTopic'),
   };
 }

@@ -6,7 +6,6 @@ import { ControllerRole } from './controller-role';
 import { ControllerError } from './controller-errors';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
 import { MetadataPublisher } from './metadata-publisher';
-import { pendingCoordinatorHandlers } from './pending-coordinator-handlers';
 
 /**
  * The controller service: the cluster's brain. It owns brokers, topics, partitions, leaders, ISR
@@ -128,7 +127,7 @@ export function startController(
         activeAddress: async () => (role === undefined ? '' : role.activeAddress()),
       };
       const handlers = controllerHandlers(access, publisher);
-      grpc.addService(ControllerServiceService, { ...pendingCoordinatorHandlers(), ...handlers });
+      grpc.addService(ControllerServiceService, handlers);
 
       afterListen(async ({ grpcPort }) => {
         const host = advertisedHost;
