@@ -13,6 +13,11 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callOnce, createGrpcClient } from '@spool/common';
 import {
+  ProducerIdManager,
+  controllerChannel,
+  controllerProducerIdBlocks,
+} from '@spool/coordinator';
+import {
   ControllerServiceClient,
   encodeRecordBatch,
   type PartitionAppendResult,
@@ -187,5 +192,34 @@ describe('idempotent producer', () => {
       }
     }
     expect(firstIds).toEqual(Array.from({ length: 10 }, (_, index) => BigInt(index * 1000)));
+  }, 60_000);
+
+  it("a coordinator's ProducerIdManager gets unique ids from the controller's blocks", async () => {
+    const metadataPath = path.join(
+      mkdtempSync(path.join(tmpdir(), 'spool-producer-ids-')),
+      'metadata.journal',
+    );
+    const seen = new Set<bigint>();
+    for (let run = 0; run < 2; run++) {
+      const controller = await startServiceProcess('controller', ['--metadata-path', metadataPath]);
+      const channel = controllerChannel([`127.0.0.1:${controller.grpcPort}`]);
+      const manager = new ProducerIdManager({
+        allocateBlock: controllerProducerIdBlocks(channel, `coordinator-${run}`),
+      });
+      try {
+        // 2,500 producers: three blocks, the later ones fetched before the earlier ran out.
+        for (let index = 0; index < 2_500; index++) {
+          const response = await manager.initProducerId({ producerId: -1n, producerEpoch: -1 });
+          expect(response.producerEpoch).toBe(0);
+          expect(seen.has(response.producerId)).toBe(false);
+          seen.add(response.producerId);
+        }
+      } finally {
+        channel.close();
+        controller.child.kill('SIGKILL');
+        await controller.exited;
+      }
+    }
+    expect(seen.size).toBe(5_000);
   }, 60_000);
 });
