@@ -15,15 +15,17 @@ import type { ProducerBatch } from './producer-batch';
  * How each answer about a stamped batch is handled:
  *
  *   1. Success: the partition's last acknowledged sequence moves to the batch's last one.
- *   2. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the next after the last acknowledged
- *      one: an earlier batch is still being retried; this one is retried after it (batches go
- *      back to their queue in sequence order).
+ *   2. OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID for a batch that is not the next
+ *      after the last acknowledged one: an earlier batch is still being retried (perhaps the
+ *      producer's first, so the leader does not know the producer yet); this one is retried
+ *      after it (batches go back to their queue in sequence order), as Kafka's canRetry does.
  *   3. OUT_OF_ORDER_SEQUENCE_NUMBER for the next batch: the leader lost records it had
  *      acknowledged (a gap). The batch fails with that error and the epoch is bumped.
- *   4. UNKNOWN_PRODUCER_ID (the leader forgot the producer: expired, or its records deleted) and
- *      INVALID_PRODUCER_EPOCH (a newer epoch of this id fenced it): the epoch is bumped. A batch
- *      that was never possibly written is sent again under the new epoch; one whose earlier
- *      attempt may have been written fails, because a duplicate can no longer be ruled out.
+ *   4. UNKNOWN_PRODUCER_ID for the next batch (the leader forgot the producer: expired, or its
+ *      records deleted) and INVALID_PRODUCER_EPOCH (a newer epoch of this id fenced it): the
+ *      epoch is bumped. A batch that was never possibly written is sent again under the new
+ *      epoch; one whose earlier attempt may have been written fails, because a duplicate can no
+ *      longer be ruled out.
  *   5. Any other error: retried if retriable with retries left (same bytes), else the batch
  *      fails, and the epoch is bumped, because its sequences are now a hole the partition's
  *      later batches cannot continue past.
@@ -198,6 +200,11 @@ export class IdempotenceManager {
           { retriable: false, cause: error },
         ),
       };
+    }
+    if (error.code === 'UNKNOWN_PRODUCER_ID') {
+      const next = incrementSequence(sequences.lastAckedSequence, 1);
+      // 2: the producer's earlier batch (its first, maybe) has not landed yet.
+      if (batch.baseSequence !== next && retriesLeft) return { kind: 'retry' };
     }
     if (error.code === 'UNKNOWN_PRODUCER_ID' || error.code === 'INVALID_PRODUCER_EPOCH') {
       // 4.
