@@ -62,6 +62,15 @@ async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
   return error as SpoolError;
 }
 
+/** Polls until `condition` holds; fails after `timeoutMs`. */
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadlineMs = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadlineMs) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 const lostAnswer = { code: 'REQUEST_TIMED_OUT', message: 'answer lost', retriable: true };
 
 describe('idempotent Producer', () => {
@@ -123,8 +132,8 @@ describe('idempotent Producer', () => {
     const sends = [0, 1, 2, 3, 4].map((index) =>
       producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(gateway.produceRequests).toHaveLength(5);
+    // All five are in flight at once (the gateway holds its answers).
+    await until(() => gateway.produceRequests.length === 5);
     gateway.releaseProduce();
     const results = (await Promise.all(sends)).flat();
     expect(results.map((result) => result.offset)).toEqual([0n, 1n, 2n, 3n, 4n]);
@@ -132,6 +141,32 @@ describe('idempotent Producer', () => {
     // Batches 3-5 were refused OUT_OF_ORDER behind batch 2 and sent again, under the same epoch.
     expect(gateway.produceRequests.length).toBeGreaterThanOrEqual(9);
     expect(headers('orders', 0).map((header) => header.baseSequence)).toEqual([0, 1, 2, 3, 4]);
+    expect(gateway.initProducerIdRequests).toHaveLength(1);
+  });
+
+  it('retries UNKNOWN_PRODUCER_ID behind its first batch instead of bumping the epoch', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 1 },
+      { maxInFlight: 5, retries: 10, batchSizeBytes: 1 },
+    );
+    gateway.holdProduce();
+    // The first batch misses the leader, so the leader does not know the producer when the
+    // next four arrive.
+    gateway.produceErrorHook = (_topic, _partition, attempt) =>
+      attempt === 1
+        ? { code: 'NOT_LEADER_OR_FOLLOWER', message: 'moved', retriable: true }
+        : undefined;
+    const sends = [0, 1, 2, 3, 4].map((index) =>
+      producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }),
+    );
+    // All five are in flight at once (the gateway holds its answers).
+    await until(() => gateway.produceRequests.length === 5);
+    gateway.releaseProduce();
+    const results = (await Promise.all(sends)).flat();
+    expect(results.map((result) => result.offset)).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(
+      headers('orders', 0).map((header) => [header.producerEpoch, header.baseSequence]),
+    ).toEqual([0, 1, 2, 3, 4].map((sequence) => [0, sequence]));
     expect(gateway.initProducerIdRequests).toHaveLength(1);
   });
 
