@@ -99,7 +99,9 @@ export class ProducerStateLog {
 
   /** Kafka's truncateTo with the producer state rebuilt below the new end. */
   truncateTo(offset: bigint): { bytesTruncated: number } {
+    if (offset >= this.log.logEndOffset) return { bytesTruncated: 0 };
     const result = this.log.truncateTo(offset);
+    // At most the active segment's headers are replayed: a snapshot was written at its roll.
     this.rebuild();
     return result;
   }
