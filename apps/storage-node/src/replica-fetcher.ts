@@ -185,7 +185,7 @@ export class ReplicaFetcher {
   private truncate(followed: FollowedPartition, target: bigint, reason: string): void {
     const log = followed.replica.log;
     if (target < log.logEndOffset) {
-      const { bytesTruncated } = log.truncateTo(target);
+      const { bytesTruncated } = followed.replica.producerState.truncateTo(target);
       followed.replica.clampHighWatermark();
       this.options.logger.info(
         {
@@ -252,7 +252,7 @@ export class ReplicaFetcher {
     const log = replica.log;
     if (answer.errorCode === 'OFFSET_OUT_OF_RANGE') {
       if (log.logEndOffset < answer.logStartOffset) {
-        log.truncateFullyAndStartAt(answer.logStartOffset);
+        replica.producerState.truncateFullyAndStartAt(answer.logStartOffset);
         replica.clampHighWatermark();
         this.options.logger.info(
           { partition: replica.name, startAt: answer.logStartOffset.toString() },
@@ -274,10 +274,7 @@ export class ReplicaFetcher {
     if (answer.records.length > 0) {
       try {
         for (const records of segmentSizedGroups(answer.records, log.config.segmentBytes)) {
-          log.append(records, {
-            leaderEpoch: replica.assignment.leaderEpoch,
-            assignOffsets: false,
-          });
+          replica.producerState.appendAsFollower(records, replica.assignment.leaderEpoch);
         }
       } catch (error) {
         // Records that do not continue this log mean it diverged: find the agreement point again,
