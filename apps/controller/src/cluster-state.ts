@@ -13,6 +13,7 @@ import {
   decodeBrokerRecord,
   decodeClusterRecord,
   decodePartitionRecord,
+  decodeProducerIdsRecord,
   decodeTopicRecord,
   type BrokerRecord,
   type PartitionRecord,
@@ -51,6 +52,11 @@ export class ClusterState {
   readonly brokers = new Map<number, BrokerState>();
   readonly topics = new Map<string, TopicState>();
   clusterId = '';
+  /**
+   * The producer id counter as last written (undefined until the first block is allocated) and
+   * the revision of that write, for the next allocation's compare-and-set.
+   */
+  producerIds: { nextProducerId: bigint; modRevision: bigint } | undefined;
   private revisionValue = 0n;
   private readonly revisionWaiters: Array<{ revision: bigint; resolve: () => void }> = [];
   private readonly listeners = new Set<(delta: MetadataDelta) => void>();
@@ -71,6 +77,7 @@ export class ClusterState {
     this.brokers.clear();
     this.topics.clear();
     this.orphanPartitions.clear();
+    this.producerIds = undefined;
     for (const entry of entries) this.applyPut(entry, undefined);
     this.revisionValue = revision;
     this.releaseWaiters();
@@ -143,6 +150,12 @@ export class ClusterState {
       }
       if (entry.key === this.keys.cluster())
         this.clusterId = decodeClusterRecord(entry.value).clusterId;
+      if (entry.key === this.keys.producerIds()) {
+        this.producerIds = {
+          nextProducerId: BigInt(decodeProducerIdsRecord(entry.value).nextProducerId),
+          modRevision: entry.modRevision,
+        };
+      }
     } catch (error) {
       this.onBadRecord(entry.key, error);
     }

@@ -33,6 +33,8 @@ const retriableByCode = {
   INELIGIBLE_REPLICA: false,
   // The metadata store is unreachable or refused the write.
   UNAVAILABLE: true,
+  // Something that should not run out did (every producer id was handed out).
+  UNKNOWN_SERVER_ERROR: false,
 } as const satisfies Record<string, boolean>;
 
 export type ControllerErrorCode = keyof typeof retriableByCode;

@@ -5,6 +5,8 @@
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type {
+  AllocateProducerIdsRequest,
+  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -38,6 +40,7 @@ import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
 import type { MetadataPublisher } from './metadata-publisher';
 import { alterPartition } from './partition-commands';
+import { allocateProducerIdBlock } from './producer-id-blocks';
 import { describeTopicConfigs } from './topic-configs';
 import {
   alterConfigs,
@@ -267,6 +270,16 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       }
     },
 
+    allocateProducerIds: async (
+      request: AllocateProducerIdsRequest,
+    ): Promise<AllocateProducerIdsResponse> => {
+      const { controller } = await role.requireActive();
+      const block = await controller.queue.run(() =>
+        allocateProducerIdBlock(controller.context, request.coordinatorId),
+      );
+      return { error: undefined, firstProducerId: block.firstProducerId, count: block.count };
+    },
+
     watchMetadata: async (
       _request: WatchMetadataRequest,
       call: ServerWritableStream<WatchMetadataRequest, WatchMetadataResponse>,
@@ -275,10 +288,9 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       await publisher.serve(call, state, await role.activeAddress());
     },
 
-    // Coordinators and producer ids arrive with the coordinator; until then these calls are
-    // refused as Kafka refuses an API a broker does not support.
+    // Coordinators arrive with the coordinator runtime; until then these calls are refused as
+    // Kafka refuses an API a broker does not support.
     coordinatorHeartbeat: () => unsupported('CoordinatorHeartbeat'),
-    allocateProducerIds: () => unsupported('AllocateProducerIds'),
     ensureOffsetsTopic: () => unsupported('EnsureOffsetsTopic'),
   };
 }

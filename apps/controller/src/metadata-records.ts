@@ -47,10 +47,22 @@ export interface ClusterRecord {
   readonly clusterId: string;
 }
 
+/**
+ * The producer id counter (Kafka's ProducerIdsRecord): the first id of the next block the
+ * controller hands out, as a decimal string (ids are int64). Every block allocation moves it
+ * forward by a compare-and-set on this key, so no id is handed out twice, across controller
+ * failovers and restarts.
+ */
+export interface ProducerIdsRecord {
+  readonly nextProducerId: string;
+  /** Who got the block that ended at nextProducerId, for operators reading the store. */
+  readonly lastBlockAssignedTo: string;
+}
+
 export const noLeader = -1;
 
 export function encodeRecord(
-  record: BrokerRecord | TopicRecord | PartitionRecord | ClusterRecord,
+  record: BrokerRecord | TopicRecord | PartitionRecord | ClusterRecord | ProducerIdsRecord,
 ): Buffer {
   return Buffer.from(JSON.stringify(record));
 }
@@ -115,4 +127,16 @@ export function decodeClusterRecord(bytes: Buffer): ClusterRecord {
   const value = parse(bytes, 'cluster');
   if (typeof value['clusterId'] !== 'string') throw new Error('cluster record has no clusterId');
   return value as unknown as ClusterRecord;
+}
+
+export function decodeProducerIdsRecord(bytes: Buffer): ProducerIdsRecord {
+  const value = parse(bytes, 'producer ids');
+  if (
+    typeof value['nextProducerId'] !== 'string' ||
+    !/^\d{1,19}$/.test(value['nextProducerId']) ||
+    typeof value['lastBlockAssignedTo'] !== 'string'
+  ) {
+    throw new Error('producer ids record is missing fields');
+  }
+  return value as unknown as ProducerIdsRecord;
 }

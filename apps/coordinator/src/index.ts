@@ -15,3 +15,11 @@ export {
   type ConsumerGroupStateLabel,
   type PartitionLag,
 } from './coordinator-metrics';
+export {
+  ProducerIdManager,
+  noProducerId,
+  producerEpochMax,
+  type ProducerIdBlock,
+  type ProducerIdManagerOptions,
+} from './producer-id-manager';
+export { controllerChannel, controllerProducerIdBlocks } from './controller-producer-id-blocks';

@@ -14,6 +14,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '@spool/segment-store';
+import type { ProducerStateSettings } from './producer-state-manager';
+import { ProducerStateLog, type ProducerStateRebuildReport } from './producer-state-log';
 import { StorageError } from './storage-errors';
 
 export enum ReplicaRole {
@@ -49,6 +51,13 @@ export class PartitionReplica {
   private readonly waiters = new Set<() => void>();
   /** Counts appends, HW moves and role changes, so a long poll can tell whether anything happened. */
   changeCount = 0;
+  /**
+   * The log with its idempotent producers: appends and truncations go through it, never
+   * straight to `log`, so the producer state always matches the log.
+   */
+  readonly producerState: ProducerStateLog;
+  /** How the producer state was rebuilt when this replica was hosted. */
+  readonly producerStateRebuild: ProducerStateRebuildReport;
 
   constructor(
     readonly topic: string,
@@ -56,7 +65,10 @@ export class PartitionReplica {
     readonly log: Log,
     readonly localBrokerId: number,
     assignment: PartitionAssignment,
+    producerStateSettings?: ProducerStateSettings,
   ) {
+    this.producerState = new ProducerStateLog(log, `${topic}-${partition}`, producerStateSettings);
+    this.producerStateRebuild = this.producerState.rebuild();
     this.assignment = assignment;
     this.role = assignment.leaderId === localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
     this.highWatermarkValue = readHighWatermark(log);

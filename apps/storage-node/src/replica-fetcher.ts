@@ -186,7 +186,7 @@ export class ReplicaFetcher {
   private truncate(followed: FollowedPartition, target: bigint, reason: string): void {
     const log = followed.replica.log;
     if (target < log.logEndOffset) {
-      const { bytesTruncated } = log.truncateTo(target);
+      const { bytesTruncated } = followed.replica.producerState.truncateTo(target);
       followed.replica.clampHighWatermark();
       this.options.logger.info(
         {
@@ -253,7 +253,7 @@ export class ReplicaFetcher {
     const log = replica.log;
     if (answer.errorCode === 'OFFSET_OUT_OF_RANGE') {
       if (log.logEndOffset < answer.logStartOffset) {
-        log.truncateFullyAndStartAt(answer.logStartOffset);
+        replica.producerState.truncateFullyAndStartAt(answer.logStartOffset);
         replica.clampHighWatermark();
         this.options.logger.info(
           { partition: replica.name, startAt: answer.logStartOffset.toString() },
@@ -276,10 +276,7 @@ export class ReplicaFetcher {
       try {
         for (const records of segmentSizedGroups(answer.records, log.config.segmentBytes)) {
           beforeLogAppendTestHook();
-          log.append(records, {
-            leaderEpoch: replica.assignment.leaderEpoch,
-            assignOffsets: false,
-          });
+          replica.producerState.appendAsFollower(records, replica.assignment.leaderEpoch);
         }
       } catch (error) {
         // Records that do not continue this log mean it diverged: find the agreement point again,

@@ -21,6 +21,7 @@ import {
 } from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
+import { producerStateSettingsDefault, type ProducerStateSettings } from './producer-state-manager';
 import { StorageError } from './storage-errors';
 
 export const partitionMetadataFile = 'partition.metadata';
@@ -44,6 +45,7 @@ export interface ReplicaManagerOptions {
    * open trusts the files, and bit rot would otherwise be served or replicated.
    */
   readonly verifyLogsOnStart?: boolean;
+  readonly producerStateSettings?: ProducerStateSettings;
 }
 
 function topicConfigMap(topic: TopicMetadata): Record<string, string> {
@@ -155,12 +157,24 @@ export class ReplicaManager {
             log,
             this.brokerId,
             assignment,
+            this.options.producerStateSettings ?? producerStateSettingsDefault,
           );
           this.replicas.set(name, replica);
+          const rebuild = replica.producerStateRebuild;
           this.logger.info(
-            { partition: name, role: replica.role, leaderEpoch: assignment.leaderEpoch },
+            {
+              partition: name,
+              role: replica.role,
+              leaderEpoch: assignment.leaderEpoch,
+              producers: replica.producerState.producers.producerCount,
+              producerSnapshotOffset: rebuild.snapshotOffset?.toString(),
+              producerBatchesReplayed: rebuild.batchesReplayed,
+            },
             'replica hosted',
           );
+          for (const problem of rebuild.problems) {
+            this.logger.warn({ partition: name, problem }, 'producer state snapshot skipped');
+          }
           this.events.onRoleChange?.(replica, { epochChanged: true, roleChanged: true });
           continue;
         }
@@ -290,11 +304,32 @@ export class ReplicaManager {
     }
   }
 
-  /** Clean close of every log, so the next start does not rescan. */
+  /** Forgets producers idle past producer.id.expiration.ms, in every hosted partition. */
+  removeExpiredProducers(nowMs = Date.now()): void {
+    for (const replica of this.replicas.values()) {
+      const removed = replica.producerState.removeExpiredProducers(nowMs);
+      if (removed > 0) {
+        this.logger.info({ partition: replica.name, removed }, 'expired idle producer ids');
+      }
+    }
+  }
+
+  /**
+   * Clean close of every log, so the next start does not rescan; each partition's producer
+   * state is snapshotted at its log end first, so the next start replays no batch headers.
+   */
   async closeAll(): Promise<void> {
     await this.reconciling;
     this.checkpointHighWatermarks();
-    for (const replica of this.replicas.values()) await replica.log.close();
+    for (const replica of this.replicas.values()) {
+      try {
+        replica.producerState.takeSnapshot(true);
+      } catch (error) {
+        // The next start replays from an older snapshot instead: slower, not wrong.
+        this.logger.warn({ err: error, partition: replica.name }, 'producer snapshot failed');
+      }
+      await replica.log.close();
+    }
     for (const unclaimed of this.unclaimedLogs.values()) await unclaimed.log.close();
     this.replicas.clear();
     this.unclaimedLogs.clear();

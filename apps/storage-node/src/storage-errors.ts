@@ -24,6 +24,12 @@ const retriableByCode = {
   DATA_DIRECTORY_LOCKED: false,
   // The node is stopping; the client retries against the new leader.
   SHUTTING_DOWN: true,
+  // Idempotent producers (producer-state-manager.ts). None is retriable as sent: the producer
+  // must bump its epoch (a newer instance fenced this one, or its sequences cannot continue).
+  INVALID_PRODUCER_EPOCH: false,
+  OUT_OF_ORDER_SEQUENCE_NUMBER: false,
+  UNKNOWN_PRODUCER_ID: false,
+  INVALID_RECORD: false,
 } as const satisfies Record<string, boolean>;
 
 export type StorageErrorCode = keyof typeof retriableByCode;

@@ -98,6 +98,30 @@ export const storageNodeSettings = {
     description:
       "Longest /readyz waits for this node's replicas to rejoin their ISRs after a start.",
   },
+  producerIdExpirationMs: {
+    type: 'integer',
+    default: 86_400_000,
+    min: 1_000,
+    max: 2_147_483_647,
+    description:
+      'A producer id silent this long is forgotten by each partition (producer.id.expiration.ms).',
+  },
+  producerIdExpirationCheckIntervalMs: {
+    type: 'integer',
+    default: 600_000,
+    min: 100,
+    max: 86_400_000,
+    description:
+      'How often idle producer ids are expired (producer.id.expiration.check.interval.ms).',
+  },
+  maxProducersPerPartition: {
+    type: 'integer',
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    description:
+      'Idempotent producers one partition remembers; past it the least recently active goes.',
+  },
   metricsPerPartition: {
     type: 'boolean',
     default: true,
@@ -197,7 +221,13 @@ export function startStorageNode(
           onRoleChange: (replica, change) => replication.onRoleChange(replica, change),
           onReplicaRemoved: (replica) => replication.onRemoved(replica),
         },
-        { verifyLogsOnStart: config.logVerifyOnStart },
+        {
+          verifyLogsOnStart: config.logVerifyOnStart,
+          producerStateSettings: {
+            producerIdExpirationMs: config.producerIdExpirationMs,
+            maxProducers: config.maxProducersPerPartition,
+          },
+        },
       );
       replicaHolder.manager = replicaManager;
       const replicas = replicaManager;
@@ -324,10 +354,16 @@ export function startStorageNode(
         highWatermarkCheckpointIntervalMs,
       );
       checkpointTimer.unref();
+      const producerExpirationTimer = setInterval(
+        () => replicas.removeExpiredProducers(),
+        config.producerIdExpirationCheckIntervalMs,
+      );
+      producerExpirationTimer.unref();
 
       context.onShutdown(async () => {
         clearInterval(retentionTimer);
         clearInterval(checkpointTimer);
+        clearInterval(producerExpirationTimer);
       });
       context.onShutdownAfterDrain(async () => {
         await dataPort.close(2_000);

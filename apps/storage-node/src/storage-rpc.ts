@@ -1,7 +1,8 @@
 /**
  * The storage node's gRPC API: Append (produce into partitions this node leads), ListOffsets and
  * DeleteRecords. Each partition is answered on its own with Kafka's error name; a partition whose
- * batches fail validation writes none of them (the segment store validates every batch first).
+ * batches fail validation writes none of them (the segment store validates every batch first, and
+ * the producer state checks every idempotent batch's epoch and sequence before that).
  * The gRPC server counts and times every call and counts the partition errors in its answer;
  * Append also reports where its time went (queue, local append, replication wait).
  */
@@ -88,15 +89,23 @@ export function storageHandlers(
       const appendStartedAtMs = performance.now();
       stageTimer('queue', receivedAtMs);
       beforeLogAppendTestHook();
-      const appended = replica.log.append(Buffer.from(partition.records), {
-        leaderEpoch: replica.assignment.leaderEpoch,
-        assignOffsets: true,
-      });
+      const outcome = replica.producerState.appendAsLeader(
+        Buffer.from(partition.records),
+        replica.assignment.leaderEpoch,
+      );
       stageTimer('local_append', appendStartedAtMs);
-      metrics.messagesIn.inc({ topic: partition.topic }, appended.recordCount);
-      metrics.bytesIn.inc({ topic: partition.topic }, appended.sizeBytes);
-      replica.maybeAdvanceHighWatermark();
-      replica.wake();
+      // A duplicate of an idempotent producer's batch writes nothing and is answered with the
+      // original offsets, after the same acks=all wait: the original may not be replicated yet.
+      const appended =
+        outcome.kind === 'appended'
+          ? outcome.appended
+          : { baseOffset: outcome.baseOffset, lastOffset: outcome.lastOffset, logAppendTimeMs: -1 };
+      if (outcome.kind === 'appended') {
+        metrics.messagesIn.inc({ topic: partition.topic }, outcome.appended.recordCount);
+        metrics.bytesIn.inc({ topic: partition.topic }, outcome.appended.sizeBytes);
+        replica.maybeAdvanceHighWatermark();
+        replica.wake();
+      }
       if (request.acks === Acks.ACKS_ALL) {
         const timeoutMs = Math.min(Math.max(request.timeoutMs, 0), appendTimeoutMsMax);
         const waitStartedAtMs = performance.now();

@@ -62,8 +62,13 @@ export interface ProducerOptions {
   readonly maxRequestSizeBytes?: number;
   /** metadataMaxAgeMs: partition counts are described again after this long. */
   readonly metadataMaxAgeMs?: number;
-  /** idempotent: exactly-once production per partition; not offered yet (UNSUPPORTED_FEATURE). */
-  readonly idempotent?: boolean;
+  /**
+   * enableIdempotence: exactly once into each partition (Kafka's enable.idempotence): the
+   * producer gets a producer id, numbers its batches per partition, and the leaders drop a
+   * retried batch they already wrote. Needs acks 'all', maxInFlight at most 5 and retries above
+   * 0; false by default.
+   */
+  readonly enableIdempotence?: boolean;
 }
 
 export interface ProducerConfig {
@@ -80,7 +85,11 @@ export interface ProducerConfig {
   readonly requestTimeoutMs: number;
   readonly maxRequestSizeBytes: number;
   readonly metadataMaxAgeMs: number;
+  readonly enableIdempotence: boolean;
 }
+
+/** Kafka's limit for idempotence: the leader remembers the last five batches per producer. */
+export const idempotenceMaxInFlightMax = 5;
 
 export type OffsetResetPolicy = 'earliest' | 'latest' | 'none';
 
@@ -193,15 +202,10 @@ export const compressionTypeByName: Readonly<Record<CompressionName, Compression
 };
 
 export function resolveProducerConfig(options: ProducerOptions): ProducerConfig {
-  if (options.idempotent === true) {
-    // Idempotence needs a producer id and epoch from the coordinator and sequence checks on the
-    // leaders; writing sequence numbers without them would promise what nothing enforces.
-    throw clientError(
-      ClientErrorCode.UnsupportedFeature,
-      'idempotent production needs producer ids from the group coordinator, which this cluster ' +
-        'does not run yet; create the producer without idempotent: true',
-    );
-  }
+  const enableIdempotence = oneOf('enableIdempotence', options.enableIdempotence, false, [
+    true,
+    false,
+  ]);
   const acks = acksByName.get(oneOf('acks', options.acks, 'all', [...acksByName.keys()]));
   const compression = oneOf<CompressionName>('compression', options.compression, 'none', [
     'none',
@@ -235,8 +239,37 @@ export function resolveProducerConfig(options: ProducerOptions): ProducerConfig 
       1,
     ),
     metadataMaxAgeMs: integer('metadataMaxAgeMs', options.metadataMaxAgeMs, 300_000, 0),
+    enableIdempotence,
   };
+  if (enableIdempotence) checkIdempotenceSettings(config);
   return config;
+}
+
+/**
+ * Kafka's rules for enable.idempotence: acks=all (a batch acknowledged by the leader alone can
+ * be lost with it, and its retry would not be a duplicate), at most five batches in flight per
+ * partition (the leader recognises retries of its last five), and retries (idempotence is what
+ * makes them safe). A conflicting setting is an error, never silently changed.
+ */
+function checkIdempotenceSettings(config: ProducerConfig): void {
+  if (config.acks !== ProtoAcks.ACKS_ALL) {
+    throw clientError(
+      ClientErrorCode.InvalidConfig,
+      `setting acks must be 'all' (or -1) with enableIdempotence, got ${
+        config.acks === ProtoAcks.ACKS_NONE ? 0 : 1
+      }`,
+    );
+  }
+  if (config.maxInFlight > idempotenceMaxInFlightMax) {
+    invalid(
+      'maxInFlight',
+      config.maxInFlight,
+      `at most ${idempotenceMaxInFlightMax} with enableIdempotence`,
+    );
+  }
+  if (config.retries < 1) {
+    invalid('retries', config.retries, 'at least 1 with enableIdempotence');
+  }
 }
 
 export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig {

@@ -13,7 +13,7 @@ export const ClientErrorCode = {
   InvalidConfig: CommonErrorCode.InvalidConfig,
   /** An argument of a call is malformed (a message without a value field, a negative offset). */
   InvalidRequest: CommonErrorCode.InvalidRequest,
-  /** A feature the cluster does not offer yet, such as idempotent production. */
+  /** A feature the cluster does not offer yet. */
   UnsupportedFeature: 'UNSUPPORTED_FEATURE',
   /** Consumer groups need the group coordinator, which the cluster does not run yet. */
   CoordinatorNotAvailable: 'COORDINATOR_NOT_AVAILABLE',

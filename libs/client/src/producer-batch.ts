@@ -35,6 +35,20 @@ export class ProducerBatch {
   attempts = 0;
   /** A retried batch waits for its backoff: not sent before this Date.now() value. */
   retryNotBeforeMs = 0;
+  /**
+   * Idempotence (idempotence-manager.ts): the producer id, epoch and first sequence stamped in
+   * the header, -1 until the batch is first sent; every retry sends the same ones.
+   */
+  producerId = -1n;
+  producerEpoch = -1;
+  baseSequence = -1;
+  /** The order sequences were stamped in, per partition, so retries go back in that order. */
+  sequenceOrder = Number.POSITIVE_INFINITY;
+  /**
+   * An attempt ended without a definite refusal (a timeout, a lost connection, a leader lost
+   * after its write): the records may be in the log even though no answer said so.
+   */
+  possiblyWritten = false;
 
   constructor(
     readonly topic: string,
@@ -87,8 +101,27 @@ export class ProducerBatch {
 
   /** The batch's bytes, encoded on the first call; throws what the encoder or codec throws. */
   encode(compressionType: CompressionType): Buffer {
-    this.encoded ??= encodeRecordBatch({ baseOffset: 0n, records: this.records, compressionType });
+    this.encoded ??= encodeRecordBatch({
+      baseOffset: 0n,
+      records: this.records,
+      compressionType,
+      producerId: this.producerId,
+      producerEpoch: this.producerEpoch,
+      baseSequence: this.baseSequence,
+    });
     return this.encoded;
+  }
+
+  /**
+   * Stamps (or, after an epoch bump, clears with -1s) the idempotence fields; the bytes are
+   * encoded again with them, since the CRC covers them.
+   */
+  stamp(producerId: bigint, producerEpoch: number, baseSequence: number, order: number): void {
+    this.producerId = producerId;
+    this.producerEpoch = producerEpoch;
+    this.baseSequence = baseSequence;
+    this.sequenceOrder = order;
+    this.encoded = undefined;
   }
 
   /** The leader wrote the batch at `baseOffset` (-1n when acks=0 told nothing). */

@@ -4,6 +4,7 @@ import type { BufferMemory } from './buffer-memory';
 import type { ProducerConfig } from './config';
 import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
 import type { GatewayConnection } from './gateway-connection';
+import { IdempotenceManager } from './idempotence-manager';
 import type { ProducerBatch } from './producer-batch';
 import type { RecordAccumulator } from './record-accumulator';
 import type { TopicMetadataCache } from './topic-metadata';
@@ -21,6 +22,10 @@ import type { TopicMetadataCache } from './topic-metadata';
  *
  * A request that fails as a whole (the gateway unreachable, a deadline) counts as that error
  * for each of its batches.
+ *
+ * With idempotence, nothing is sent until the producer has its id (InitProducerId), each batch
+ * is stamped with id, epoch and sequence when first sent, and the idempotence manager decides
+ * cases 2 and 3 for stamped batches (idempotence-manager.ts lists them).
  */
 
 /** The gateway answers REQUEST_TIMED_OUT itself at timeoutMs; this lets that answer arrive. */
@@ -32,6 +37,8 @@ export class ProducerSender {
   private drainTimerAtMs = Number.POSITIVE_INFINITY;
   private readonly inFlight = new Set<ProducerBatch>();
   private flushRequests = 0;
+  /** Present when enableIdempotence is set. */
+  readonly idempotence: IdempotenceManager | undefined;
 
   constructor(
     private readonly config: ProducerConfig,
@@ -40,7 +47,11 @@ export class ProducerSender {
     private readonly memory: BufferMemory,
     private readonly metadata: TopicMetadataCache,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.idempotence = config.enableIdempotence
+      ? new IdempotenceManager(config, connection, logger)
+      : undefined;
+  }
 
   /** Asks for a drain on the next turn of the event loop; many wakes make one drain. */
   wake(): void {
@@ -74,6 +85,14 @@ export class ProducerSender {
   }
 
   private drain(): void {
+    if (this.idempotence !== undefined && !this.idempotence.isReady) {
+      if (this.accumulator.hasQueuedBatches || this.inFlight.size > 0) {
+        this.idempotence.maybeInitialize(this.inFlight.size, (error) =>
+          this.onProducerIdSettled(error),
+        );
+      }
+      return;
+    }
     for (;;) {
       const drained = this.accumulator.drain({
         nowMs: Date.now(),
@@ -86,6 +105,24 @@ export class ProducerSender {
         return;
       }
     }
+  }
+
+  /**
+   * InitProducerId finished: after a bump, each queued batch stamped under the old epoch is
+   * cleared to be stamped again or fails (possibly written); on failure every queued batch
+   * fails with the error, since none can be sent without a producer id.
+   */
+  private onProducerIdSettled(error: SpoolError | undefined): void {
+    for (const batch of this.accumulator.queuedBatches()) {
+      const failure =
+        error ??
+        this.idempotence!.onEpochBumped(batch, 'a sequence could not continue on a partition');
+      if (failure === undefined) continue;
+      this.accumulator.removeQueued(batch);
+      batch.fail(failure);
+      this.memory.release(batch.memoryBytes);
+    }
+    this.wake();
   }
 
   private scheduleDrainAt(atMs: number): void {
@@ -107,6 +144,7 @@ export class ProducerSender {
     for (const batch of batches) {
       batch.attempts += 1;
       this.inFlight.add(batch);
+      this.idempotence?.stamp(batch);
       try {
         batch.encode(this.config.compressionType);
         sendable.push(batch);
@@ -170,8 +208,17 @@ export class ProducerSender {
   /** One attempt of a batch is over: done, failed for good, or queued again (cases 1-3). */
   private settle(batch: ProducerBatch, error: SpoolError | undefined, baseOffset = -1n): void {
     this.inFlight.delete(batch);
-    const retry = error !== undefined && error.retriable && batch.attempts <= this.config.retries;
-    if (retry) {
+    const retriesLeft = batch.attempts <= this.config.retries;
+    let retry = error !== undefined && error.retriable && retriesLeft;
+    if (this.idempotence !== undefined && batch.baseSequence >= 0) {
+      if (error === undefined) this.idempotence.onAcknowledged(batch);
+      else {
+        const outcome = this.idempotence.onError(batch, error, retriesLeft);
+        retry = outcome.kind !== 'fail';
+        if (outcome.kind === 'fail') error = outcome.error;
+      }
+    }
+    if (retry && error !== undefined) {
       if (error.code === ClientErrorCode.UnknownTopicOrPartition) {
         this.metadata.invalidate(batch.topic);
       }

@@ -3,7 +3,8 @@
 // waits lingerMs unless it reaches batchSizeBytes; offsets are the batch's base offset plus the
 // record's index, exact as bigints past 2^53; keyless records stick to a partition per batch; a
 // full buffer blocks send for maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are
-// retried with backoff, others fail naming topic and partition; idempotence fails clearly.
+// retried with backoff, others fail naming topic and partition; settings that conflict with
+// idempotence fail clearly.
 import { SpoolError } from '@spool/common';
 import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -265,17 +266,30 @@ describe('Producer', () => {
     expect(error.code).toBe('CLIENT_CLOSED');
   });
 
-  it('refuses idempotence and bad settings with clear errors', async () => {
+  it('refuses settings that conflict with idempotence and bad settings with clear errors', async () => {
     const spool = new Spool({ brokers: ['127.0.0.1:1'], logLevel: 'silent' });
-    const idempotent = (() => {
+    const conflicting = (options: ProducerOptions): SpoolError | undefined => {
       try {
-        spool.producer({ idempotent: true });
+        spool.producer({ enableIdempotence: true, ...options });
       } catch (error) {
         return error as SpoolError;
       }
       return undefined;
-    })();
-    expect(idempotent?.code).toBe('UNSUPPORTED_FEATURE');
+    };
+    expect(conflicting({ acks: 1 })).toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: "setting acks must be 'all' (or -1) with enableIdempotence, got 1",
+    });
+    expect(conflicting({ maxInFlight: 6 })?.message).toBe(
+      'setting maxInFlight must be at most 5 with enableIdempotence, got 6',
+    );
+    expect(conflicting({ retries: 0 })?.message).toBe(
+      'setting retries must be at least 1 with enableIdempotence, got 0',
+    );
+    expect(conflicting({ acks: -1, maxInFlight: 5, retries: 1 })).toBeUndefined();
+    expect(() => spool.producer({ enableIdempotence: 'yes' as never })).toThrow(
+      /setting enableIdempotence must be one of true, false, got "yes"/,
+    );
     expect(() => spool.producer({ lingerMs: -1 })).toThrow(/setting lingerMs must be .*got -1/);
     expect(() => spool.producer({ compression: 'brotli' as never })).toThrow(
       /setting compression must be one of none, gzip, snappy, lz4, zstd, got "brotli"/,

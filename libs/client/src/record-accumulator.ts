@@ -116,11 +116,33 @@ export class RecordAccumulator {
     return { batches, nextReadyAtMs };
   }
 
-  /** A batch came back: acknowledged, failed for good, or to be retried (`requeue`). */
+  /**
+   * A batch came back: acknowledged, failed for good, or to be retried (`requeue`). A retried
+   * batch goes back before every batch stamped after it (Kafka's insertInSequenceOrder), so an
+   * idempotent producer's retries reach the leader in sequence order.
+   */
   completed(batch: ProducerBatch, requeue: boolean): void {
     const queue = this.queueOf(batch.topic, batch.partition);
     queue.inFlight -= 1;
-    if (requeue) queue.batches.unshift(batch);
+    if (requeue && Number.isFinite(batch.sequenceOrder)) {
+      const before = queue.batches.findIndex(
+        (queued) => queued.sequenceOrder > batch.sequenceOrder,
+      );
+      queue.batches.splice(before === -1 ? queue.batches.length : before, 0, batch);
+    } else if (requeue) {
+      queue.batches.unshift(batch);
+    }
+    if (queue.batches.length === 0 && queue.inFlight === 0) {
+      this.queues.delete(keyOf(batch.topic, batch.partition));
+    }
+  }
+
+  /** Takes a queued batch out (it failed for good while waiting). */
+  removeQueued(batch: ProducerBatch): void {
+    const queue = this.queues.get(keyOf(batch.topic, batch.partition));
+    if (queue === undefined) return;
+    const index = queue.batches.indexOf(batch);
+    if (index >= 0) queue.batches.splice(index, 1);
     if (queue.batches.length === 0 && queue.inFlight === 0) {
       this.queues.delete(keyOf(batch.topic, batch.partition));
     }

@@ -29,6 +29,8 @@ export {
   StorageServiceService,
 } from './generated/spool/v1/storage';
 export {
+  AllocateProducerIdsRequest,
+  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -41,6 +43,8 @@ export {
   ControllerServiceClient,
   type ControllerServiceServer,
   ControllerServiceService,
+  CoordinatorHeartbeatRequest,
+  CoordinatorHeartbeatResponse,
   CreatableTopic,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
@@ -55,6 +59,8 @@ export {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  EnsureOffsetsTopicRequest,
+  EnsureOffsetsTopicResponse,
   ListTopicsRequest,
   ListTopicsResponse,
   RegisterBrokerRequest,
@@ -154,6 +160,7 @@ export {
   transactionalFlagMask,
 } from './record-batch/record-batch-layout';
 export {
+  incrementSequence,
   lastOffsetOf,
   RecordBatchHeader,
   recordBatchSizeBytes,

@@ -8,8 +8,11 @@ import {
   setBaseOffset,
   type ConsumeRequest,
   type ConsumeResponse,
+  incrementSequence,
   type FetchPartition,
   type FetchedPartition,
+  type InitProducerIdRequest,
+  type InitProducerIdResponse,
   type ProduceRequest,
   type ProduceResponse,
   type ProtoError,
@@ -24,12 +27,27 @@ import {
  * the proto contract describes them, and records what it saw: every Produce request, how often
  * topics were described, and per Consume stream the credit granted and the bytes sent. Hooks
  * inject errors and hold Produce answers back. It is not the gateway: no routing, no replication.
+ *
+ * Idempotent producers: InitProducerId hands out ids from 1000 (epoch + 1 for a known id), and
+ * each partition checks producer epochs and sequences as a leader does (the last five batches
+ * per producer: a retry is answered with its original offsets and not written again; a gap is
+ * OUT_OF_ORDER_SEQUENCE_NUMBER, a stale epoch INVALID_PRODUCER_EPOCH, an unknown producer past
+ * sequence 0 UNKNOWN_PRODUCER_ID). `produceAnswerHook` replaces the answer of a batch that WAS
+ * written (a response lost on the way back); `forgetProducers` and `setProducerState` play a
+ * leader that expired or lost state.
  */
+
+/** What a partition remembers of one idempotent producer. */
+export interface FakeProducerState {
+  producerEpoch: number;
+  batches: { baseSequence: number; lastSequence: number; baseOffset: bigint; lastOffset: bigint }[];
+}
 
 interface PartitionLog {
   logStartOffset: bigint;
   nextOffset: bigint;
   readonly batches: { baseOffset: bigint; lastOffset: bigint; bytes: Buffer }[];
+  readonly producers: Map<bigint, FakeProducerState>;
 }
 
 export interface ConsumeStreamRecord {
@@ -53,6 +71,12 @@ export class FakeGateway {
   describeTopicsCalls = 0;
   /** Returns an error to answer for a partition's batch instead of appending it. */
   produceErrorHook: ProduceErrorHook | undefined;
+  /** Returns an error to answer for a partition's batch after appending it (a lost answer). */
+  produceAnswerHook: ProduceErrorHook | undefined;
+  readonly initProducerIdRequests: InitProducerIdRequest[] = [];
+  /** Returns an error to answer InitProducerId with instead of an id. */
+  initProducerIdHook: (() => SpoolError | undefined) | undefined;
+  private nextProducerId = 1000n;
   /** Consume calls still to fail, each with this error, before streams work. */
   private consumeFailures: { remaining: number; error: SpoolError } = {
     remaining: 0,
@@ -112,6 +136,7 @@ export class FakeGateway {
         logStartOffset: 0n,
         nextOffset: 0n,
         batches: [],
+        producers: new Map<bigint, FakeProducerState>(),
       })),
     );
   }
@@ -131,6 +156,27 @@ export class FakeGateway {
   /** A partition's batches as stored, base offsets assigned. */
   storedBatches(topic: string, partition: number): Buffer[] {
     return this.logOf(topic, partition)!.batches.map((batch) => batch.bytes);
+  }
+
+  /** The partition's state of an idempotent producer, as its leader would keep it. */
+  producerState(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+  ): FakeProducerState | undefined {
+    return this.logOf(topic, partition)!.producers.get(producerId);
+  }
+
+  /** Replaces (or with undefined, forgets) what the partition knows of a producer. */
+  setProducerState(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+    state: FakeProducerState | undefined,
+  ): void {
+    const producers = this.logOf(topic, partition)!.producers;
+    if (state === undefined) producers.delete(producerId);
+    else producers.set(producerId, state);
   }
 
   private logOf(topic: string, partition: number): PartitionLog | undefined {
@@ -166,6 +212,21 @@ export class FakeGateway {
           callback(null, this.produce(call.request)),
         );
       },
+      initProducerId: unary((request: InitProducerIdRequest): InitProducerIdResponse => {
+        this.initProducerIdRequests.push(request);
+        const refusal = this.initProducerIdHook?.();
+        if (refusal !== undefined) throw refusal;
+        if (request.producerId === -1n) {
+          const producerId = this.nextProducerId;
+          this.nextProducerId += 1n;
+          return { error: undefined, producerId, producerEpoch: 0 };
+        }
+        return {
+          error: undefined,
+          producerId: request.producerId,
+          producerEpoch: request.producerEpoch + 1,
+        };
+      }),
       describeTopics: unary((request: { names: string[] }) => {
         this.describeTopicsCalls += 1;
         return {
@@ -241,8 +302,15 @@ export class FakeGateway {
             ? unknownTopic(topic)
             : this.produceErrorHook?.(topic, partition, attempt);
         if (error !== undefined) return { ...result, error };
+        const check = checkProducer(log!, new RecordBatchHeader(records, 0));
+        if ('error' in check) return { ...result, error: check.error };
+        if ('duplicate' in check) return { ...result, error: undefined, ...check.duplicate };
         const baseOffset = this.append(topic, partition, records);
-        return { ...result, error: undefined, baseOffset, lastOffset: log!.nextOffset - 1n };
+        const lastOffset = log!.nextOffset - 1n;
+        check.remember?.(baseOffset, lastOffset);
+        const lostAnswer = this.produceAnswerHook?.(topic, partition, attempt);
+        if (lostAnswer !== undefined) return { ...result, error: lostAnswer };
+        return { ...result, error: undefined, baseOffset, lastOffset };
       }),
     };
   }
@@ -361,6 +429,61 @@ export class FakeGateway {
       })),
     };
   }
+}
+
+/**
+ * A leader's producer checks for the (single) batch of a request: refused, a duplicate with
+ * its original offsets, or new (with what to remember once written).
+ */
+function checkProducer(
+  log: PartitionLog,
+  header: RecordBatchHeader,
+):
+  | { error: ProtoError }
+  | { duplicate: { baseOffset: bigint; lastOffset: bigint } }
+  | { remember?: (baseOffset: bigint, lastOffset: bigint) => void } {
+  const producerId = header.producerId;
+  if (producerId < 0n) return {};
+  const refuse = (code: string, message: string) => ({
+    error: { code, message, retriable: false },
+  });
+  const epoch = header.producerEpoch;
+  const known = log.producers.get(producerId);
+  const remember = (baseOffset: bigint, lastOffset: bigint): void => {
+    const batches = known !== undefined && known.producerEpoch === epoch ? known.batches : [];
+    const entry = { baseSequence: header.baseSequence, lastSequence: header.lastSequence };
+    log.producers.set(producerId, {
+      producerEpoch: epoch,
+      batches: [...batches, { ...entry, baseOffset, lastOffset }].slice(-5),
+    });
+  };
+  if (known === undefined) {
+    if (header.baseSequence === 0) return { remember };
+    return refuse('UNKNOWN_PRODUCER_ID', `producer ${producerId} is not known`);
+  }
+  if (epoch < known.producerEpoch) {
+    return refuse('INVALID_PRODUCER_EPOCH', `epoch ${epoch} < ${known.producerEpoch}`);
+  }
+  if (epoch > known.producerEpoch) {
+    if (header.baseSequence === 0) return { remember };
+    return refuse('OUT_OF_ORDER_SEQUENCE_NUMBER', `new epoch ${epoch} must start at 0`);
+  }
+  const original = known.batches.find(
+    (batch) =>
+      batch.baseSequence === header.baseSequence && batch.lastSequence === header.lastSequence,
+  );
+  if (original !== undefined) {
+    return { duplicate: { baseOffset: original.baseOffset, lastOffset: original.lastOffset } };
+  }
+  const latest = known.batches.at(-1);
+  const expected = latest === undefined ? 0 : incrementSequence(latest.lastSequence, 1);
+  if (header.baseSequence !== expected) {
+    return refuse(
+      'OUT_OF_ORDER_SEQUENCE_NUMBER',
+      `expected sequence ${expected}, got ${header.baseSequence}`,
+    );
+  }
+  return { remember };
 }
 
 function unknownTopic(topic: string): ProtoError {

@@ -1,0 +1,41 @@
+/**
+ * Where a coordinator's ProducerIdManager gets its blocks: AllocateProducerIds on the active
+ * controller, found and followed through a LeaderChannel (NOT_CONTROLLER answers name the
+ * active one), so a controller failover costs a redirect, not an error.
+ */
+import { LeaderChannel, callOnce, createGrpcClient } from '@spool/common';
+import { ControllerServiceClient } from '@spool/protocol';
+import type { ProducerIdBlock } from './producer-id-manager';
+
+/** One block request gets this long per attempt. */
+const allocateDeadlineMs = 5_000;
+
+export function controllerChannel(
+  controllerAddresses: readonly string[],
+): LeaderChannel<ControllerServiceClient> {
+  return new LeaderChannel(
+    controllerAddresses,
+    (address) => createGrpcClient(ControllerServiceClient, address),
+    { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
+  );
+}
+
+/** `allocateBlock` for a ProducerIdManager, naming this coordinator in the controller's log. */
+export function controllerProducerIdBlocks(
+  channel: LeaderChannel<ControllerServiceClient>,
+  coordinatorId: string,
+): () => Promise<ProducerIdBlock> {
+  return async () => {
+    const response = await channel.call((client) =>
+      callOnce(
+        client,
+        client.allocateProducerIds,
+        { coordinatorId },
+        {
+          deadlineMs: allocateDeadlineMs,
+        },
+      ),
+    );
+    return { firstProducerId: response.firstProducerId, count: response.count };
+  };
+}

@@ -1,0 +1,261 @@
+/**
+ * A partition's log together with its producer state (the part of Kafka's UnifiedLog that keeps
+ * the ProducerStateManager in step with the log). Every append and truncation of a hosted
+ * replica goes through here, so the state always describes exactly the batches in the log:
+ *
+ *   - leader appends check the producers first (producer-state-manager.ts) and write nothing
+ *     for a refused or duplicate request; the state is updated after the write succeeds;
+ *   - follower appends update the state from the leader's batches, without checks;
+ *   - a segment roll writes a snapshot as of the new segment's base offset, before the batches
+ *     that went into the new segment are applied (producer-state-snapshot.ts);
+ *   - truncations delete the snapshots past the new log end and rebuild: load the newest
+ *     snapshot at or below it, then replay the batch headers after it;
+ *   - opening (a restart, or a replica hosted again) rebuilds the same way; a clean close
+ *     writes a durable snapshot at the log end offset, so the next open replays nothing.
+ *
+ * Rebuilding reads only the 61-byte header of each batch, never its records.
+ */
+import * as fs from 'node:fs';
+import {
+  RecordBatchHeader,
+  producerIdPosition,
+  recordBatchHeaderSizeBytes,
+  splitRecordBatchPositions,
+} from '@spool/protocol';
+import type { AppendResult, Log } from '@spool/segment-store';
+import {
+  ProducerStateManager,
+  producerBatchHeaderOf,
+  type ProducerBatchHeader,
+  type ProducerStateSettings,
+} from './producer-state-manager';
+import {
+  deleteProducerSnapshot,
+  listProducerSnapshots,
+  readProducerSnapshot,
+  writeProducerSnapshot,
+} from './producer-state-snapshot';
+
+/** Bytes of log one read step of a rebuild covers (only headers are read from them). */
+const rebuildReadSizeBytes = 8 * 1024 * 1024;
+
+export interface ProducerStateRebuildReport {
+  /** The snapshot the state started from, undefined when it was replayed from the log start. */
+  readonly snapshotOffset: bigint | undefined;
+  readonly batchesReplayed: number;
+  /** Snapshots that could not be used, one line each. */
+  readonly problems: readonly string[];
+}
+
+export type LeaderAppendOutcome =
+  | { readonly kind: 'appended'; readonly appended: AppendResult }
+  | { readonly kind: 'duplicate'; readonly baseOffset: bigint; readonly lastOffset: bigint };
+
+export class ProducerStateLog {
+  readonly producers: ProducerStateManager;
+
+  constructor(
+    readonly log: Log,
+    partitionName: string,
+    settings?: ProducerStateSettings,
+  ) {
+    this.producers = new ProducerStateManager(partitionName, settings);
+  }
+
+  /**
+   * The leader's append: checks the producers of every batch, then writes them all or none.
+   * A request of duplicates writes nothing and answers the original offsets.
+   */
+  appendAsLeader(records: Buffer, leaderEpoch: number): LeaderAppendOutcome {
+    const positions = batchPositions(records);
+    const headers = positions === undefined ? undefined : producerHeadersOf(records, positions);
+    if (headers !== undefined && headers.length > 0) {
+      let check;
+      try {
+        check = this.producers.checkLeaderAppend(headers);
+      } catch (error) {
+        // A damaged batch is reported as damaged, not as a sequence problem.
+        this.validate(records);
+        throw error;
+      }
+      if (check.kind === 'duplicate') {
+        this.validate(records);
+        return check;
+      }
+    }
+    const appended = this.appendAndSnapshotOnRoll(records, leaderEpoch, true);
+    if (headers !== undefined && headers.length > 0) this.updateFrom(records, positions!);
+    return { kind: 'appended', appended };
+  }
+
+  /** A follower's append of the leader's batches: the state follows without checks. */
+  appendAsFollower(records: Buffer, leaderEpoch: number): AppendResult {
+    const appended = this.appendAndSnapshotOnRoll(records, leaderEpoch, false);
+    const positions = batchPositions(records);
+    if (positions === undefined) this.rebuild();
+    else this.updateFrom(records, positions);
+    return appended;
+  }
+
+  /** Kafka's truncateTo with the producer state rebuilt below the new end. */
+  truncateTo(offset: bigint): { bytesTruncated: number } {
+    if (offset >= this.log.logEndOffset) return { bytesTruncated: 0 };
+    const result = this.log.truncateTo(offset);
+    // At most the active segment's headers are replayed: a snapshot was written at its roll.
+    this.rebuild();
+    return result;
+  }
+
+  /** Kafka's truncateFullyAndStartAt: nothing is left to describe producers. */
+  truncateFullyAndStartAt(offset: bigint): void {
+    this.log.truncateFullyAndStartAt(offset);
+    for (const snapshotOffset of listProducerSnapshots(this.log.directory)) {
+      deleteProducerSnapshot(this.log.directory, snapshotOffset);
+    }
+    this.producers.clear();
+  }
+
+  /**
+   * Loads the newest usable snapshot at or below the log end offset and replays the batch
+   * headers after it. Snapshots past the end, or damaged, are deleted.
+   */
+  rebuild(): ProducerStateRebuildReport {
+    const directory = this.log.directory;
+    const logEndOffset = this.log.logEndOffset;
+    const problems: string[] = [];
+    this.producers.clear();
+    let snapshotOffset: bigint | undefined;
+    for (const offset of listProducerSnapshots(directory).reverse()) {
+      if (offset > logEndOffset) {
+        deleteProducerSnapshot(directory, offset);
+        continue;
+      }
+      try {
+        this.producers.load(readProducerSnapshot(directory, offset));
+        snapshotOffset = offset;
+        break;
+      } catch (error) {
+        problems.push(`producer snapshot at ${offset} is unusable: ${(error as Error).message}`);
+        deleteProducerSnapshot(directory, offset);
+      }
+    }
+    let from = snapshotOffset ?? this.log.logStartOffset;
+    if (from < this.log.logStartOffset) from = this.log.logStartOffset;
+    const batchesReplayed = this.replayHeaders(from);
+    return { snapshotOffset, batchesReplayed, problems };
+  }
+
+  /**
+   * Writes a snapshot at the log end offset; durable on a clean close. Deletes snapshots below
+   * the oldest segment (the records they cover are gone), keeping the newest one always.
+   */
+  takeSnapshot(durable: boolean): void {
+    this.writeSnapshotAt(this.log.logEndOffset, durable);
+  }
+
+  removeExpiredProducers(nowMs: number): number {
+    return this.producers.removeExpiredProducers(nowMs);
+  }
+
+  private appendAndSnapshotOnRoll(
+    records: Buffer,
+    leaderEpoch: number,
+    assignOffsets: boolean,
+  ): AppendResult {
+    const segmentsBefore = this.log.segmentCount;
+    const appended = this.log.append(records, { leaderEpoch, assignOffsets });
+    if (this.log.segmentCount !== segmentsBefore) {
+      // The state does not include this append's batches yet: it is the state as of the new
+      // segment's base offset, which is where this append started.
+      this.writeSnapshotAt(appended.baseOffset, false);
+    }
+    return appended;
+  }
+
+  private writeSnapshotAt(offset: bigint, durable: boolean): void {
+    const directory = this.log.directory;
+    writeProducerSnapshot(directory, offset, this.producers.entries(), durable);
+    const oldestSegmentBase = this.log.segmentBaseOffsets()[0] ?? 0n;
+    const snapshots = listProducerSnapshots(directory);
+    for (const snapshotOffset of snapshots.slice(0, -1)) {
+      if (snapshotOffset < oldestSegmentBase) deleteProducerSnapshot(directory, snapshotOffset);
+    }
+  }
+
+  private updateFrom(records: Buffer, positions: readonly number[]): void {
+    for (const position of positions) {
+      if (records.readBigInt64BE(position + producerIdPosition) < 0n) continue;
+      const header = new RecordBatchHeader(records, position);
+      this.producers.update(producerBatchHeaderOf(header), header.baseOffset, header.lastOffset);
+    }
+  }
+
+  /** Runs the full batch validation, so a damaged request fails as the log would fail it. */
+  private validate(records: Buffer): void {
+    splitRecordBatchPositions(records, {
+      maxBatchSizeBytes: this.log.config.maxMessageBytes,
+      origin: 'client',
+    });
+  }
+
+  /** Reads each batch header from `from` to the log end and applies it; returns the count. */
+  private replayHeaders(from: bigint): number {
+    let offset = from;
+    let batches = 0;
+    const header = Buffer.alloc(recordBatchHeaderSizeBytes);
+    while (offset < this.log.logEndOffset) {
+      const read = this.log.read(offset, rebuildReadSizeBytes);
+      try {
+        if (read.slices.length === 0) break;
+        for (const slice of read.slices) {
+          let position = slice.position;
+          const end = slice.position + slice.sizeBytes;
+          while (position + recordBatchHeaderSizeBytes <= end) {
+            fs.readSync(slice.file.fd, header, 0, recordBatchHeaderSizeBytes, position);
+            const view = new RecordBatchHeader(header, 0);
+            if (view.hasProducerId) {
+              this.producers.update(producerBatchHeaderOf(view), view.baseOffset, view.lastOffset);
+            }
+            batches++;
+            offset = view.lastOffset + 1n;
+            position += view.sizeBytes;
+          }
+        }
+      } finally {
+        read.release();
+      }
+    }
+    return batches;
+  }
+}
+
+/**
+ * Batch positions from the length prefixes alone, or undefined when the framing is broken
+ * (the log's own validation then reports it).
+ */
+function batchPositions(records: Buffer): number[] | undefined {
+  const positions: number[] = [];
+  let position = 0;
+  while (position < records.length) {
+    if (position + recordBatchHeaderSizeBytes > records.length) return undefined;
+    const sizeBytes = records.readInt32BE(position + 8) + 12;
+    if (sizeBytes < recordBatchHeaderSizeBytes || position + sizeBytes > records.length) {
+      return undefined;
+    }
+    positions.push(position);
+    position += sizeBytes;
+  }
+  return positions;
+}
+
+/** Producer fields of the idempotent batches; empty when none has a producer id. */
+function producerHeadersOf(records: Buffer, positions: readonly number[]): ProducerBatchHeader[] {
+  let idempotent = false;
+  for (const position of positions) {
+    if (records.readBigInt64BE(position + producerIdPosition) >= 0n) idempotent = true;
+  }
+  if (!idempotent) return [];
+  return positions.map((position) =>
+    producerBatchHeaderOf(new RecordBatchHeader(records, position)),
+  );
+}
