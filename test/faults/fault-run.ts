@@ -57,6 +57,8 @@ export interface FaultRunSummary extends CheckResult {
   readonly faults: Record<FaultKind, number>;
   readonly historyPath: string;
   readonly durationMs: number;
+  /** Members that exited without being killed (a crash is a bug even if nothing was lost). */
+  readonly crashes: string[];
 }
 
 const topic = 'faults';
@@ -115,6 +117,10 @@ export async function runFaults(
     await new Promise((resolve) => setTimeout(resolve, profile.faultMs));
     await nemesis.stop();
     healEverything(cluster, cluster.members.values());
+    // A member that crashed by itself is started again, so the final phase has the whole cluster.
+    for (const member of cluster.members.values()) {
+      if (!member.isRunning) await member.start();
+    }
     history.append({ type: 'phase', phase: 'healed' });
     log('faults: every fault healed; waiting for full ISRs');
 
@@ -141,8 +147,9 @@ export async function runFaults(
       faults: { ...nemesis.injected },
       historyPath: history.path,
       durationMs: Date.now() - startedAtMs,
+      crashes: [...cluster.members.values()].flatMap((member) => member.unexpectedExits),
     };
-    passed = violationCount(summary) === 0;
+    passed = violationCount(summary) === 0 && summary.crashes.length === 0;
     return summary;
   } finally {
     await nemesis?.stop().catch(() => undefined);
@@ -184,12 +191,13 @@ export function formatSummary(summary: FaultRunSummary): string {
     ['diverged', summary.diverged],
     ['undelivered', summary.undelivered],
     ['offsets backwards', summary.offsetsBackwards],
+    ['processes crashed', summary.crashes.length],
     ['longest produce outage (ms)', summary.longestProduceOutageMs],
     ['longest consume outage (ms)', summary.longestConsumeOutageMs],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   const table = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
-  const examples = Object.entries(summary.examples)
+  const examples = Object.entries({ ...summary.examples, crashes: summary.crashes })
     .filter(([, list]) => list.length > 0)
     .map(([kind, list]) => `${kind}:\n  ${list.join('\n  ')}`)
     .join('\n');
@@ -204,6 +212,7 @@ export function formatSummary(summary: FaultRunSummary): string {
     faults: summary.faults,
     longestProduceOutageMs: summary.longestProduceOutageMs,
     longestConsumeOutageMs: summary.longestConsumeOutageMs,
+    crashes: summary.crashes.length,
   });
   return `${table}\n${examples === '' ? '' : `${examples}\n`}${json}`;
 }

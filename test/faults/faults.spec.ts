@@ -39,7 +39,9 @@ it(
       offsetsBackwards: summary.offsetsBackwards,
       // Without idempotence a retried send may land twice; with it, never.
       duplicated: profile.idempotent ? summary.duplicated : 0,
+      crashes: summary.crashes,
     }).toEqual({
+      crashes: [],
       lost: 0,
       reordered: 0,
       diverged: 0,

@@ -42,6 +42,9 @@ export class MemberProcess {
   private readonly log: WriteStream;
   /** Starts of this member, the first included. */
   starts = 0;
+  /** Exits nobody asked for (not our SIGKILL or SIGTERM): a crash, with its exit status. */
+  readonly unexpectedExits: string[] = [];
+  private stopRequested = false;
 
   constructor(readonly options: MemberProcessOptions) {
     this.log = createWriteStream(path.join(options.logDirectory, `${options.member.name}.log`), {
@@ -90,6 +93,9 @@ export class MemberProcess {
       child.once('error', () => resolve());
       child.once('exit', (code, signal) => {
         this.log.write(`---- exited ${signal ?? code} at ${new Date().toISOString()}\n`);
+        if (!this.stopRequested) {
+          this.unexpectedExits.push(`${this.name} exited with ${signal ?? code}`);
+        }
         resolve();
       });
     }).then(() => {
@@ -101,6 +107,7 @@ export class MemberProcess {
     });
     this.child = child;
     this.paused = false;
+    this.stopRequested = false;
     const deadline = Date.now() + this.options.startTimeoutMs;
     for (;;) {
       if (this.child !== child) throw new Error(`${this.name} exited while starting`);
@@ -116,6 +123,7 @@ export class MemberProcess {
   async kill(): Promise<void> {
     const child = this.child;
     if (child === undefined) return;
+    this.stopRequested = true;
     child.kill('SIGCONT');
     child.kill('SIGKILL');
     await this.waitForExit();
@@ -125,6 +133,7 @@ export class MemberProcess {
   async stop(): Promise<void> {
     const child = this.child;
     if (child === undefined) return;
+    this.stopRequested = true;
     child.kill('SIGCONT');
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), exitTimeoutMs);
