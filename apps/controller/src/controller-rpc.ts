@@ -5,6 +5,7 @@
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type {
+  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -13,6 +14,8 @@ import type {
   BrokerHeartbeatResponse,
   ControlledShutdownRequest,
   ControlledShutdownResponse,
+  CoordinatorHeartbeatRequest,
+  CoordinatorHeartbeatResponse,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
   CreateTopicsRequest,
@@ -24,6 +27,7 @@ import type {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  EnsureOffsetsTopicResponse,
   ListTopicsRequest,
   ListTopicsResponse,
   ProtoError,
@@ -36,6 +40,7 @@ import { ControllerError } from './controller-errors';
 import type { ActiveController } from './active-controller';
 import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
+import { ensureOffsetsTopic } from './offsets-topic';
 import type { MetadataPublisher } from './metadata-publisher';
 import { alterPartition } from './partition-commands';
 import { describeTopicConfigs } from './topic-configs';
@@ -69,6 +74,14 @@ function requireInt32(value: number, field: string, min: number): void {
       `${field} is ${value}; it must be an integer of at least ${min}`,
     );
   }
+}
+
+/**
+ * How often a coordinator should heartbeat: a quarter of its session, at most 2 s, so a few lost
+ * heartbeats do not end a session and a dead coordinator is noticed within the timeout.
+ */
+export function coordinatorHeartbeatIntervalMs(sessionTimeoutMs: number): number {
+  return Math.max(50, Math.min(2_000, Math.floor(sessionTimeoutMs / 4)));
 }
 
 /** How the handlers reach the active controller: the role, once the controller has one. */
@@ -265,6 +278,43 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
           partition: current === undefined ? undefined : partitionMetadataOf(current),
         };
       }
+    },
+
+    coordinatorHeartbeat: async (
+      request: CoordinatorHeartbeatRequest,
+    ): Promise<CoordinatorHeartbeatResponse> => {
+      const { controller } = await role.requireActive();
+      const shards = await controller.queue.run(() =>
+        controller.coordinators.heartbeat({
+          coordinatorId: request.coordinatorId,
+          endpoints: request.endpoints,
+          incarnationId: request.incarnationId,
+          shuttingDown: request.shuttingDown,
+        }),
+      );
+      return {
+        error: undefined,
+        shards: shards.map((shard) => ({ ...shard })),
+        heartbeatIntervalMs: coordinatorHeartbeatIntervalMs(
+          controller.context.settings.coordinatorSessionTimeoutMs,
+        ),
+      };
+    },
+
+    ensureOffsetsTopic: async (): Promise<EnsureOffsetsTopicResponse> => {
+      const { controller } = await role.requireActive();
+      const topic = await controller.queue.run(() => ensureOffsetsTopic(controller.context));
+      return { error: undefined, topic: topicMetadataOf(topic) };
+    },
+
+    // Producer id blocks belong to the idempotent-producer work (branch `idempotence`); until
+    // it is merged this answers UNAVAILABLE (retriable) rather than hand out unreserved ids.
+    allocateProducerIds: async (): Promise<AllocateProducerIdsResponse> => {
+      await role.requireActive();
+      throw new ControllerError(
+        'UNAVAILABLE',
+        'AllocateProducerIds is not implemented by this controller build',
+      );
     },
 
     watchMetadata: async (

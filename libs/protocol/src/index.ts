@@ -29,6 +29,8 @@ export {
   StorageServiceService,
 } from './generated/spool/v1/storage';
 export {
+  AllocateProducerIdsRequest,
+  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -41,6 +43,10 @@ export {
   ControllerServiceClient,
   type ControllerServiceServer,
   ControllerServiceService,
+  CoordinatorHeartbeatRequest,
+  CoordinatorHeartbeatResponse,
+  CoordinatorMetadata,
+  CoordinatorShard,
   CreatableTopic,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
@@ -55,6 +61,8 @@ export {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  EnsureOffsetsTopicRequest,
+  EnsureOffsetsTopicResponse,
   ListTopicsRequest,
   ListTopicsResponse,
   RegisterBrokerRequest,
