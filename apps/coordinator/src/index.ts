@@ -3,9 +3,3 @@ export {
   coordinatorSettings,
   coordinatorDefaultPorts,
 } from './coordinator-service';
-export {
-  groupPartition,
-  javaStringHashCode,
-  consumerOffsetsTopic,
-  consumerOffsetsPartitionCountDefault,
-} from './group-partition';
