@@ -15,6 +15,8 @@ const retriableByCode = {
   INVALID_CONFIG: false,
   // A request field is missing or malformed.
   INVALID_REQUEST: false,
+  // An API this controller does not serve.
+  UNSUPPORTED_VERSION: false,
   TOPIC_ALREADY_EXISTS: false,
   UNKNOWN_TOPIC_OR_PARTITION: false,
   // This controller is a standby; the message names the active one.

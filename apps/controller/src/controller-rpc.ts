@@ -324,5 +324,17 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       const { state } = await role.requireActive();
       await publisher.serve(call, state, await role.activeAddress());
     },
+
+    // Coordinators and producer ids arrive with the coordinator; until then these calls are
+    // refused as Kafka refuses an API a broker does not support.
+    coordinatorHeartbeat: () => unsupported('CoordinatorHeartbeat'),
+    allocateProducerIds: () => unsupported('AllocateProducerIds'),
+    ensureOffsetsTopic: () => unsupported('EnsureOffsetsTopic'),
   };
+}
+
+function unsupported(api: string): Promise<never> {
+  return Promise.reject(
+    new ControllerError('UNSUPPORTED_VERSION', `${api} is not supported by this controller yet`),
+  );
 }
