@@ -5,7 +5,6 @@
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type {
-  AllocateProducerIdsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionRequest,
@@ -307,16 +306,6 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       return { error: undefined, topic: topicMetadataOf(topic) };
     },
 
-    // Producer id blocks belong to the idempotent-producer work (branch `idempotence`); until
-    // it is merged this answers UNAVAILABLE (retriable) rather than hand out unreserved ids.
-    allocateProducerIds: async (): Promise<AllocateProducerIdsResponse> => {
-      await role.requireActive();
-      throw new ControllerError(
-        'UNAVAILABLE',
-        'AllocateProducerIds is not implemented by this controller build',
-      );
-    },
-
     watchMetadata: async (
       _request: WatchMetadataRequest,
       call: ServerWritableStream<WatchMetadataRequest, WatchMetadataResponse>,
@@ -325,11 +314,9 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       await publisher.serve(call, state, await role.activeAddress());
     },
 
-    // Coordinators and producer ids arrive with the coordinator; until then these calls are
-    // refused as Kafka refuses an API a broker does not support.
-    coordinatorHeartbeat: () => unsupported('CoordinatorHeartbeat'),
+    // Producer id blocks belong to the idempotent-producer work (branch `idempotence`); until
+    // it is merged the call is refused as Kafka refuses an API a broker does not support.
     allocateProducerIds: () => unsupported('AllocateProducerIds'),
-    ensureOffsetsTopic: () => unsupported('EnsureOffsetsTopic'),
   };
 }
 
