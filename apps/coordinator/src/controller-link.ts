@@ -106,7 +106,8 @@ export class ControllerLink {
         { deadlineMs: Math.min(controllerCallDeadlineMs, this.options.sessionTimeoutMs) },
       );
       if (this.stopped) return;
-      if (response.error !== undefined) throw new CoordinatorError('COORDINATOR_NOT_AVAILABLE', response.error.message);
+      if (response.error !== undefined)
+        throw new CoordinatorError('COORDINATOR_NOT_AVAILABLE', response.error.message);
       this.lastHeartbeatOkMs = Date.now();
       if (response.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = response.heartbeatIntervalMs;
       this.options.onShards(response.shards);

@@ -139,12 +139,19 @@ export class PartitionLeaders {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = this.storageClient(leaderId);
       if (client === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} has no grpc endpoint`);
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId} has no grpc endpoint`,
+        );
       }
       const response = await callOnce(
         client,
         client.append,
-        { partitions: [{ topic, partition, records }], acks: Acks.ACKS_ALL, timeoutMs: remainingMs },
+        {
+          partitions: [{ topic, partition, records }],
+          acks: Acks.ACKS_ALL,
+          timeoutMs: remainingMs,
+        },
         { deadlineMs: remainingMs + 1_000 },
       );
       const result = response.results[0];
@@ -167,7 +174,10 @@ export class PartitionLeaders {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = this.storageClient(leaderId);
       if (client === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} has no grpc endpoint`);
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId} has no grpc endpoint`,
+        );
       }
       const response = await callOnce(
         client,
@@ -217,10 +227,16 @@ export class PartitionLeaders {
   ): Promise<DataPortFetchedPartition> {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = await this.dataClient(leaderId).catch((error: unknown) => {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId}'s data port: ${String(error)}`);
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId}'s data port: ${String(error)}`,
+        );
       });
       if (client === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} has no data endpoint`);
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId} has no data endpoint`,
+        );
       }
       const response = await client.fetch(
         {
@@ -244,7 +260,10 @@ export class PartitionLeaders {
       );
       const fetched = response.partitions[0];
       if (fetched === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no partition`);
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId} answered no partition`,
+        );
       }
       if (fetched.errorCode !== '') {
         throw codedError({
