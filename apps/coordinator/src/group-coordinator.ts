@@ -322,6 +322,7 @@ export class GroupCoordinator {
           `group "${request.groupId}" still has members; stop them before deleting it`,
         );
       }
+      const groupRecords = group?.delete(Date.now()) ?? [];
       const entries: OffsetsEntry[] = committed.map((offset) => ({
         kind: 'offset',
         groupId: request.groupId,
@@ -329,11 +330,7 @@ export class GroupCoordinator {
         partition: offset.partition,
         committed: undefined,
       }));
-      if (group !== undefined)
-        entries.push({
-          kind: 'group',
-          record: { type: 'group-deleted', groupId: request.groupId },
-        });
+      for (const record of groupRecords) entries.push({ kind: 'group', record });
       await this.options.shards.write(shard, entries, () => {
         for (const entry of entries) shard.apply(entry, Date.now());
       });
