@@ -74,6 +74,10 @@ export class GatewayMetrics {
   /** Counts every `error.code` in the arrays of a response (results, partitions, topics). */
   countPartitionErrors(api: string, response: unknown): void {
     if (typeof response !== 'object' || response === null) return;
+    // Group calls answer their errors in a top-level error field.
+    const topLevel = (response as { error?: { code?: unknown } }).error?.code;
+    if (typeof topLevel === 'string' && topLevel !== '')
+      this.requestErrors.inc({ api, code: topLevel });
     for (const value of Object.values(response)) {
       if (!Array.isArray(value)) continue;
       for (const entry of value as unknown[]) {
