@@ -2,8 +2,10 @@
  * Which __consumer_offsets shards this coordinator serves, and their loading. The controller's
  * heartbeat answers say which shards (and shard epochs) are ours:
  *
- * 1. A shard we own and do not hold at that epoch is loaded: __consumer_offsets is created if
- *    it does not exist yet (the first time only); the partition is replayed from its log start
+ * 1. A shard we own and do not hold at that epoch is loaded. While __consumer_offsets does not
+ *    exist the shard waits, loading: the first group call for it creates the topic (Kafka creates
+ *    it on first use too, so a cluster nobody uses for groups carries no 50 idle partitions),
+ *    and once the topic exists every waiting shard loads. The partition is replayed from its log start
  *    to the high watermark through the leader's data port; a shard-epoch marker is appended
  *    (acks=all); the records between the high watermark read and the marker are replayed too,
  *    so memory equals what any later replay would rebuild; then the shard serves.
@@ -41,13 +43,16 @@ export interface ShardManagerOptions {
 
 export class ShardManager {
   private readonly shards = new Map<number, OffsetsShard>();
-  private offsetsTopicEnsured = false;
+  /** Shards waiting for __consumer_offsets to exist before they load. */
+  private readonly awaitingTopic = new Set<OffsetsShard>();
+  private creatingTopic: Promise<void> | undefined;
   private stopped = false;
   private readonly unsubscribe: () => void;
 
   constructor(private readonly options: ShardManagerOptions) {
     // Point 2, early: the metadata may say a shard moved before our next heartbeat does.
     this.unsubscribe = options.link.metadata.onChange((change) => {
+      if (this.awaitingTopic.size > 0 && this.offsetsTopicExists()) this.resumeAwaitingLoads();
       for (const partition of change.changedShards) {
         const held = this.shards.get(partition);
         const published = options.link.metadata.coordinatorShards.get(partition);
@@ -88,6 +93,7 @@ export class ShardManager {
 
   private unload(shard: OffsetsShard, reason: string): void {
     if (this.shards.get(shard.partition) === shard) this.shards.delete(shard.partition);
+    this.awaitingTopic.delete(shard);
     if (shard.state === ShardState.Unloaded) return;
     this.options.logger.info({ shard: shard.partition, reason }, 'offsets shard unloaded');
     shard.transitionTo([ShardState.Loading, ShardState.Active], ShardState.Unloaded);
@@ -101,7 +107,37 @@ export class ShardManager {
       this.options.logger.child({ shard: partition }),
     );
     this.shards.set(partition, shard);
-    void this.loadWithRetries(shard);
+    if (this.offsetsTopicExists()) void this.loadWithRetries(shard);
+    else this.awaitingTopic.add(shard);
+  }
+
+  private offsetsTopicExists(): boolean {
+    return this.options.link.metadata.topics.has(consumerOffsetsTopic);
+  }
+
+  private resumeAwaitingLoads(): void {
+    for (const shard of [...this.awaitingTopic]) {
+      this.awaitingTopic.delete(shard);
+      if (shard.state === ShardState.Loading) void this.loadWithRetries(shard);
+    }
+  }
+
+  /** Point 1: the first group call of a waiting shard creates the topic, once. */
+  private createOffsetsTopic(): void {
+    this.creatingTopic ??= this.options.link
+      .ensureOffsetsTopic()
+      .then(async () => {
+        // The loads need the topic's leaders, which come with the metadata.
+        await this.options.link.waitUntil(() => this.offsetsTopicExists(), loadStepTimeoutMs);
+        this.resumeAwaitingLoads();
+      })
+      .catch((error: unknown) => {
+        this.options.logger.warn(
+          { err: error },
+          'creating __consumer_offsets failed; retrying on the next call',
+        );
+      })
+      .finally(() => (this.creatingTopic = undefined));
   }
 
   private async loadWithRetries(shard: OffsetsShard): Promise<void> {
@@ -126,10 +162,6 @@ export class ShardManager {
   /** Point 1. */
   private async load(shard: OffsetsShard): Promise<void> {
     const startedMs = Date.now();
-    if (!this.offsetsTopicEnsured) {
-      await this.options.link.ensureOffsetsTopic();
-      this.offsetsTopicEnsured = true;
-    }
     const { leaders } = this.options;
     const topic = consumerOffsetsTopic;
     const deadline = (): number => Date.now() + loadStepTimeoutMs;
@@ -229,6 +261,7 @@ export class ShardManager {
       );
     }
     if (shard.state === ShardState.Loading) {
+      if (this.awaitingTopic.has(shard)) this.createOffsetsTopic();
       throw new CoordinatorError(
         'COORDINATOR_LOAD_IN_PROGRESS',
         `shard ${partition} of group "${groupId}" is still loading`,
