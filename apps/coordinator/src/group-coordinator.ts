@@ -5,7 +5,8 @@
  * COORDINATOR_LOAD_IN_PROGRESS (both retriable: the client finds the coordinator again). A change
  * is written to __consumer_offsets (acks=all) before the call answers.
  */
-import { SpoolError, type Logger } from '@spool/common';
+import type { SpoolError } from '@spool/common';
+import { type Logger } from '@spool/common';
 import {
   groupPartition,
   type CommittedOffset as CommittedOffsetMessage,
