@@ -2,7 +2,8 @@
 // metadata, three storage nodes, two coordinators, a gateway), through the gateway's group RPCs:
 // the coordinators register and share the 50 __consumer_offsets shards; a group member joins and
 // is given every partition; offsets commit and fetch; DescribeGroup reports the lag from the
-// partition leaders' high watermarks; a commit from a stale member epoch (a zombie) is refused.
+// partition leaders' high watermarks (and the owner's metrics the lag per partition, sum and max);
+// a commit from a stale member epoch (a zombie) or an unknown member is refused.
 // Then the coordinator that owns the group is SIGKILLed: the other takes its shard within the
 // coordinator session timeout (plus the replay), serves the committed offsets, which are read
 // continuously during the failover and never go backwards, and the member keeps its partitions.
@@ -254,6 +255,21 @@ describe('coordinator', () => {
     expect(reads).toBeGreaterThan(readsBeforeKill);
     console.info(`takeover in ${takeoverMs} ms; ${reads} offset reads, none went backwards`);
     expect(highest.get(0)).toBe(4n);
+
+    // The survivor owns every shard now, and reports the group's lag in its metrics.
+    const afterDescribe = await gateway.call(gateway.client.describeGroup, { groupId });
+    expect(afterDescribe.partitions.map((partition) => partition.lag)).toEqual([6n, 5n, 3n, 0n]);
+    const survivor = [...coordinators.entries()].find(([id]) => id !== owner.coordinatorId)![1];
+    const metrics = await (await fetch(`http://127.0.0.1:${survivor.metricsPort}/metrics`)).text();
+    expect(metrics).toContain('spool_coordinator_shards_owned{service="coordinator"} 50');
+    expect(metrics).toMatch(
+      /spool_consumer_group_lag\{[^}]*group="billing"[^}]*partition="0"[^}]*\} 6/,
+    );
+    expect(metrics).toMatch(/spool_consumer_group_lag_sum\{[^}]*group="billing"[^}]*\} 14/);
+    expect(metrics).toMatch(/spool_consumer_group_lag_max\{[^}]*group="billing"[^}]*\} 6/);
+    expect(metrics).toMatch(/spool_offset_commits_total\{[^}]*group="billing"[^}]*\} 4/);
+    expect(metrics).toMatch(/spool_consumer_group_members\{[^}]*group="billing"[^}]*\} 1/);
+    expect(metrics).toMatch(/spool_consumer_groups\{[^}]*state="STABLE"[^}]*\} 1/);
 
     // The new owner published the shard under a higher epoch.
     const rewatch = cluster.admin.watch();

@@ -283,14 +283,16 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       request: CoordinatorHeartbeatRequest,
     ): Promise<CoordinatorHeartbeatResponse> => {
       const { controller } = await role.requireActive();
-      const shards = await controller.queue.run(() =>
-        controller.coordinators.heartbeat({
-          coordinatorId: request.coordinatorId,
-          endpoints: request.endpoints,
-          incarnationId: request.incarnationId,
-          shuttingDown: request.shuttingDown,
-        }),
-      );
+      const input = {
+        coordinatorId: request.coordinatorId,
+        endpoints: request.endpoints,
+        incarnationId: request.incarnationId,
+        shuttingDown: request.shuttingDown,
+      };
+      // Most heartbeats change nothing: they skip the queue, so they never delay a command.
+      const shards =
+        controller.coordinators.heartbeatWithoutChange(input) ??
+        (await controller.queue.run(() => controller.coordinators.heartbeat(input)));
       return {
         error: undefined,
         shards: shards.map((shard) => ({ ...shard })),

@@ -79,6 +79,27 @@ export class CoordinatorLifecycle {
     return this.shardsOf(coordinatorId);
   }
 
+  /**
+   * The common case, answered without the command queue: a registered coordinator of the same
+   * incarnation and endpoints heartbeats, and nothing needs writing. Undefined when the
+   * heartbeat must go through heartbeat() on the queue.
+   */
+  heartbeatWithoutChange(input: CoordinatorHeartbeatInput): ShardOwnership[] | undefined {
+    if (input.shuttingDown) return undefined;
+    const existing = this.context.state.coordinators.get(input.coordinatorId);
+    if (
+      existing === undefined ||
+      existing.record.incarnationId !== input.incarnationId ||
+      JSON.stringify(existing.record.endpoints) !==
+        JSON.stringify(input.endpoints.map((endpoint) => ({ ...endpoint }))) ||
+      this.context.state.coordinatorShards.size < this.shardCount
+    ) {
+      return undefined;
+    }
+    this.lastHeartbeatMs.set(input.coordinatorId, this.clock());
+    return this.shardsOf(input.coordinatorId);
+  }
+
   /** Coordinators whose session ran out. */
   expiredCoordinators(): string[] {
     const timeoutMs = this.context.settings.coordinatorSessionTimeoutMs;
