@@ -24,7 +24,7 @@ import {
   partitionSetsEqual,
   type PartitionSet,
 } from './partition-set';
-import { compileSubscribedRegex, matchingTopics, resolveSubscription } from './subscription';
+import { compileSubscribedRegex, resolveSubscription } from './subscription';
 import {
   groupLimitsDefault,
   type AssignorName,
@@ -43,11 +43,28 @@ export interface ConsumerGroupOptions {
   generateMemberId?: () => string;
 }
 
-/** Topic → partition count of every existing topic some member subscribes to (Kafka's
- * subscription metadata), with each member's share of it. */
+/**
+ * Topic → partition count of every existing topic some member subscribes to (Kafka's
+ * subscription metadata), and the existing topics each distinct subscription covers.
+ */
 interface SubscriptionMetadata {
   topics: Map<string, number>;
-  memberTopics: Map<string, Set<string>>;
+  bySubscription: Map<string, Set<string>>;
+}
+
+/** A subscription as members share it, with how many members hold it. */
+interface SharedSubscription {
+  subscribedTopics: string[];
+  subscribedRegex: string;
+  memberCount: number;
+}
+
+function subscriptionKey(member: { subscribedTopics: string[]; subscribedRegex: string }): string {
+  return `${member.subscribedRegex}\u0000${member.subscribedTopics.join('\u0000')}`;
+}
+
+function emptyMetadata(): SubscriptionMetadata {
+  return { topics: new Map(), bySubscription: new Map() };
 }
 
 /**
@@ -80,11 +97,14 @@ export class ConsumerGroup {
   /** Which member holds each partition, assigned or pending revocation ("topic\0partition"). */
   private readonly holders = new Map<string, string>();
   /** Undefined after a replay, until the group next sees topic metadata. */
-  private subscriptionMetadata: SubscriptionMetadata | undefined = {
-    topics: new Map(),
-    memberTopics: new Map(),
-  };
+  private subscriptionMetadata: SubscriptionMetadata | undefined = emptyMetadata();
+  /**
+   * The distinct subscriptions of the members: a heartbeat re-resolves each of these against
+   * the topics, not each member, so its cost does not grow with the group's size.
+   */
+  private readonly subscriptions = new Map<string, SharedSubscription>();
   private readonly compiledRegexes = new Map<string, RegExp>();
+  private cachedState: GroupState | undefined = undefined;
 
   constructor(groupId: string, timeouts: GroupTimeouts, options: ConsumerGroupOptions = {}) {
     assert(Number.isInteger(timeouts.sessionTimeoutMs), 'sessionTimeoutMs is an integer');
@@ -101,7 +121,17 @@ export class ConsumerGroup {
     this.generateMemberId = options.generateMemberId ?? randomUUID;
   }
 
+  /**
+   * Derived from the members and epochs rather than stored, as Kafka derives it, so it can never
+   * disagree with them; cached until the next applied record, as checking convergence walks
+   * every assignment.
+   */
   get state(): GroupState {
+    this.cachedState ??= this.computeState();
+    return this.cachedState;
+  }
+
+  private computeState(): GroupState {
     if (this.dead) return 'DEAD';
     if (this.members.size === 0) return 'EMPTY';
     if (this.epoch > this.targetAssignmentEpoch) return 'ASSIGNING';
@@ -513,21 +543,15 @@ export class ConsumerGroup {
     topics: TopicPartitionCounts,
     assignor: AssignorName,
   ): boolean {
-    const regexMatches = new Map<RegExp, string[]>();
-    const metadata: SubscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
-    for (const member of this.members.values()) {
+    const metadata = emptyMetadata();
+    for (const [key, subscription] of this.subscriptions) {
       const regex =
-        member.subscribedRegex === '' ? undefined : this.compileRegex(member.subscribedRegex);
-      const resolved = resolveSubscription(member.subscribedTopics, regex, topics, (compiled) => {
-        let matches = regexMatches.get(compiled);
-        if (matches === undefined) {
-          matches = matchingTopics(compiled, topics);
-          regexMatches.set(compiled, matches);
-        }
-        return matches;
-      });
+        subscription.subscribedRegex === ''
+          ? undefined
+          : this.compileRegex(subscription.subscribedRegex);
+      const resolved = resolveSubscription(subscription.subscribedTopics, regex, topics);
       for (const [topic, count] of resolved) metadata.topics.set(topic, count);
-      metadata.memberTopics.set(member.memberId, new Set(resolved.keys()));
+      metadata.bySubscription.set(key, new Set(resolved.keys()));
     }
     const previous = this.subscriptionMetadata;
     this.subscriptionMetadata = metadata;
@@ -540,11 +564,12 @@ export class ConsumerGroup {
   private refreshMetadataForRemainingMembers(): void {
     const previous = this.subscriptionMetadata;
     if (previous === undefined) return;
-    const metadata: SubscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
-    for (const memberId of this.members.keys()) {
-      const memberTopics = previous.memberTopics.get(memberId) ?? new Set<string>();
-      metadata.memberTopics.set(memberId, memberTopics);
-      for (const topic of memberTopics) metadata.topics.set(topic, previous.topics.get(topic)!);
+    const metadata = emptyMetadata();
+    for (const key of this.subscriptions.keys()) {
+      const covered = previous.bySubscription.get(key);
+      assert(covered !== undefined, 'every remaining subscription was resolved');
+      metadata.bySubscription.set(key, covered);
+      for (const topic of covered) metadata.topics.set(topic, previous.topics.get(topic)!);
     }
     this.subscriptionMetadata = metadata;
   }
@@ -572,7 +597,7 @@ export class ConsumerGroup {
     return computeTargetAssignment(assignor, {
       members: this.sortedMembers().map((member) => ({
         memberId: member.memberId,
-        subscribedTopics: metadata.memberTopics.get(member.memberId) ?? new Set<string>(),
+        subscribedTopics: metadata.bySubscription.get(subscriptionKey(member))!,
         currentAssignment: this.targetAssignment.get(member.memberId) ?? new Map(),
       })),
       topics: metadata.topics,
@@ -621,6 +646,7 @@ export class ConsumerGroup {
 
   /** The one place persisted state changes, live or in replay. */
   private apply(record: GroupRecord, nowMs: number): void {
+    this.cachedState = undefined;
     switch (record.type) {
       case 'group-epoch':
         assert(record.groupEpoch > this.epoch, 'group epoch only grows');
@@ -649,7 +675,7 @@ export class ConsumerGroup {
         this.assignor = 'uniform';
         this.targetAssignmentEpoch = 0;
         this.targetAssignment = new Map();
-        this.subscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
+        this.subscriptionMetadata = emptyMetadata();
         return;
       default:
         assertNever(record, 'unknown group record');
@@ -658,7 +684,10 @@ export class ConsumerGroup {
 
   private applyMember(record: MemberRecord, nowMs: number): void {
     const existing = this.members.get(record.memberId);
-    if (existing !== undefined) this.releaseHolders(existing);
+    if (existing !== undefined) {
+      this.releaseHolders(existing);
+      this.releaseSubscription(existing);
+    }
     const fields = memberFieldsOf(record);
     // The rebalance timeout runs from the moment a revocation is asked for; it restarts only
     // when a different set of partitions is to be revoked.
@@ -685,12 +714,32 @@ export class ConsumerGroup {
       }
     }
     this.members.set(member.memberId, member);
+    const key = subscriptionKey(member);
+    const shared = this.subscriptions.get(key);
+    if (shared === undefined) {
+      this.subscriptions.set(key, {
+        subscribedTopics: member.subscribedTopics,
+        subscribedRegex: member.subscribedRegex,
+        memberCount: 1,
+      });
+    } else {
+      shared.memberCount++;
+    }
+  }
+
+  private releaseSubscription(member: GroupMember): void {
+    const key = subscriptionKey(member);
+    const shared = this.subscriptions.get(key);
+    assert(shared !== undefined, 'a member holds a counted subscription');
+    shared.memberCount--;
+    if (shared.memberCount === 0) this.subscriptions.delete(key);
   }
 
   private applyMemberRemoved(memberId: string): void {
     const member = this.members.get(memberId);
     assert(member !== undefined, `removed member ${memberId} exists`);
     this.releaseHolders(member);
+    this.releaseSubscription(member);
     this.members.delete(memberId);
   }
 
