@@ -3,7 +3,8 @@
 // the response (a lost response), go silent until the session or rebalance timeout expires them,
 // while topics grow and regex-matching topics appear. After every step: no partition is held by
 // two members (assigned or pending revocation), every client owns only what its member holds,
-// and replaying the emitted records (through JSON) rebuilds the live group. At the end, once
+// and replaying the emitted records (through JSON), or the group's snapshot records, rebuilds the
+// live group. At the end, once
 // every client heartbeats and acknowledges, the group converges: STABLE, every partition of a
 // subscribed topic assigned exactly once, every client owning exactly its target.
 import type { ConsumerGroupHeartbeatResponse } from '@spool/protocol';
@@ -249,6 +250,9 @@ class Simulation {
       replayed.replay(JSON.parse(JSON.stringify(record)) as GroupRecord, this.nowMs);
     }
     expect(replayed.snapshot()).toEqual(snapshot);
+    const fromCheckpoint = new ConsumerGroup('g', timeouts);
+    for (const record of this.group.snapshotRecords()) fromCheckpoint.replay(record, this.nowMs);
+    expect(fromCheckpoint.snapshot()).toEqual(snapshot);
   }
 
   /**

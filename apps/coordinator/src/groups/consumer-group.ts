@@ -239,6 +239,33 @@ export class ConsumerGroup {
     };
   }
 
+  /**
+   * The fewest records that rebuild this group as it is now, for the runtime to write as a
+   * checkpoint so a takeover need not replay the group's whole history: the group epoch and
+   * assignor, the target assignment, then every member.
+   */
+  snapshotRecords(): GroupRecord[] {
+    const groupId = this.groupId;
+    if (this.model.dead) return [{ type: 'group-deleted', groupId }];
+    if (this.model.groupEpoch === 0) return [];
+    const snapshot = this.snapshot();
+    return [
+      {
+        type: 'group-epoch',
+        groupId,
+        groupEpoch: snapshot.groupEpoch,
+        assignor: snapshot.assignor,
+      },
+      {
+        type: 'target-assignment',
+        groupId,
+        assignmentEpoch: snapshot.targetAssignmentEpoch,
+        members: snapshot.targetAssignment,
+      },
+      ...snapshot.members.map((member): GroupRecord => ({ type: 'member', groupId, member })),
+    ];
+  }
+
   /** Rebuilds the group after a coordinator takeover; replayed members get a fresh session. */
   replay(record: GroupRecord, nowMs: number): void {
     assert(record.groupId === this.groupId, 'replayed record belongs to this group');
