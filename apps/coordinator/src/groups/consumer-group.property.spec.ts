@@ -4,9 +4,9 @@
 // while topics grow and regex-matching topics appear. After every step: no partition is held by
 // two members (assigned or pending revocation), every client owns only what its member holds,
 // and replaying the emitted records (through JSON), or the group's snapshot records, rebuilds the
-// live group. At the end, once
-// every client heartbeats and acknowledges, the group converges: STABLE, every partition of a
-// subscribed topic assigned exactly once, every client owning exactly its target.
+// live group. At the end, once every client heartbeats and acknowledges, the group converges:
+// STABLE, every partition of a subscribed topic assigned exactly once, every client owning
+// exactly its target.
 import type { ConsumerGroupHeartbeatResponse } from '@spool/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
