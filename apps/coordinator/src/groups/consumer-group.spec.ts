@@ -16,6 +16,7 @@ class Client {
   memberEpoch = 0;
   owned: TopicPartitionRecord[] = [];
   lastResponse: ConsumerGroupHeartbeatResponse | undefined;
+  assignor = '';
 
   constructor(
     private readonly harness: Harness,
@@ -31,6 +32,7 @@ class Client {
         instanceId: this.instanceId,
         subscribedTopics: this.subscribedTopics,
         ownedPartitions: this.owned,
+        assignor: this.assignor,
       },
       nowMs,
     );
@@ -485,13 +487,6 @@ describe('subscriptions and topics', () => {
       group.heartbeat(heartbeatRequest({ subscribedTopics: ['a', 'b'] }), harness.topics, 0),
     ).toThrow('subscribedTopics');
   });
-
-  it('takes the assignor from the first member and bumps the epoch when a lone member changes it', () => {
-    const client = harness.client();
-    harness.heartbeat({ subscribedTopics: ['t'], assignor: 'range' });
-    expect(harness.group.assignorName).toBe('range');
-    void client;
-  });
 });
 
 describe('offset commit validation', () => {
@@ -552,5 +547,87 @@ describe('replay', () => {
     harness.records.push(...harness.group.delete(harness.nowMs));
     expect(harness.group.state).toBe('DEAD');
     expect(harness.replayed().state).toBe('DEAD');
+  });
+
+  it('rebuilds the same group from its snapshot records', () => {
+    const first = harness.client(['t'], 'instance-a');
+    const second = harness.client();
+    first.heartbeat();
+    second.heartbeat();
+    first.heartbeat(harness.nowMs, false);
+    const rebuilt = new ConsumerGroup('g', timeouts);
+    for (const record of harness.group.snapshotRecords()) rebuilt.replay(record, harness.nowMs);
+    expect(rebuilt.snapshot()).toEqual(harness.group.snapshot());
+    expect(new ConsumerGroup('g', timeouts).snapshotRecords()).toEqual([]);
+  });
+
+  it('stays ASSIGNING after a takeover until it sees topic metadata again', () => {
+    const first = harness.client();
+    const second = harness.client();
+    first.heartbeat();
+    second.heartbeat();
+    harness.settle([first, second]);
+    const rebuilt = harness.replayed();
+    // A leave needs no topic metadata, but recomputing the target does.
+    rebuilt.heartbeat(
+      heartbeatRequest({ memberId: first.memberId, memberEpoch: -1 }),
+      harness.topics,
+      harness.nowMs,
+    );
+    expect(rebuilt.state).toBe('ASSIGNING');
+    expect(
+      rebuilt.onTopicsChanged(harness.topics, harness.nowMs).map((record) => record.type),
+    ).toEqual(['target-assignment']);
+    expect(rebuilt.state).toBe('RECONCILING');
+  });
+});
+
+describe('epochs and assignors', () => {
+  it('bumps the group epoch when a member changes its subscription', () => {
+    harness.topics.counts.set('u', 2);
+    const client = harness.client();
+    client.heartbeat();
+    const response = harness.heartbeat({
+      memberId: client.memberId,
+      memberEpoch: client.memberEpoch,
+      subscribedTopics: ['t', 'u'],
+      ownedPartitions: client.owned,
+    });
+    expect(harness.group.groupEpoch).toBe(2);
+    expect(response.memberEpoch).toBe(2);
+    expect(names(response.assignment?.partitions)).toHaveLength(8);
+  });
+
+  it('does not bump the group epoch for a plain heartbeat', () => {
+    const client = harness.client();
+    client.heartbeat();
+    client.heartbeat();
+    client.heartbeat();
+    expect(harness.group.groupEpoch).toBe(1);
+  });
+
+  it('assigns with the range assignor when the first member asks for it', () => {
+    harness.topics.counts.set('t', 3);
+    const clients = ['b', 'a'].map((memberId) => {
+      const client = harness.client();
+      client.memberId = memberId;
+      client.assignor = 'range';
+      client.heartbeat();
+      return client;
+    });
+    expect(harness.group.assignorName).toBe('range');
+    harness.settle(clients);
+    // Range in member-id order: 'a' takes partitions 0 and 1, 'b' takes 2.
+    const byMember = Object.fromEntries(
+      harness.group.describeMembers().map((member) => [member.memberId, names(member.assignment)]),
+    );
+    expect(byMember).toEqual({ a: ['t-0', 't-1'], b: ['t-2'] });
+    expect(harness.group.state).toBe('STABLE');
+  });
+
+  it('keeps the assignor a later member names while others are in the group', () => {
+    harness.client().heartbeat();
+    harness.heartbeat({ subscribedTopics: ['t'], assignor: 'range' });
+    expect(harness.group.assignorName).toBe('uniform');
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { assert, assertNever, SpoolError } from '@spool/common';
+import { assert, SpoolError } from '@spool/common';
 import type {
   ConsumerGroupHeartbeatRequest,
   ConsumerGroupHeartbeatResponse,
@@ -11,7 +11,6 @@ import { parseHeartbeatRequest, type HeartbeatRequest } from './heartbeat-reques
 import {
   joinGroupEpoch,
   leaveGroupEpoch,
-  memberFieldsOf,
   memberRecordOf,
   rebalanceTimeoutMsDefault,
   staticMemberAwayEpoch,
@@ -20,11 +19,11 @@ import {
 import {
   isPartitionSubset,
   partitionList,
-  partitionSetOf,
   partitionSetsEqual,
   type PartitionSet,
 } from './partition-set';
-import { compileSubscribedRegex, matchingTopics, resolveSubscription } from './subscription';
+import { GroupModel, partitionKey } from './group-model';
+import { compileSubscribedRegex } from './subscription';
 import {
   groupLimitsDefault,
   type AssignorName,
@@ -41,13 +40,6 @@ export interface ConsumerGroupOptions {
   limits?: Partial<GroupLimits>;
   /** Member ids for members that join without one; a random UUID by default. */
   generateMemberId?: () => string;
-}
-
-/** Topic → partition count of every existing topic some member subscribes to (Kafka's
- * subscription metadata), with each member's share of it. */
-interface SubscriptionMetadata {
-  topics: Map<string, number>;
-  memberTopics: Map<string, Set<string>>;
 }
 
 /**
@@ -71,19 +63,8 @@ export class ConsumerGroup {
   private readonly limits: GroupLimits;
   private readonly generateMemberId: () => string;
 
-  private dead = false;
-  private epoch = 0;
-  private assignor: AssignorName = 'uniform';
-  private targetAssignmentEpoch = 0;
-  private targetAssignment: TargetAssignment = new Map();
-  private readonly members = new Map<string, GroupMember>();
-  /** Which member holds each partition, assigned or pending revocation ("topic\0partition"). */
-  private readonly holders = new Map<string, string>();
-  /** Undefined after a replay, until the group next sees topic metadata. */
-  private subscriptionMetadata: SubscriptionMetadata | undefined = {
-    topics: new Map(),
-    memberTopics: new Map(),
-  };
+  /** The persisted state; it changes only by applying records. */
+  private readonly model: GroupModel;
   private readonly compiledRegexes = new Map<string, RegExp>();
 
   constructor(groupId: string, timeouts: GroupTimeouts, options: ConsumerGroupOptions = {}) {
@@ -99,28 +80,24 @@ export class ConsumerGroup {
     this.timeouts = { ...timeouts };
     this.limits = { ...groupLimitsDefault, ...options.limits };
     this.generateMemberId = options.generateMemberId ?? randomUUID;
+    this.model = new GroupModel(groupId, timeouts.sessionTimeoutMs);
   }
 
+  /** EMPTY, ASSIGNING (target behind the group epoch), RECONCILING, STABLE, or DEAD (deleted). */
   get state(): GroupState {
-    if (this.dead) return 'DEAD';
-    if (this.members.size === 0) return 'EMPTY';
-    if (this.epoch > this.targetAssignmentEpoch) return 'ASSIGNING';
-    for (const member of this.members.values()) {
-      if (!this.isConverged(member)) return 'RECONCILING';
-    }
-    return 'STABLE';
+    return this.model.state;
   }
 
   get groupEpoch(): number {
-    return this.epoch;
+    return this.model.groupEpoch;
   }
 
   get assignorName(): AssignorName {
-    return this.assignor;
+    return this.model.assignor;
   }
 
   isEmpty(): boolean {
-    return this.members.size === 0;
+    return this.model.members.size === 0;
   }
 
   heartbeat(
@@ -143,8 +120,10 @@ export class ConsumerGroup {
     // Everything that can fail has been checked: from here on the heartbeat only applies records.
     const subscriptionChanged = this.updateSubscription(member, parsed, records, nowMs);
     const assignorChanged =
-      parsed.assignor !== undefined && parsed.assignor !== this.assignor && this.members.size === 1;
-    const nextAssignor = assignorChanged ? parsed.assignor! : this.assignor;
+      parsed.assignor !== undefined &&
+      parsed.assignor !== this.model.assignor &&
+      this.model.members.size === 1;
+    const nextAssignor = assignorChanged ? parsed.assignor! : this.model.assignor;
     const metadataChanged = this.refreshSubscriptionMetadata(topics, nextAssignor);
     if (joined || subscriptionChanged || assignorChanged || metadataChanged) {
       this.bumpGroupEpoch(nextAssignor, records, nowMs);
@@ -152,9 +131,9 @@ export class ConsumerGroup {
     this.maybeComputeTargetAssignment(records, nowMs);
 
     // apply() replaces member objects: look the member up again after each step.
-    const before = this.members.get(member.memberId)!;
+    const before = this.model.members.get(member.memberId)!;
     this.reconcileMember(before, parsed.ownedPartitions, records, nowMs);
-    const current = this.members.get(member.memberId)!;
+    const current = this.model.members.get(member.memberId)!;
     current.sessionDeadlineMs = nowMs + this.timeouts.sessionTimeoutMs;
     const assignmentChanged = !partitionSetsEqual(before.assigned, current.assigned);
     const sendAssignment =
@@ -168,7 +147,7 @@ export class ConsumerGroup {
 
   expire(nowMs: number): GroupRecord[] {
     const records: GroupRecord[] = [];
-    const expired = [...this.members.values()]
+    const expired = [...this.model.members.values()]
       .filter(
         (member) =>
           nowMs >= member.sessionDeadlineMs ||
@@ -183,16 +162,16 @@ export class ConsumerGroup {
         nowMs,
       );
     }
-    this.bumpGroupEpoch(this.assignor, records, nowMs);
+    this.bumpGroupEpoch(this.model.assignor, records, nowMs);
     this.maybeComputeTargetAssignment(records, nowMs);
     return records;
   }
 
   onTopicsChanged(topics: TopicPartitionCounts, nowMs: number): GroupRecord[] {
     const records: GroupRecord[] = [];
-    if (this.members.size === 0) return records;
-    if (this.refreshSubscriptionMetadata(topics, this.assignor)) {
-      this.bumpGroupEpoch(this.assignor, records, nowMs);
+    if (this.model.members.size === 0) return records;
+    if (this.refreshSubscriptionMetadata(topics, this.model.assignor)) {
+      this.bumpGroupEpoch(this.model.assignor, records, nowMs);
     }
     this.maybeComputeTargetAssignment(records, nowMs);
     return records;
@@ -203,10 +182,10 @@ export class ConsumerGroup {
    * The runtime deletes the committed offsets itself.
    */
   delete(nowMs: number): GroupRecord[] {
-    if (this.members.size > 0) {
+    if (this.model.members.size > 0) {
       throw new SpoolError(
         GroupErrorCode.NonEmptyGroup,
-        `group '${this.groupId}' has ${this.members.size} members; only an empty group can be deleted`,
+        `group '${this.groupId}' has ${this.model.members.size} members; only an empty group can be deleted`,
       );
     }
     const records: GroupRecord[] = [];
@@ -215,8 +194,8 @@ export class ConsumerGroup {
   }
 
   validateOffsetCommit(memberId: string, memberEpoch: number): void {
-    if (memberId === '' && memberEpoch === leaveGroupEpoch && this.members.size === 0) return;
-    const member = this.members.get(memberId);
+    if (memberId === '' && memberEpoch === leaveGroupEpoch && this.model.members.size === 0) return;
+    const member = this.model.members.get(memberId);
     if (member === undefined) throw unknownMember(this.groupId, memberId);
     if (memberEpoch !== member.memberEpoch) {
       throw new SpoolError(
@@ -247,31 +226,57 @@ export class ConsumerGroup {
     return {
       groupId: this.groupId,
       state: this.state,
-      groupEpoch: this.epoch,
-      assignor: this.assignor,
-      targetAssignmentEpoch: this.targetAssignmentEpoch,
-      targetAssignment: [...this.targetAssignment.keys()]
+      groupEpoch: this.model.groupEpoch,
+      assignor: this.model.assignor,
+      targetAssignmentEpoch: this.model.targetAssignmentEpoch,
+      targetAssignment: [...this.model.targetAssignment.keys()]
         .sort(compareMemberIds)
         .map((memberId) => ({
           memberId,
-          partitions: partitionList(this.targetAssignment.get(memberId)!),
+          partitions: partitionList(this.model.targetAssignment.get(memberId)!),
         })),
       members: this.sortedMembers().map(memberRecordOf),
     };
   }
 
+  /**
+   * The fewest records that rebuild this group as it is now, for the runtime to write as a
+   * checkpoint so a takeover need not replay the group's whole history: the group epoch and
+   * assignor, the target assignment, then every member.
+   */
+  snapshotRecords(): GroupRecord[] {
+    const groupId = this.groupId;
+    if (this.model.dead) return [{ type: 'group-deleted', groupId }];
+    if (this.model.groupEpoch === 0) return [];
+    const snapshot = this.snapshot();
+    return [
+      {
+        type: 'group-epoch',
+        groupId,
+        groupEpoch: snapshot.groupEpoch,
+        assignor: snapshot.assignor,
+      },
+      {
+        type: 'target-assignment',
+        groupId,
+        assignmentEpoch: snapshot.targetAssignmentEpoch,
+        members: snapshot.targetAssignment,
+      },
+      ...snapshot.members.map((member): GroupRecord => ({ type: 'member', groupId, member })),
+    ];
+  }
+
   /** Rebuilds the group after a coordinator takeover; replayed members get a fresh session. */
   replay(record: GroupRecord, nowMs: number): void {
     assert(record.groupId === this.groupId, 'replayed record belongs to this group');
-    this.apply(record, nowMs);
-    // Which topics exist is not in the records: learn it again from the next metadata seen.
-    this.subscriptionMetadata = undefined;
+    this.model.apply(record, nowMs);
+    this.model.subscriptions.forgetMetadata();
   }
 
   // --- heartbeat steps -------------------------------------------------------------------------
 
   private leave(request: HeartbeatRequest, records: GroupRecord[], nowMs: number): void {
-    const member = this.members.get(request.memberId);
+    const member = this.model.members.get(request.memberId);
     if (member === undefined) throw unknownMember(this.groupId, request.memberId);
     if (request.memberEpoch === staticMemberAwayEpoch && member.instanceId !== '') {
       // A static member bouncing: its assignment stays reserved for its instance id until its
@@ -286,11 +291,12 @@ export class ConsumerGroup {
         },
         nowMs,
       );
-      this.members.get(member.memberId)!.sessionDeadlineMs = nowMs + this.timeouts.sessionTimeoutMs;
+      this.model.members.get(member.memberId)!.sessionDeadlineMs =
+        nowMs + this.timeouts.sessionTimeoutMs;
       return;
     }
     this.removeMember(member, records, nowMs);
-    this.bumpGroupEpoch(this.assignor, records, nowMs);
+    this.bumpGroupEpoch(this.model.assignor, records, nowMs);
     this.maybeComputeTargetAssignment(records, nowMs);
   }
 
@@ -308,7 +314,7 @@ export class ConsumerGroup {
     records: GroupRecord[],
     nowMs: number,
   ): { member: GroupMember; joined: boolean } {
-    const known = request.memberId === '' ? undefined : this.members.get(request.memberId);
+    const known = request.memberId === '' ? undefined : this.model.members.get(request.memberId);
     const holder =
       request.instanceId === '' ? undefined : this.memberByInstanceId(request.instanceId);
     if (holder !== undefined && holder !== known && holder.memberEpoch !== staticMemberAwayEpoch) {
@@ -332,14 +338,14 @@ export class ConsumerGroup {
             pendingRevocation: [],
           };
       this.emitMember(records, { ...rejoined, instanceId: request.instanceId }, nowMs);
-      return { member: this.members.get(known.memberId)!, joined: false };
+      return { member: this.model.members.get(known.memberId)!, joined: false };
     }
     const memberId = request.memberId === '' ? this.generateMemberId() : request.memberId;
-    assert(!this.members.has(memberId), 'generated member id is unique');
+    assert(!this.model.members.has(memberId), 'generated member id is unique');
     // 2. Replace a static member that is away.
     if (holder !== undefined) {
       const inherited = memberRecordOf(holder);
-      const target = this.targetAssignment.get(holder.memberId);
+      const target = this.model.targetAssignment.get(holder.memberId);
       this.removeMember(holder, records, nowMs);
       this.emitMember(
         records,
@@ -353,14 +359,14 @@ export class ConsumerGroup {
       if (target !== undefined)
         this.emitTargetAssignment(
           records,
-          this.targetAssignmentEpoch,
-          new Map([...this.targetAssignment, [memberId, target]]),
+          this.model.targetAssignmentEpoch,
+          new Map([...this.model.targetAssignment, [memberId, target]]),
           nowMs,
         );
-      return { member: this.members.get(memberId)!, joined: false };
+      return { member: this.model.members.get(memberId)!, joined: false };
     }
     // 4. A new member.
-    if (this.members.size >= this.limits.membersMax) {
+    if (this.model.members.size >= this.limits.membersMax) {
       throw new SpoolError(
         GroupErrorCode.GroupMaxSizeReached,
         `group '${this.groupId}' has reached its maximum of ${this.limits.membersMax} members`,
@@ -381,7 +387,7 @@ export class ConsumerGroup {
       },
       nowMs,
     );
-    return { member: this.members.get(memberId)!, joined: true };
+    return { member: this.model.members.get(memberId)!, joined: true };
   }
 
   /**
@@ -390,7 +396,7 @@ export class ConsumerGroup {
    * accepting it lets the coordinator resend instead of fencing a healthy member (KIP-848).
    */
   private checkMemberEpoch(request: HeartbeatRequest): GroupMember {
-    const member = this.members.get(request.memberId);
+    const member = this.model.members.get(request.memberId);
     if (member === undefined) throw unknownMember(this.groupId, request.memberId);
     if (request.instanceId !== '' && request.instanceId !== member.instanceId) {
       throw new SpoolError(
@@ -450,11 +456,11 @@ export class ConsumerGroup {
   ): void {
     const next: ReconciledMember = reconcile({
       member,
-      target: this.targetAssignment.get(member.memberId) ?? new Map(),
-      targetAssignmentEpoch: this.targetAssignmentEpoch,
+      target: this.model.targetAssignment.get(member.memberId) ?? new Map(),
+      targetAssignmentEpoch: this.model.targetAssignmentEpoch,
       ownedPartitions,
       isFree: (topic, partition) => {
-        const holder = this.holders.get(partitionKey(topic, partition));
+        const holder = this.model.holders.get(partitionKey(topic, partition));
         return holder === undefined || holder === member.memberId;
       },
     });
@@ -497,7 +503,7 @@ export class ConsumerGroup {
       {
         type: 'group-epoch',
         groupId: this.groupId,
-        groupEpoch: this.epoch + 1,
+        groupEpoch: this.model.groupEpoch + 1,
         assignor,
       },
       nowMs,
@@ -513,40 +519,16 @@ export class ConsumerGroup {
     topics: TopicPartitionCounts,
     assignor: AssignorName,
   ): boolean {
-    const regexMatches = new Map<RegExp, string[]>();
-    const metadata: SubscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
-    for (const member of this.members.values()) {
-      const regex =
-        member.subscribedRegex === '' ? undefined : this.compileRegex(member.subscribedRegex);
-      const resolved = resolveSubscription(member.subscribedTopics, regex, topics, (compiled) => {
-        let matches = regexMatches.get(compiled);
-        if (matches === undefined) {
-          matches = matchingTopics(compiled, topics);
-          regexMatches.set(compiled, matches);
-        }
-        return matches;
-      });
-      for (const [topic, count] of resolved) metadata.topics.set(topic, count);
-      metadata.memberTopics.set(member.memberId, new Set(resolved.keys()));
-    }
-    const previous = this.subscriptionMetadata;
-    this.subscriptionMetadata = metadata;
-    if (previous !== undefined) return !sameCounts(previous.topics, metadata.topics);
-    if (this.epoch > this.targetAssignmentEpoch || assignor !== this.assignor) return false;
-    return !sameAssignment(this.candidateTargetAssignment(assignor), this.targetAssignment);
-  }
-
-  /** After members leave, the metadata is what the remaining members subscribe to. */
-  private refreshMetadataForRemainingMembers(): void {
-    const previous = this.subscriptionMetadata;
-    if (previous === undefined) return;
-    const metadata: SubscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
-    for (const memberId of this.members.keys()) {
-      const memberTopics = previous.memberTopics.get(memberId) ?? new Set<string>();
-      metadata.memberTopics.set(memberId, memberTopics);
-      for (const topic of memberTopics) metadata.topics.set(topic, previous.topics.get(topic)!);
-    }
-    this.subscriptionMetadata = metadata;
+    const changed = this.model.subscriptions.refresh(topics, (pattern) =>
+      this.compileRegex(pattern),
+    );
+    if (changed !== undefined) return changed;
+    if (
+      this.model.groupEpoch > this.model.targetAssignmentEpoch ||
+      assignor !== this.model.assignor
+    )
+      return false;
+    return !sameAssignment(this.candidateTargetAssignment(assignor), this.model.targetAssignment);
   }
 
   /**
@@ -555,27 +537,25 @@ export class ConsumerGroup {
    * change brings them.
    */
   private maybeComputeTargetAssignment(records: GroupRecord[], nowMs: number): void {
-    if (this.epoch <= this.targetAssignmentEpoch) return;
-    if (this.subscriptionMetadata === undefined) return;
-    this.refreshMetadataForRemainingMembers();
+    if (this.model.groupEpoch <= this.model.targetAssignmentEpoch) return;
+    if (!this.model.subscriptions.known) return;
+    this.model.subscriptions.restrictToCurrentSubscriptions();
     this.emitTargetAssignment(
       records,
-      this.epoch,
-      this.candidateTargetAssignment(this.assignor),
+      this.model.groupEpoch,
+      this.candidateTargetAssignment(this.model.assignor),
       nowMs,
     );
   }
 
   private candidateTargetAssignment(assignor: AssignorName): TargetAssignment {
-    const metadata = this.subscriptionMetadata;
-    assert(metadata !== undefined, 'subscription metadata is known before assigning');
     return computeTargetAssignment(assignor, {
       members: this.sortedMembers().map((member) => ({
         memberId: member.memberId,
-        subscribedTopics: metadata.memberTopics.get(member.memberId) ?? new Set<string>(),
-        currentAssignment: this.targetAssignment.get(member.memberId) ?? new Map(),
+        subscribedTopics: this.model.subscriptions.topicsOf(member),
+        currentAssignment: this.model.targetAssignment.get(member.memberId) ?? new Map(),
       })),
-      topics: metadata.topics,
+      topics: this.model.subscriptions.partitionCounts(),
     });
   }
 
@@ -592,7 +572,7 @@ export class ConsumerGroup {
         groupId: this.groupId,
         assignmentEpoch,
         members: [...target.keys()]
-          .filter((memberId) => this.members.has(memberId))
+          .filter((memberId) => this.model.members.has(memberId))
           .sort(compareMemberIds)
           .map((memberId) => ({ memberId, partitions: partitionList(target.get(memberId)!) })),
       },
@@ -603,7 +583,7 @@ export class ConsumerGroup {
   // --- records ---------------------------------------------------------------------------------
 
   private emit(records: GroupRecord[], record: GroupRecord, nowMs: number): void {
-    this.apply(record, nowMs);
+    this.model.apply(record, nowMs);
     records.push(record);
   }
 
@@ -619,108 +599,17 @@ export class ConsumerGroup {
     );
   }
 
-  /** The one place persisted state changes, live or in replay. */
-  private apply(record: GroupRecord, nowMs: number): void {
-    switch (record.type) {
-      case 'group-epoch':
-        assert(record.groupEpoch > this.epoch, 'group epoch only grows');
-        this.dead = false;
-        this.epoch = record.groupEpoch;
-        this.assignor = record.assignor;
-        return;
-      case 'member':
-        this.applyMember(record.member, nowMs);
-        return;
-      case 'member-removed':
-        this.applyMemberRemoved(record.memberId);
-        return;
-      case 'target-assignment':
-        assert(record.assignmentEpoch >= this.targetAssignmentEpoch, 'target epoch only grows');
-        assert(record.assignmentEpoch <= this.epoch, 'target epoch is at most the group epoch');
-        this.targetAssignmentEpoch = record.assignmentEpoch;
-        this.targetAssignment = new Map(
-          record.members.map(({ memberId, partitions }) => [memberId, partitionSetOf(partitions)]),
-        );
-        return;
-      case 'group-deleted':
-        assert(this.members.size === 0, 'only an empty group is deleted');
-        this.dead = true;
-        this.epoch = 0;
-        this.assignor = 'uniform';
-        this.targetAssignmentEpoch = 0;
-        this.targetAssignment = new Map();
-        this.subscriptionMetadata = { topics: new Map(), memberTopics: new Map() };
-        return;
-      default:
-        assertNever(record, 'unknown group record');
-    }
-  }
-
-  private applyMember(record: MemberRecord, nowMs: number): void {
-    const existing = this.members.get(record.memberId);
-    if (existing !== undefined) this.releaseHolders(existing);
-    const fields = memberFieldsOf(record);
-    // The rebalance timeout runs from the moment a revocation is asked for; it restarts only
-    // when a different set of partitions is to be revoked.
-    let revocationDeadlineMs: number | undefined = undefined;
-    if (fields.pendingRevocation.size > 0) {
-      revocationDeadlineMs =
-        existing?.revocationDeadlineMs !== undefined &&
-        partitionSetsEqual(existing.pendingRevocation, fields.pendingRevocation)
-          ? existing.revocationDeadlineMs
-          : nowMs + fields.rebalanceTimeoutMs;
-    }
-    const member: GroupMember = {
-      ...fields,
-      sessionDeadlineMs: existing?.sessionDeadlineMs ?? nowMs + this.timeouts.sessionTimeoutMs,
-      revocationDeadlineMs,
-    };
-    for (const partitions of [member.assigned, member.pendingRevocation]) {
-      for (const [topic, numbers] of partitions) {
-        for (const partition of numbers) {
-          const key = partitionKey(topic, partition);
-          assert(!this.holders.has(key), `partition ${topic}-${partition} has one holder`);
-          this.holders.set(key, member.memberId);
-        }
-      }
-    }
-    this.members.set(member.memberId, member);
-  }
-
-  private applyMemberRemoved(memberId: string): void {
-    const member = this.members.get(memberId);
-    assert(member !== undefined, `removed member ${memberId} exists`);
-    this.releaseHolders(member);
-    this.members.delete(memberId);
-  }
-
-  private releaseHolders(member: GroupMember): void {
-    for (const partitions of [member.assigned, member.pendingRevocation]) {
-      for (const [topic, numbers] of partitions) {
-        for (const partition of numbers) this.holders.delete(partitionKey(topic, partition));
-      }
-    }
-  }
-
   // --- helpers ---------------------------------------------------------------------------------
 
-  private isConverged(member: GroupMember): boolean {
-    return (
-      member.memberEpoch === this.targetAssignmentEpoch &&
-      member.pendingRevocation.size === 0 &&
-      partitionSetsEqual(member.assigned, this.targetAssignment.get(member.memberId) ?? new Map())
-    );
-  }
-
   private memberByInstanceId(instanceId: string): GroupMember | undefined {
-    for (const member of this.members.values()) {
+    for (const member of this.model.members.values()) {
       if (member.instanceId === instanceId) return member;
     }
     return undefined;
   }
 
   private sortedMembers(): GroupMember[] {
-    return [...this.members.values()].sort((left, right) =>
+    return [...this.model.members.values()].sort((left, right) =>
       compareMemberIds(left.memberId, right.memberId),
     );
   }
@@ -735,19 +624,6 @@ export class ConsumerGroup {
     }
     return regex;
   }
-}
-
-function partitionKey(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
-
-function sameCounts(
-  left: ReadonlyMap<string, number>,
-  right: ReadonlyMap<string, number>,
-): boolean {
-  if (left.size !== right.size) return false;
-  for (const [topic, count] of left) if (right.get(topic) !== count) return false;
-  return true;
 }
 
 function sameAssignment(left: TargetAssignment, right: TargetAssignment): boolean {

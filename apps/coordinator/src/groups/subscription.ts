@@ -68,8 +68,6 @@ export function resolveSubscription(
   subscribedTopics: readonly string[],
   regex: RegExp | undefined,
   topics: TopicPartitionCounts,
-  regexMatches: (regex: RegExp) => readonly string[] = (compiled) =>
-    matchingTopics(compiled, topics),
 ): Map<string, number> {
   const resolved = new Map<string, number>();
   for (const topic of subscribedTopics) {
@@ -77,7 +75,7 @@ export function resolveSubscription(
     if (count !== undefined && count > 0) resolved.set(topic, count);
   }
   if (regex !== undefined) {
-    for (const topic of regexMatches(regex)) {
+    for (const topic of matchingTopics(regex, topics)) {
       const count = topics.partitionCount(topic);
       if (count !== undefined && count > 0) resolved.set(topic, count);
     }

@@ -102,9 +102,13 @@ function assignByQuota(
   for (const topic of subscribed) total += topics.get(topic)!;
   const quotaMin = Math.floor(total / members.length);
   let extraSlots = total % members.length;
+  const held = new Map<string, number>();
+  for (const member of members) {
+    held.set(member.memberId, partitionCount(result.get(member.memberId)!));
+  }
   const byHeld = [...members].sort(
     (left, right) =>
-      partitionCount(result.get(right.memberId)!) - partitionCount(result.get(left.memberId)!) ||
+      held.get(right.memberId)! - held.get(left.memberId)! ||
       compareMemberIds(left.memberId, right.memberId),
   );
   const quotas = new Map<string, number>();
@@ -112,16 +116,17 @@ function assignByQuota(
     const quota = quotaMin + (extraSlots > 0 ? 1 : 0);
     if (extraSlots > 0) extraSlots--;
     quotas.set(member.memberId, quota);
+    if (held.get(member.memberId)! <= quota) continue;
     const assignment = result.get(member.memberId)!;
-    const held = partitionList(assignment);
-    for (const { topic, partition } of held.slice(quota)) {
+    for (const { topic, partition } of partitionList(assignment).slice(quota)) {
       removePartition(assignment, topic, partition);
       removePartition(taken, topic, partition);
     }
+    held.set(member.memberId, quota);
   }
   const free = freePartitions(subscribed, topics, taken);
   let receivers = members.filter(
-    (member) => partitionCount(result.get(member.memberId)!) < quotas.get(member.memberId)!,
+    (member) => held.get(member.memberId)! < quotas.get(member.memberId)!,
   );
   let next = 0;
   for (const { topic, partition } of free) {
@@ -130,7 +135,8 @@ function assignByQuota(
     const assignment = result.get(receiver.memberId)!;
     addPartition(assignment, topic, partition);
     addPartition(taken, topic, partition);
-    if (partitionCount(assignment) >= quotas.get(receiver.memberId)!) {
+    held.set(receiver.memberId, held.get(receiver.memberId)! + 1);
+    if (held.get(receiver.memberId)! >= quotas.get(receiver.memberId)!) {
       receivers = receivers.filter((member) => member !== receiver);
     } else {
       next++;
@@ -146,12 +152,14 @@ function assignFreeToLeastLoaded(
   result: TargetAssignment,
   taken: PartitionSet,
 ): void {
+  const counts = new Map<string, number>();
+  for (const member of members) {
+    counts.set(member.memberId, partitionCount(result.get(member.memberId)!));
+  }
   const subscribersByTopic = new Map<string, AssignmentMemberSpec[]>();
-  for (const topic of topics.keys()) {
-    subscribersByTopic.set(
-      topic,
-      members.filter((member) => member.subscribedTopics.has(topic)),
-    );
+  for (const topic of topics.keys()) subscribersByTopic.set(topic, []);
+  for (const member of members) {
+    for (const topic of member.subscribedTopics) subscribersByTopic.get(topic)?.push(member);
   }
   // Topics with the fewest subscribers first: their partitions have the fewest places to go.
   const topicOrder = [...topics.keys()].sort(
@@ -162,60 +170,107 @@ function assignFreeToLeastLoaded(
   for (const topic of topicOrder) {
     const subscribers = subscribersByTopic.get(topic)!;
     if (subscribers.length === 0) continue;
+    const heap = new LeastLoadedHeap(
+      subscribers.map((member) => member.memberId),
+      counts,
+    );
     for (const { partition } of freePartitions([topic], topics, taken)) {
-      let receiver = subscribers[0]!;
-      for (const candidate of subscribers) {
-        if (
-          partitionCount(result.get(candidate.memberId)!) <
-          partitionCount(result.get(receiver.memberId)!)
-        ) {
-          receiver = candidate;
-        }
-      }
-      addPartition(result.get(receiver.memberId)!, topic, partition);
+      const receiver = heap.takeLeastLoaded();
+      addPartition(result.get(receiver)!, topic, partition);
       addPartition(taken, topic, partition);
     }
   }
 }
 
-/** Heterogeneous step 3: move single partitions from heavy to light members until none can move. */
+/**
+ * Heterogeneous step 3: move single partitions from heavy to light members until no member has
+ * two more than another member subscribed to one of its topics. Each pass sorts once and makes
+ * every move it finds; a pass that finds none is the fixed point.
+ */
 function balance(members: readonly AssignmentMemberSpec[], result: TargetAssignment): void {
   const counts = new Map<string, number>();
   for (const member of members) {
     counts.set(member.memberId, partitionCount(result.get(member.memberId)!));
   }
+  const countOf = (member: AssignmentMemberSpec): number => counts.get(member.memberId)!;
   for (;;) {
-    const order = [...members].sort(
+    const ascending = [...members].sort(
       (left, right) =>
-        counts.get(left.memberId)! - counts.get(right.memberId)! ||
-        compareMemberIds(left.memberId, right.memberId),
+        countOf(left) - countOf(right) || compareMemberIds(left.memberId, right.memberId),
     );
-    const move = findMove(order, counts, result);
-    if (move === undefined) return;
-    const { donor, receiver, topic, partition } = move;
-    removePartition(result.get(donor)!, topic, partition);
-    addPartition(result.get(receiver)!, topic, partition);
-    counts.set(donor, counts.get(donor)! - 1);
-    counts.set(receiver, counts.get(receiver)! + 1);
+    let moves = 0;
+    for (const receiver of ascending) {
+      for (let index = ascending.length - 1; index >= 0; index--) {
+        const donor = ascending[index]!;
+        // Exact when the pass starts; moves within a pass may make it skip a donor, which a
+        // later pass picks up (the last pass moves nothing, so its counts are fresh).
+        if (countOf(donor) < countOf(receiver) + 2) break;
+        while (countOf(donor) >= countOf(receiver) + 2) {
+          const move = movablePartition(result.get(donor.memberId)!, receiver);
+          if (move === undefined) break;
+          removePartition(result.get(donor.memberId)!, move.topic, move.partition);
+          addPartition(result.get(receiver.memberId)!, move.topic, move.partition);
+          counts.set(donor.memberId, countOf(donor) - 1);
+          counts.set(receiver.memberId, countOf(receiver) + 1);
+          moves++;
+        }
+      }
+    }
+    if (moves === 0) return;
   }
 }
 
-function findMove(
-  ascending: readonly AssignmentMemberSpec[],
-  counts: ReadonlyMap<string, number>,
-  result: TargetAssignment,
-): { donor: string; receiver: string; topic: string; partition: number } | undefined {
-  for (const receiver of ascending) {
-    const receiverCount = counts.get(receiver.memberId)!;
-    for (let index = ascending.length - 1; index >= 0; index--) {
-      const donor = ascending[index]!;
-      if (counts.get(donor.memberId)! < receiverCount + 2) break;
-      for (const [topic, partitions] of result.get(donor.memberId)!) {
-        if (!receiver.subscribedTopics.has(topic)) continue;
-        const partition = Math.max(...partitions);
-        return { donor: donor.memberId, receiver: receiver.memberId, topic, partition };
-      }
-    }
+/** The donor's highest partition of the first of its topics the receiver subscribes to. */
+function movablePartition(
+  donorAssignment: PartitionSet,
+  receiver: AssignmentMemberSpec,
+): { topic: string; partition: number } | undefined {
+  for (const [topic, partitions] of donorAssignment) {
+    if (!receiver.subscribedTopics.has(topic)) continue;
+    let partition = -1;
+    for (const candidate of partitions) partition = Math.max(partition, candidate);
+    return { topic, partition };
   }
   return undefined;
+}
+
+/** A binary min-heap of member ids by (partition count, member id); taking one counts it. */
+class LeastLoadedHeap {
+  private readonly heap: string[];
+
+  constructor(
+    memberIds: string[],
+    private readonly counts: Map<string, number>,
+  ) {
+    this.heap = [...memberIds].sort((left, right) => this.compare(left, right));
+  }
+
+  takeLeastLoaded(): string {
+    const memberId = this.heap[0]!;
+    this.counts.set(memberId, this.counts.get(memberId)! + 1);
+    this.siftDown(0);
+    return memberId;
+  }
+
+  private compare(left: string, right: string): number {
+    return this.counts.get(left)! - this.counts.get(right)! || compareMemberIds(left, right);
+  }
+
+  private siftDown(start: number): void {
+    let index = start;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      if (left < this.heap.length && this.compare(this.heap[left]!, this.heap[smallest]!) < 0) {
+        smallest = left;
+      }
+      if (right < this.heap.length && this.compare(this.heap[right]!, this.heap[smallest]!) < 0) {
+        smallest = right;
+      }
+      if (smallest === index) return;
+      [this.heap[index], this.heap[smallest]] = [this.heap[smallest]!, this.heap[index]!];
+      index = smallest;
+    }
+  }
 }
