@@ -92,7 +92,7 @@ export function startCoordinator(
       context.afterListen(async ({ grpcPort }) => {
         const coordinatorId =
           config.coordinatorId === '' ? `${os.hostname()}:${grpcPort}` : config.coordinatorId;
-        const shardsHolder: { shards?: ShardManager } = {};
+        const shardsHolder: { shards?: ShardManager; maintenance?: GroupMaintenance } = {};
         const link = new ControllerLink(
           {
             coordinatorId,
@@ -113,6 +113,7 @@ export function startCoordinator(
             heartbeatIntervalMs: config.groupConsumerHeartbeatIntervalMs,
           },
           logger: logger.child({ component: 'shards' }),
+          onLoaded: (shard) => shardsHolder.maintenance?.onShardLoaded(shard),
         });
         shardsHolder.shards = shards;
         const coordinatorMetrics = new CoordinatorMetrics(metrics, {
@@ -144,6 +145,7 @@ export function startCoordinator(
           coordinatorMetrics,
           logger.child({ component: 'group-maintenance' }),
         );
+        shardsHolder.maintenance = maintenance;
         runtime = { groups, shards, leaders, metadata: link.metadata, producerIds };
         link.start();
         maintenance.start();

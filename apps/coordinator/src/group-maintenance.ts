@@ -2,8 +2,9 @@
  * The periodic work on the groups this coordinator serves:
  * - every expireIntervalMs, each group's session and rebalance timeouts (ConsumerGroup.expire):
  *   a silent member is removed, one holding revoked partitions too long is fenced;
- * - on every metadata change that touches topics, each group's target assignment
- *   (ConsumerGroup.onTopicsChanged): new partitions, new topics matching a regex, deletions;
+ * - on every metadata change that touches topics, and once for each group of a shard that was
+ *   just loaded, each group's target assignment (ConsumerGroup.onTopicsChanged): new
+ *   partitions, new topics matching a regex, deletions;
  * - every lagRefreshIntervalMs, the lag metrics of every group with committed offsets.
  * What a step changes is written to __consumer_offsets like any other change of the group.
  */
@@ -52,10 +53,19 @@ export class GroupMaintenance {
     });
   }
 
+  /** A shard that starts serving: its replayed groups learn which topics exist. */
+  onShardLoaded(shard: OffsetsShard): void {
+    const view = topicPartitionView(this.link.metadata);
+    this.forEachGroup((group, nowMs) => group.onTopicsChanged(view, nowMs), [shard]);
+  }
+
   /** Runs a step on every group of every serving shard and writes what it changed. */
-  private forEachGroup(step: (group: ConsumerGroup, nowMs: number) => GroupRecord[]): void {
+  private forEachGroup(
+    step: (group: ConsumerGroup, nowMs: number) => GroupRecord[],
+    shards: readonly OffsetsShard[] = this.shards.activeShards(),
+  ): void {
     const nowMs = Date.now();
-    for (const shard of this.shards.activeShards()) {
+    for (const shard of shards) {
       for (const group of shard.groups.values()) {
         const epochBefore = group.groupEpoch;
         let records: GroupRecord[];

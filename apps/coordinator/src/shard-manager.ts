@@ -39,6 +39,11 @@ export interface ShardManagerOptions {
   readonly leaders: PartitionLeaders;
   readonly timeouts: GroupTimeouts;
   readonly logger: Logger;
+  /**
+   * Called when a shard starts serving. Which topics exist is not in the records, so each
+   * replayed group must see the topics once (ConsumerGroup.onTopicsChanged).
+   */
+  readonly onLoaded: (shard: OffsetsShard) => void;
 }
 
 export class ShardManager {
@@ -192,6 +197,7 @@ export class ShardManager {
     position = await this.replayRange(shard, position, markerOffset);
     if (shard.state !== ShardState.Loading) return;
     shard.transitionTo([ShardState.Loading], ShardState.Active);
+    this.options.onLoaded(shard);
     this.options.logger.info(
       {
         shard: shard.partition,
