@@ -1,14 +1,8 @@
 import * as os from 'node:os';
 import { ConfigError, startService, type RunningService, type SettingsSchema } from '@spool/common';
 import { CoordinatorServiceService, protoDescriptorSetPath } from '@spool/protocol';
-import { ControllerLink } from './controller-link';
-import { CoordinatorMetrics } from './coordinator-metrics';
 import { coordinatorHandlers, type CoordinatorRuntime } from './coordinator-rpc';
-import { GroupCoordinator } from './group-coordinator';
-import { GroupMaintenance } from './group-maintenance';
-import { PartitionLeaders } from './partition-leaders';
-import { ProducerIdManager } from './producer-id-manager';
-import { ShardManager } from './shard-manager';
+import { CoordinatorParts } from './coordinator-runtime';
 
 /**
  * The coordinator service: owns consumer groups (members, assignments, committed offsets) and
@@ -92,76 +86,26 @@ export function startCoordinator(
       context.afterListen(async ({ grpcPort }) => {
         const coordinatorId =
           config.coordinatorId === '' ? `${os.hostname()}:${grpcPort}` : config.coordinatorId;
-        const shardsHolder: { shards?: ShardManager; maintenance?: GroupMaintenance } = {};
-        const link = new ControllerLink(
-          {
-            coordinatorId,
-            endpoints: [{ name: 'grpc', host: context.advertisedHost, port: grpcPort }],
-            controllerAddresses: config.controllerAddresses,
-            sessionTimeoutMs: config.coordinatorSessionTimeoutMs,
-            onShards: (shards) => shardsHolder.shards?.onShards(shards),
-          },
-          logger.child({ component: 'controller-link' }),
-        );
-        const leaders = new PartitionLeaders(link);
-        const shards = new ShardManager({
+        const parts = new CoordinatorParts({
           coordinatorId,
-          link,
-          leaders,
+          endpoints: [{ name: 'grpc', host: context.advertisedHost, port: grpcPort }],
+          controllerAddresses: config.controllerAddresses,
+          coordinatorSessionTimeoutMs: config.coordinatorSessionTimeoutMs,
           timeouts: {
             sessionTimeoutMs: config.groupConsumerSessionTimeoutMs,
             heartbeatIntervalMs: config.groupConsumerHeartbeatIntervalMs,
           },
-          logger: logger.child({ component: 'shards' }),
-          onLoaded: (shard) => shardsHolder.maintenance?.onShardLoaded(shard),
+          logger,
+          metrics,
         });
-        shardsHolder.shards = shards;
-        const coordinatorMetrics = new CoordinatorMetrics(metrics, {
-          *groups() {
-            for (const shard of shards.activeShards())
-              for (const group of shard.groups.values())
-                yield {
-                  groupId: group.groupId,
-                  state: group.state,
-                  members: group.describeMembers().length,
-                };
-          },
-          shardsOwned: () => shards.heldShards.length,
-        });
-        const groups = new GroupCoordinator({
-          link,
-          shards,
-          leaders,
-          metrics: coordinatorMetrics,
-          logger: logger.child({ component: 'groups' }),
-        });
-        const producerIds = new ProducerIdManager({
-          allocateBlock: () => link.allocateProducerIds(),
-        });
-        const maintenance = new GroupMaintenance(
-          link,
-          shards,
-          groups,
-          coordinatorMetrics,
-          logger.child({ component: 'group-maintenance' }),
-        );
-        shardsHolder.maintenance = maintenance;
-        runtime = { groups, shards, leaders, metadata: link.metadata, producerIds };
-        link.start();
-        maintenance.start();
-        void link.firstSnapshotApplied.then(() => {
+        runtime = parts.runtime;
+        parts.start();
+        void parts.link.firstSnapshotApplied.then(() => {
           readiness.satisfy('metadata');
           logger.info({ coordinatorId }, 'coordinator following the cluster metadata');
         });
-        context.onShutdown(async () => {
-          maintenance.stop();
-          shards.stop();
-          await link.shutDown();
-        });
-        context.onShutdownAfterDrain(async () => {
-          link.stop();
-          leaders.close();
-        });
+        context.onShutdown(() => parts.shutDown());
+        context.onShutdownAfterDrain(async () => parts.close());
       });
     },
   });
