@@ -317,6 +317,7 @@ export class ConsumerGroup {
     const known = request.memberId === '' ? undefined : this.model.members.get(request.memberId);
     const holder =
       request.instanceId === '' ? undefined : this.memberByInstanceId(request.instanceId);
+    // 3. The instance id is still in use.
     if (holder !== undefined && holder !== known && holder.memberEpoch !== staticMemberAwayEpoch) {
       throw new SpoolError(
         GroupErrorCode.UnreleasedInstanceId,
@@ -356,13 +357,15 @@ export class ConsumerGroup {
         },
         nowMs,
       );
-      if (target !== undefined)
+      if (target !== undefined) {
+        // The target moves to the new member id at the same epoch: nothing is reassigned.
         this.emitTargetAssignment(
           records,
           this.model.targetAssignmentEpoch,
           new Map([...this.model.targetAssignment, [memberId, target]]),
           nowMs,
         );
+      }
       return { member: this.model.members.get(memberId)!, joined: false };
     }
     // 4. A new member.
