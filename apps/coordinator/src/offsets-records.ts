@@ -114,8 +114,21 @@ export function encodeOffsetsBatch(
 
 /** Every record of the fetched batches, decoded; a record that does not decode is an error. */
 export function decodeOffsetsRecords(records: Buffer, topicPartition: string): ReplayedEntry[] {
+  return decodeOffsetsBatches(records, topicPartition).entries;
+}
+
+/**
+ * The records of the fetched batches and the offset after the last batch, so a reader moves
+ * past batches that hold nothing for it (control batches, compacted gaps) instead of re-reading.
+ */
+export function decodeOffsetsBatches(
+  records: Buffer,
+  topicPartition: string,
+): { entries: ReplayedEntry[]; nextOffset: bigint } {
   const entries: ReplayedEntry[] = [];
+  let nextOffset = -1n;
   for (const batch of decodeRecordBatches(records)) {
+    nextOffset = batch.header.lastOffset + 1n;
     if (batch.header.isControl) continue;
     for (const record of batch.records) {
       try {
@@ -129,7 +142,7 @@ export function decodeOffsetsRecords(records: Buffer, topicPartition: string): R
       }
     }
   }
-  return entries;
+  return { entries, nextOffset };
 }
 
 function decodeOne(key: Buffer | null, value: Buffer | null, offset: bigint): ReplayedEntry {

@@ -24,7 +24,7 @@ import {
 import type { ControllerLink } from './controller-link';
 import { CoordinatorError } from './coordinator-errors';
 import type { GroupTimeouts } from './groups';
-import { decodeOffsetsRecords, encodeOffsetsBatch, type OffsetsEntry } from './offsets-records';
+import { decodeOffsetsBatches, encodeOffsetsBatch, type OffsetsEntry } from './offsets-records';
 import { OffsetsShard, ShardState } from './offsets-shard';
 import type { PartitionLeaders } from './partition-leaders';
 
@@ -231,15 +231,22 @@ export class ShardManager {
         continue;
       }
       const nowMs = Date.now();
-      for (const replayed of decodeOffsetsRecords(
+      const { entries, nextOffset } = decodeOffsetsBatches(
         fetched.records,
         `${consumerOffsetsTopic}-${shard.partition}`,
-      )) {
+      );
+      for (const replayed of entries) {
         if (replayed.offset < position) continue;
         if (replayed.offset >= to) return to;
         shard.replay(replayed, nowMs);
-        position = replayed.offset + 1n;
       }
+      if (nextOffset <= position) {
+        throw new CoordinatorError(
+          'COORDINATOR_NOT_AVAILABLE',
+          `${consumerOffsetsTopic}-${shard.partition} answered batches ending before offset ${position}`,
+        );
+      }
+      position = nextOffset;
     }
     return position > to ? position : to;
   }
