@@ -40,4 +40,10 @@ describe('spool', () => {
     expect(exitCode).toBe(2);
     expect(stderr).toContain('--nodes must be an integer from 1 to 16, got "zero"');
   });
+
+  it('refuses a bad --coordinators for dev', async () => {
+    const { exitCode, stderr } = await run(['dev', '--coordinators', '0']);
+    expect(exitCode).toBe(2);
+    expect(stderr).toContain('--coordinators must be an integer from 1 to 8, got "0"');
+  });
 });

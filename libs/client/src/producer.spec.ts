@@ -73,6 +73,22 @@ describe('Producer', () => {
     ]);
   });
 
+  it('flushes sends made before flush, even those still waiting for metadata', async () => {
+    const { gateway, producer } = await setUp({ orders: 2 }, { lingerMs: 60_000 });
+    // No await between the sends and flush: none of them has its metadata yet.
+    const sends = [0, 1, 0].map((partition, index) =>
+      producer.send({ topic: 'orders', messages: [{ partition, value: `early-${index}` }] }),
+    );
+    await producer.flush();
+    const results = (await Promise.all(sends)).flat();
+    expect(results.map(({ partition, offset }) => [partition, offset])).toEqual([
+      [0, 0n],
+      [1, 0n],
+      [0, 1n],
+    ]);
+    expect(gateway.produceRequests.length).toBeGreaterThanOrEqual(1);
+  });
+
   it('sends a batch once it reaches batchSizeBytes, without waiting for linger', async () => {
     const { gateway, producer } = await setUp(
       { orders: 1 },
