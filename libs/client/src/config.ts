@@ -289,7 +289,10 @@ export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig 
     1,
   );
   const groupInstanceId = options.groupInstanceId;
-  if (groupInstanceId !== undefined && (typeof groupInstanceId !== 'string' || groupInstanceId === '')) {
+  if (
+    groupInstanceId !== undefined &&
+    (typeof groupInstanceId !== 'string' || groupInstanceId === '')
+  ) {
     invalid('groupInstanceId', groupInstanceId, 'a non-empty name');
   }
   const groupSettings: readonly (keyof ConsumerOptions)[] = [
@@ -320,12 +323,10 @@ export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig 
     rebalanceTimeoutMs: integer('rebalanceTimeoutMs', options.rebalanceTimeoutMs, 300_000, 1),
     enableAutoCommit: oneOf('enableAutoCommit', options.enableAutoCommit, true, [true, false]),
     autoCommitIntervalMs: integer('autoCommitIntervalMs', options.autoCommitIntervalMs, 5_000, 1),
-    commitBeforeProcessing: oneOf(
-      'commitBeforeProcessing',
-      options.commitBeforeProcessing,
+    commitBeforeProcessing: oneOf('commitBeforeProcessing', options.commitBeforeProcessing, false, [
+      true,
       false,
-      [true, false],
-    ),
+    ]),
     autoOffsetReset: oneOf('autoOffsetReset', options.autoOffsetReset, 'latest', [
       'earliest',
       'latest',

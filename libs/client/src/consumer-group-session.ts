@@ -1,10 +1,15 @@
-import { SpoolError, backoffMs, sleep, type Logger } from '@spool/common';
+import type { SpoolError} from '@spool/common';
+import { backoffMs, sleep, type Logger } from '@spool/common';
 import type { TopicPartition } from '@spool/protocol';
 import type { ConsumerConfig, OffsetResetPolicy } from './config';
 import type { ConsumerFetcher } from './consumer-fetcher';
 import { coordinatorRetriableCodes, toSpoolError } from './errors';
 import type { GatewayConnection } from './gateway-connection';
-import { GroupMembership, type GroupSubscription, type MembershipHandler } from './group-membership';
+import {
+  GroupMembership,
+  type GroupSubscription,
+  type MembershipHandler,
+} from './group-membership';
 import { OffsetCommitter, partitionKey, type TopicPartitionOffset } from './offset-committer';
 
 /**
@@ -53,14 +58,7 @@ export class ConsumerGroupSession implements MembershipHandler {
     private readonly logger: Logger,
     private readonly onFailure: (error: SpoolError) => void,
   ) {
-    this.membership = new GroupMembership(
-      connection,
-      config,
-      groupId,
-      subscription,
-      this,
-      logger,
-    );
+    this.membership = new GroupMembership(connection, config, groupId, subscription, this, logger);
     this.committer = new OffsetCommitter(connection, groupId, config, logger, () =>
       this.membership.identity(),
     );

@@ -1,4 +1,4 @@
-import { backoffMs, type Logger, type SpoolError } from '@spool/common';
+import { assert, backoffMs, type Logger, type SpoolError } from '@spool/common';
 import type {
   ConsumerGroupHeartbeatRequest,
   ConsumerGroupHeartbeatResponse,
@@ -346,7 +346,9 @@ export class GroupMembership {
     while (this.target !== undefined && isCurrent()) {
       const target = this.target;
       this.target = undefined;
-      const targetKeys = new Set(target.map(({ topic, partition }) => partitionKey(topic, partition)));
+      const targetKeys = new Set(
+        target.map(({ topic, partition }) => partitionKey(topic, partition)),
+      );
       const revoked = this.ownedPartitions().filter(
         ({ topic, partition }) => !targetKeys.has(partitionKey(topic, partition)),
       );
@@ -356,7 +358,8 @@ export class GroupMembership {
       if (revoked.length > 0) {
         await this.handler.revokePartitions(revoked);
         if (!isCurrent()) return;
-        for (const { topic, partition } of revoked) this.owned.delete(partitionKey(topic, partition));
+        for (const { topic, partition } of revoked)
+          this.owned.delete(partitionKey(topic, partition));
         this.heartbeatNow();
       }
       if (added.length > 0) {
@@ -395,9 +398,10 @@ export class GroupMembership {
   }
 
   private transitionTo(allowedFrom: readonly MemberState[], next: MemberState): void {
-    if (!allowedFrom.includes(this.current)) {
-      throw new Error(`group membership: no transition from ${this.current} to ${next}`);
-    }
+    assert(
+      allowedFrom.includes(this.current),
+      `group membership: no transition from ${this.current} to ${next}`,
+    );
     this.logger.debug({ from: this.current, to: next }, 'membership state change');
     this.current = next;
   }

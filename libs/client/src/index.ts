@@ -19,6 +19,17 @@ export {
   type PartitionOffset,
   type PartitionSelection,
 } from './consumer';
+export type { PartitionsCallback, RebalanceListener } from './consumer-group-session';
+export type {
+  GroupDescription,
+  GroupListing,
+  GroupMemberDescription,
+  GroupOffset,
+  GroupPartitionLag,
+  OffsetResetStrategy,
+  ResetOffsetsOptions,
+  TopicGroupOffsets,
+} from './group-admin';
 export {
   Admin,
   type ClusterDescription,
@@ -37,6 +48,7 @@ export type {
   AdminOptions,
   CompressionName,
   ConsumerOptions,
+  GroupAssignorName,
   OffsetResetPolicy,
   ProducerOptions,
   SpoolConfig,
