@@ -1,4 +1,4 @@
-import type { SpoolError} from '@spool/common';
+import type { SpoolError } from '@spool/common';
 import { backoffMs, sleep, type Logger } from '@spool/common';
 import type { TopicPartition } from '@spool/protocol';
 import type { ConsumerConfig, OffsetResetPolicy } from './config';
