@@ -126,6 +126,7 @@ export class Consumer {
     | { patterns: (string | RegExp)[]; fromBeginning: boolean; listener: RebalanceListener }
     | undefined;
   private session: ConsumerGroupSession | undefined;
+  private leaving: Promise<void> | undefined;
   private isManuallyAssigned = false;
   private readonly seeksBeforeStart = new Map<string, PartitionOffset>();
   private runState = RunState.Idle;
@@ -488,11 +489,14 @@ export class Consumer {
     session.start();
   }
 
+  /** Leaves once: `stop` and the iterator's end may both ask, and both wait for it. */
   private async leaveGroup(): Promise<void> {
+    if (this.leaving !== undefined) return this.leaving;
     const session = this.session;
     if (session === undefined) return;
     this.session = undefined;
-    await session.leave();
+    this.leaving = session.leave().finally(() => (this.leaving = undefined));
+    await this.leaving;
   }
 
   private groupSession(operation: string): ConsumerGroupSession {
