@@ -25,7 +25,9 @@ import type { ConsumedMessage } from './message';
  * With `groupId` the consumer is a member of a consumer group (Kafka's KIP-848 protocol): `run`
  * joins, the coordinator assigns partitions among the members and moves them incrementally,
  * and committed offsets say where each partition resumes (`autoOffsetReset` where none is).
- * The rebalance callbacks of the subscription (`onPartitionsAssigned`, `onPartitionsRevoked`,
+ * A group subscribes by topic names or by regular expressions (joined into one), not both; the
+ * coordinator matches an expression against whole topic names, as Kafka does, and picks up
+ * topics created later. The rebalance callbacks of the subscription (`onPartitionsAssigned`, `onPartitionsRevoked`,
  * `onPartitionsLost`) say what this member owns. `stop` and `disconnect` commit (with auto
  * commit), leave the group, and let the others take the partitions over at once.
  *
@@ -169,6 +171,17 @@ export class Consumer {
       );
     }
     if (this.config.groupId !== undefined) {
+      const all = [...(this.subscription?.patterns ?? []), ...patterns];
+      if (
+        all.some((pattern) => pattern instanceof RegExp) &&
+        all.some((p) => typeof p === 'string')
+      ) {
+        // KIP-848 subscribes a member by topic names or by one expression, not both.
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          'a group subscription takes topic names or regular expressions, not both',
+        );
+      }
       const flagged = patterns.find((pattern) => pattern instanceof RegExp && pattern.flags !== '');
       if (flagged !== undefined) {
         // The coordinator matches topic names itself and receives only the expression's source.

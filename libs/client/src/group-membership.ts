@@ -203,8 +203,15 @@ export class GroupMembership {
     } catch (error) {
       failure = toSpoolError(error);
     }
-    // A leave began while the heartbeat was in flight: its answer no longer matters.
-    if (this.stopping) return 0;
+    if (this.stopping) {
+      // A leave began while the heartbeat was in flight: only who the member is still matters,
+      // so that the leave heartbeat names it.
+      if (failure === undefined && response!.memberId !== '') {
+        this.memberId = response!.memberId;
+        this.memberEpoch = response!.memberEpoch;
+      }
+      return 0;
+    }
     if (failure !== undefined) return this.onHeartbeatError(failure, request);
     this.onHeartbeatResponse(response!);
     return this.heartbeatIntervalMs;
@@ -284,6 +291,8 @@ export class GroupMembership {
     }
     this.logger.error({ err: error }, 'the group membership failed');
     await this.loseAndRejoin(false);
+    // A leave that began meanwhile owns the end of the membership.
+    if (this.stopping) return 0;
     this.transitionTo(
       [MemberState.Joining, MemberState.Stable, MemberState.Reconciling],
       MemberState.Failed,
