@@ -11,7 +11,8 @@ import type { SpoolError } from '@spool/common';
 import type { RecordInput, TopicPartition } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from './config';
-import type { Consumer, ConsumerSubscription } from './consumer';
+import type { Consumer } from './consumer';
+import type { ConsumerSubscription } from './consumer-payloads';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
@@ -286,6 +287,28 @@ describe('Group subscriptions', () => {
       subscribedTopics: [],
       subscribedRegex: 'audit-.*',
     });
+  });
+
+  it('lets onPartitionsAssigned seek before any message of the partition is delivered', async () => {
+    const { gateway, spool } = await start({ events: 1 });
+    gateway.appendBatch('events', 0, records('r', 5));
+    const consumer = member(spool);
+    expect(() => consumer.seek({ topic: 'events', partition: 0, offset: 3n })).toThrow(
+      /group billing has not assigned it to this member; seek in onPartitionsAssigned/,
+    );
+    const received: bigint[] = [];
+    await consumer.subscribe({
+      topic: 'events',
+      onPartitionsAssigned: async () => {
+        // A slow callback: fetching the partition waits for it.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        consumer.seek({ topic: 'events', partition: 0, offset: 3n });
+      },
+    });
+    await consumer.run({ eachMessage: async ({ message }) => void received.push(message.offset) });
+    await waitFor(() => received.length === 2, 'two records');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received).toEqual([3n, 4n]);
   });
 
   it('refuses names mixed with expressions, and expressions with flags', async () => {

@@ -12,7 +12,20 @@ import { ConsumerFetcher, type FetchedChunk, type PartitionAssignment } from './
 import { ConsumerGroupSession, type RebalanceListener } from './consumer-group-session';
 import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
 import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
-import type { GroupSubscription } from './group-membership';
+import {
+  checkOffset,
+  checkPartition,
+  isTopicPattern,
+  toGroupSubscription,
+} from './consumer-arguments';
+import type {
+  AssignedPartition,
+  ConsumerRunConfig,
+  ConsumerSubscription,
+  EachBatchPayload,
+  PartitionOffset,
+  PartitionSelection,
+} from './consumer-payloads';
 import type { ConsumedMessage } from './message';
 
 /**
@@ -54,63 +67,6 @@ import type { ConsumedMessage } from './message';
  * unchanged. Handlers run one at a time, in the order the gateway delivered: a slow handler
  * holds back the credit of what it has not finished, and so the gateway.
  */
-
-export interface ConsumerSubscription extends RebalanceListener {
-  readonly topics?: readonly (string | RegExp)[];
-  readonly topic?: string | RegExp;
-  /**
-   * Start at the log start offset instead of the high watermark (KafkaJS's fromBeginning); in a
-   * group, only where the group has no committed offset.
-   */
-  readonly fromBeginning?: boolean;
-}
-
-export interface PartitionOffset {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: bigint;
-}
-
-export interface AssignedPartition {
-  readonly topic: string;
-  readonly partition: number;
-  /** Where to start; autoOffsetReset decides if absent. */
-  readonly offset?: bigint;
-}
-
-/** KafkaJS's TopicPartitions for pause and resume: every partition of the topic if absent. */
-export interface PartitionSelection {
-  readonly topic: string;
-  readonly partitions?: readonly number[];
-}
-
-export interface EachMessagePayload {
-  readonly topic: string;
-  readonly partition: number;
-  readonly message: ConsumedMessage;
-}
-
-export interface ConsumerBatch {
-  readonly topic: string;
-  readonly partition: number;
-  readonly highWatermark: bigint;
-  readonly messages: readonly ConsumedMessage[];
-  firstOffset(): bigint | null;
-  lastOffset(): bigint;
-}
-
-export interface EachBatchPayload {
-  readonly batch: ConsumerBatch;
-  /** False once stop or disconnect began. */
-  isRunning(): boolean;
-  /** True once a seek, pause or reset made this batch's partition move elsewhere. */
-  isStale(): boolean;
-}
-
-export interface ConsumerRunConfig {
-  readonly eachMessage?: (payload: EachMessagePayload) => Promise<void>;
-  readonly eachBatch?: (payload: EachBatchPayload) => Promise<void>;
-}
 
 enum RunState {
   Idle = 'idle',
@@ -308,8 +264,18 @@ export class Consumer {
       .some(
         (assigned) => assigned.topic === target.topic && assigned.partition === target.partition,
       );
-    if (isAssigned) this.fetcher.seek(target.topic, target.partition, target.offset);
-    else this.seeksBeforeStart.set(partitionName(target.topic, target.partition), target);
+    if (isAssigned) {
+      this.fetcher.seek(target.topic, target.partition, target.offset);
+    } else if (this.config.groupId !== undefined) {
+      // The coordinator decides what this member owns: a seek waits for nothing.
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot seek ${partitionName(target.topic, target.partition)}: group ` +
+          `${this.config.groupId} has not assigned it to this member; seek in onPartitionsAssigned`,
+      );
+    } else {
+      this.seeksBeforeStart.set(partitionName(target.topic, target.partition), target);
+    }
   }
 
   pause(selections: readonly PartitionSelection[]): void {
@@ -602,41 +568,5 @@ export class Consumer {
       backoffInitialMs: this.config.retryBackoffMs,
       backoffMaxMs: this.config.retryBackoffMaxMs,
     };
-  }
-}
-
-/** Topic names as they are; regular expressions joined into the one the coordinator takes. */
-function toGroupSubscription(patterns: readonly (string | RegExp)[]): GroupSubscription {
-  const expressions = patterns.filter((pattern) => pattern instanceof RegExp);
-  return {
-    topics: [...new Set(patterns.filter((pattern) => typeof pattern === 'string'))],
-    regex:
-      expressions.length === 1
-        ? expressions[0]!.source
-        : expressions.map((expression) => `(?:${expression.source})`).join('|'),
-  };
-}
-
-function isTopicPattern(pattern: unknown): pattern is string | RegExp {
-  return (typeof pattern === 'string' && pattern !== '') || pattern instanceof RegExp;
-}
-
-function checkPartition(topic: string, partition: number): void {
-  if (typeof topic !== 'string' || topic === '' || !Number.isInteger(partition) || partition < 0) {
-    throw clientError(
-      ClientErrorCode.InvalidRequest,
-      `a partition needs a topic name and a partition number of 0 or more, got ` +
-        `${String(topic)}[${String(partition)}]`,
-    );
-  }
-}
-
-function checkOffset(topic: string, partition: number, offset: bigint): void {
-  if (typeof offset !== 'bigint' || offset < 0n) {
-    throw clientError(
-      ClientErrorCode.InvalidRequest,
-      `${partitionName(topic, partition)}: an offset must be a bigint of 0n or more, got ` +
-        `${String(offset)}`,
-    );
   }
 }
