@@ -419,12 +419,12 @@ describe('Commits of a group member', () => {
     expect(gateway.coordinator.groupOf('billing')!.members.size).toBe(0);
   });
 
-  it('leaves as a static member with -2 and gets its partitions back under the same id', async () => {
+  it('leaves as a static member with -2, and its restart inherits the partitions', async () => {
     const { gateway, spool } = await start({ events: 2 });
     const consumer = member(spool, { groupInstanceId: 'host-a' });
     await runRecording(consumer, recorder('events'));
     await waitFor(() => owned(consumer).length === 2, 'partitions owned');
-    const { memberId } = consumer.memberIdentity()!;
+    const { memberId, memberEpoch: epochBefore } = consumer.memberIdentity()!;
     await consumer.disconnect();
     expect(gateway.coordinator.heartbeats.at(-1)!.request).toMatchObject({
       memberId,
@@ -435,7 +435,9 @@ describe('Commits of a group member', () => {
     const restarted = member(spool, { groupInstanceId: 'host-a' });
     await runRecording(restarted, recorder('events'));
     await waitFor(() => owned(restarted).length === 2, 'partitions owned again');
-    expect(restarted.memberIdentity()!.memberId).toBe(memberId);
+    // A new member id inherits the epoch and partitions: no rebalance happened.
+    expect(restarted.memberIdentity()!.memberId).not.toBe(memberId);
+    expect(restarted.memberIdentity()!.memberEpoch).toBe(epochBefore);
     expect(gateway.coordinator.groupOf('billing')!.groupEpoch).toBe(groupEpoch);
   });
 

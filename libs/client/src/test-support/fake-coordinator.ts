@@ -18,7 +18,8 @@ import type {
  * follows the contract of KIP-848 as PLAN.md states it, so the SDK's membership loop can be
  * tested against the same rules the real coordinator keeps:
  * - a heartbeat at epoch 0 joins (a new member id if none is given); -1 leaves; -2 leaves as a
- *   static member, whose assignment stays reserved for its instance id until it comes back;
+ *   static member, whose assignment stays reserved for its instance id: a member joining with
+ *   that instance id gets a new member id and inherits the epoch and partitions (no rebalance);
  * - joining, leaving and subscription changes bump the group epoch and recompute the target
  *   assignment (`uniform`: round robin over the sorted partitions; `range`: contiguous ranges
  *   per topic), each member converging to it in steps: partitions it owns but should not are
@@ -273,13 +274,8 @@ export class FakeCoordinator {
   }
 
   resetOffsets(request: ResetOffsetsRequest): ResetOffsetsResponse {
-    const group = this.groups.get(request.groupId);
-    if (group === undefined) {
-      return {
-        error: coordinatorError('GROUP_ID_NOT_FOUND', `group ${request.groupId} does not exist`),
-        offsets: [],
-      };
-    }
+    // As Kafka's tool does, a reset may set up the offsets of a group nobody joined yet.
+    const group = this.ensureGroup(request.groupId);
     if (group.members.size > 0) {
       return {
         error: coordinatorError('NON_EMPTY_GROUP', `group ${request.groupId} has members`),
@@ -358,12 +354,28 @@ export class FakeCoordinator {
           ),
         };
       }
-      if (holder !== undefined) {
-        // A static member back within its session: same id and partitions, no rebalance.
+      if (holder !== undefined && holder.memberId === request.memberId) {
         holder.departed = false;
         holder.lastSentAssignment = undefined;
         this.updateSubscription(group, holder, request);
         return { member: holder };
+      }
+      if (holder !== undefined) {
+        // A static member back within its session: a new member id that inherits the epoch,
+        // the partitions and the target of the one that left, without a rebalance.
+        const replacement: FakeMember = {
+          ...holder,
+          memberId: `member-${this.nextMemberNumber++}`,
+          departed: false,
+          lastSentAssignment: undefined,
+        };
+        group.members.delete(holder.memberId);
+        group.members.set(replacement.memberId, replacement);
+        const target = group.target.get(holder.memberId);
+        group.target.delete(holder.memberId);
+        if (target !== undefined) group.target.set(replacement.memberId, target);
+        this.updateSubscription(group, replacement, request);
+        return { member: replacement };
       }
     }
     const existing = group.members.get(request.memberId);
