@@ -274,6 +274,71 @@ describe('Consumer in a group', () => {
   });
 });
 
+describe('Three members on twelve partitions', () => {
+  it('converge as members join and leave, owning each partition once, missing no record', async () => {
+    const { gateway, spool } = await start({ events: 12 });
+    const produced = new Set<string>();
+    let sequence = 0;
+    const produceRound = (): void => {
+      for (let partition = 0; partition < 12; partition++) {
+        const value = `m${sequence++}`;
+        gateway.appendBatch('events', partition, [
+          { key: null, value: Buffer.from(value), timestampMs: 1n },
+        ]);
+        produced.add(value);
+      }
+    };
+    const received = new Set<string>();
+    const join = async (): Promise<Consumer> => {
+      const consumer = member(spool, { autoCommitIntervalMs: 20 });
+      await consumer.subscribe({ topic: 'events' });
+      await consumer.run({
+        eachMessage: async ({ message }) => void received.add(message.value!.toString()),
+      });
+      return consumer;
+    };
+    const members: Consumer[] = [];
+    // Checked continuously from the members' side: no partition is consumed by two at once.
+    const overlaps: string[] = [];
+    const sampler = setInterval(() => {
+      const all = members.flatMap(owned);
+      if (new Set(all).size !== all.length) overlaps.push(all.join(' '));
+    }, 2);
+    members.push(await join());
+    produceRound();
+    members.push(await join());
+    produceRound();
+    members.push(await join());
+    const ownership = (): string[] => members.flatMap(owned).sort();
+    const everyPartition = Array.from(
+      { length: 12 },
+      (_, partition) => `events[${partition}]`,
+    ).sort();
+    await waitFor(
+      () => members.every((consumer) => owned(consumer).length === 4),
+      'four partitions each',
+      15_000,
+    );
+    expect(ownership()).toEqual(everyPartition);
+    produceRound();
+    // Sampled until it has left: it must give its partitions up before others get them.
+    await members[0]!.close();
+    expect(owned(members.shift()!)).toEqual([]);
+    produceRound();
+    await waitFor(
+      () => members.every((consumer) => owned(consumer).length === 6),
+      'six partitions each after a member left',
+      15_000,
+    );
+    expect(ownership()).toEqual(everyPartition);
+    produceRound();
+    await waitFor(() => received.size === produced.size, 'every record received', 15_000);
+    clearInterval(sampler);
+    expect(overlaps).toEqual([]);
+    expect(gateway.coordinator.violations).toEqual([]);
+  });
+});
+
 describe('Group subscriptions', () => {
   it('sends one regular expression, which the coordinator matches against whole names', async () => {
     const { gateway, spool } = await start({ 'audit-a': 1, 'audit-b': 1, other: 1 });
