@@ -64,16 +64,8 @@ export class ConsumerGroupSession implements MembershipHandler {
     );
   }
 
-  get memberState(): string {
-    return this.membership.state;
-  }
-
   identity(): { memberId: string; memberEpoch: number } {
     return this.membership.identity();
-  }
-
-  ownedPartitions(): TopicPartition[] {
-    return this.membership.ownedPartitions();
   }
 
   start(): void {

@@ -96,7 +96,6 @@ export class GroupMembership {
   private wakeSleeper: (() => void) | undefined;
   /** A prompt heartbeat was asked for while one was in flight. */
   private heartbeatSoon = false;
-  private readonly heartbeatWaiters: (() => void)[] = [];
 
   constructor(
     private readonly connection: GatewayConnection,
@@ -125,15 +124,10 @@ export class GroupMembership {
     this.loop = this.heartbeatLoop();
   }
 
-  /** Resolves after the next heartbeat answered (or failed): e.g. to commit with a new epoch. */
-  nextHeartbeat(): Promise<void> {
-    return new Promise((resolve) => this.heartbeatWaiters.push(resolve));
-  }
-
   /** Revokes what is owned (committing it), then sends the leave heartbeat. */
   async leave(): Promise<void> {
     if (this.current === MemberState.Unjoined) {
-      this.current = MemberState.Left;
+      this.transitionTo([MemberState.Unjoined], MemberState.Left);
       return;
     }
     if (this.current === MemberState.Left || this.current === MemberState.Leaving) return;
@@ -181,7 +175,6 @@ export class GroupMembership {
     while (!this.stopping) {
       this.heartbeatSoon = false;
       const delayMs = await this.heartbeatOnce();
-      for (const waiter of this.heartbeatWaiters.splice(0)) waiter();
       if (this.stopping || this.current === MemberState.Failed) return;
       if (this.heartbeatSoon) continue;
       await this.sleepUnlessWoken(delayMs);

@@ -63,7 +63,7 @@ export class OffsetCommitter {
 
   /** Starts tracking an owned partition whose committed offset is `committedOffset`. */
   track(topic: string, partition: number, committedOffset: bigint | undefined): void {
-    this.tracked.set(keyOf(topic, partition), {
+    this.tracked.set(partitionKey(topic, partition), {
       topic,
       partition,
       processedOffset: undefined,
@@ -72,7 +72,7 @@ export class OffsetCommitter {
   }
 
   untrack(topic: string, partition: number): void {
-    this.tracked.delete(keyOf(topic, partition));
+    this.tracked.delete(partitionKey(topic, partition));
   }
 
   untrackAll(): void {
@@ -80,12 +80,12 @@ export class OffsetCommitter {
   }
 
   isTracked(topic: string, partition: number): boolean {
-    return this.tracked.has(keyOf(topic, partition));
+    return this.tracked.has(partitionKey(topic, partition));
   }
 
   /** The application finished everything below `nextOffset`; ignored once not owned. */
   markProcessed(topic: string, partition: number, nextOffset: bigint): void {
-    const state = this.tracked.get(keyOf(topic, partition));
+    const state = this.tracked.get(partitionKey(topic, partition));
     if (state !== undefined) state.processedOffset = nextOffset;
   }
 
@@ -97,7 +97,7 @@ export class OffsetCommitter {
       partitions === undefined
         ? [...this.tracked.values()]
         : partitions.flatMap((candidate) => {
-            const state = this.tracked.get(keyOf(candidate.topic, candidate.partition));
+            const state = this.tracked.get(partitionKey(candidate.topic, candidate.partition));
             return state === undefined ? [] : [state];
           });
     return states
@@ -170,7 +170,7 @@ export class OffsetCommitter {
         );
       }
       committed.set(
-        keyOf(listed.topic, listed.partition),
+        partitionKey(listed.topic, listed.partition),
         listed.offset >= 0n ? listed.offset : undefined,
       );
     }
@@ -206,7 +206,7 @@ export class OffsetCommitter {
       const offset = offsets.find(
         (candidate) => candidate.topic === result.topic && candidate.partition === result.partition,
       );
-      const state = this.tracked.get(keyOf(result.topic, result.partition));
+      const state = this.tracked.get(partitionKey(result.topic, result.partition));
       if (offset !== undefined && state !== undefined) state.committedOffset = offset.offset;
     }
     if (failed.length === 0) {
@@ -267,10 +267,7 @@ export function isError(error: ProtoError | undefined): error is ProtoError {
   return error !== undefined && error.code !== '';
 }
 
-function keyOf(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
-
+/** The key of a partition in the maps of the group code. */
 export function partitionKey(topic: string, partition: number): string {
-  return keyOf(topic, partition);
+  return `${topic}\u0000${partition}`;
 }
