@@ -18,7 +18,7 @@ describe('spool', () => {
   it('lists its commands', async () => {
     const { exitCode, stdout } = await run(['help']);
     expect(exitCode).toBe(0);
-    for (const command of ['dev', 'topic', 'produce', 'consume', 'cluster', 'gateway']) {
+    for (const command of ['dev', 'topic', 'group', 'produce', 'consume', 'cluster', 'gateway']) {
       expect(stdout).toContain(`  ${command}`);
     }
   });

@@ -52,8 +52,13 @@ describe('Producer', () => {
       producer.send({ topic: 'orders', messages: [{ partition, value: `m${index}` }] }),
     );
     // Every record joins its partition's batch while they linger; flush sends them together
-    // (each batch's own lingerMs would otherwise expire a millisecond apart).
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // (each batch's own lingerMs would otherwise expire a millisecond apart). flush covers only
+    // records already appended, so wait for the topic's metadata first: on a loaded machine the
+    // first call's connection set-up alone can take longer than a fixed pause.
+    while (gateway.describeTopicsCalls === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(gateway.produceRequests).toHaveLength(0);
     await producer.flush();
     const results = (await Promise.all(sends)).flat();
