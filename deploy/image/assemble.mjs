@@ -10,9 +10,9 @@
 // `npm ci --omit=dev` in the folder itself, so workspace packages resolve as symlinks to their
 // folders there and nothing of the build tree leaks in.
 //
-// usage: node deploy/image/assemble.mjs --out DIR [--offline]
+// usage: node deploy/image/assemble.mjs --out DIR [--prefer-offline]
 //   The projects must be built first (npm run build) and the native addon compiled (npm ci
-//   does it). --offline installs from npm's cache only (for tests; the Dockerfile goes online).
+//   does it). --prefer-offline takes packages from npm's cache where it has them (tests).
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -79,7 +79,7 @@ export function assemble(out, { offline = false } = {}) {
       '--no-audit',
       '--no-fund',
       '--loglevel=error',
-      ...(offline ? ['--offline'] : []),
+      ...(offline ? ['--prefer-offline'] : []),
     ],
     { cwd: out, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
   );
@@ -93,11 +93,11 @@ export function assemble(out, { offline = false } = {}) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { out: { type: 'string' }, offline: { type: 'boolean', default: false } },
+    options: { out: { type: 'string' }, 'prefer-offline': { type: 'boolean', default: false } },
     strict: true,
   });
-  if (values.out === undefined) fail('usage: node deploy/image/assemble.mjs --out DIR [--offline]');
+  if (values.out === undefined) fail('usage: node deploy/image/assemble.mjs --out DIR [--prefer-offline]');
   const out = path.resolve(values.out);
-  assemble(out, { offline: values.offline });
+  assemble(out, { offline: values['prefer-offline'] });
   process.stdout.write(`assemble: image contents in ${out}\n`);
 }
