@@ -11,6 +11,11 @@ tools_dir="${SPOOL_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/spool/tools}"
 install_dir="$tools_dir/helm-$helm_version"
 helm="$install_dir/helm"
 
+# The Go toolchain's standard place, for shells whose PATH lacks it.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+
 if [ ! -x "$helm" ]; then
   if ! command -v go >/dev/null 2>&1; then
     echo "ensure-helm: helm $helm_version is missing and there is no go to build it with" >&2
