@@ -14,7 +14,15 @@
 //   The projects must be built first (npm run build) and the native addon compiled (npm ci
 //   does it). --prefer-offline takes packages from npm's cache where it has them (tests).
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -40,7 +48,10 @@ function workspaceFolders() {
     if (!pattern.endsWith('/*')) fail(`workspace pattern ${pattern} is not "<folder>/*"`);
     const parent = pattern.slice(0, -2);
     for (const entry of readdirSync(path.join(workspaceRoot, parent), { withFileTypes: true })) {
-      if (entry.isDirectory() && existsSync(path.join(workspaceRoot, parent, entry.name, 'package.json'))) {
+      if (
+        entry.isDirectory() &&
+        existsSync(path.join(workspaceRoot, parent, entry.name, 'package.json'))
+      ) {
         folders.push(`${parent}/${entry.name}`);
       }
     }
@@ -55,7 +66,8 @@ function copy(relativePath, out) {
   cpSync(from, path.join(out, relativePath), {
     recursive: true,
     // Build bookkeeping and source maps of tests are not part of the image.
-    filter: (source) => !source.endsWith('.tsbuildinfo') && !/\.spec\.(js|d\.ts)(\.map)?$/.test(source),
+    filter: (source) =>
+      !source.endsWith('.tsbuildinfo') && !/\.spec\.(js|d\.ts)(\.map)?$/.test(source),
   });
 }
 
@@ -81,7 +93,11 @@ export function assemble(out, { offline = false } = {}) {
       '--loglevel=error',
       ...(offline ? ['--prefer-offline'] : []),
     ],
-    { cwd: out, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
+    {
+      cwd: out,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, NODE_ENV: 'production' },
+    },
   );
   if (install.status !== 0) fail(`npm ci --omit=dev failed in ${out} (exit ${install.status})`);
   writeFileSync(
@@ -96,7 +112,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     options: { out: { type: 'string' }, 'prefer-offline': { type: 'boolean', default: false } },
     strict: true,
   });
-  if (values.out === undefined) fail('usage: node deploy/image/assemble.mjs --out DIR [--prefer-offline]');
+  if (values.out === undefined)
+    fail('usage: node deploy/image/assemble.mjs --out DIR [--prefer-offline]');
   const out = path.resolve(values.out);
   assemble(out, { offline: values['prefer-offline'] });
   process.stdout.write(`assemble: image contents in ${out}\n`);
