@@ -14,6 +14,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -310,6 +311,46 @@ afterAll(async () => {
 });
 
 describe('the image contents run the cluster the chart describes', () => {
+  it('match the Dockerfile: its runtime stage is the assembled folder, run as the chart runs it', () => {
+    const dockerfile = readFileSync(path.join(workspaceRoot, 'deploy/Dockerfile'), 'utf8');
+    const instructions = dockerfile
+      .split('\n')
+      .filter((line) => !line.startsWith('#'))
+      .join('\n')
+      .replace(/\\\n/g, ' ');
+    // The build stage runs the assembler; the runtime stage copies its output whole.
+    expect(instructions).toMatch(/^RUN node deploy\/image\/assemble\.mjs --out \/out$/m);
+    expect(instructions).toMatch(/^COPY --from=build [^\n]*\/out \/app$/m);
+    expect(instructions).toContain('ln -s /app/apps/cli/bin/spool.mjs /usr/local/bin/spool');
+    // Slim Node 20, as the root package.json's engines ask.
+    expect(instructions).toMatch(/^ARG NODE_VERSION=20\.\d+\.\d+$/m);
+    expect(instructions).toMatch(/^FROM node:\$\{NODE_VERSION\}-bookworm-slim AS runtime$/m);
+    // Exec form, no shell: Node is PID 1 and gets SIGTERM. The chart's command is the same.
+    const entrypoint = /^ENTRYPOINT (.*)$/m.exec(instructions)?.[1];
+    expect(JSON.parse(entrypoint!)).toEqual(['spool']);
+    const workloads = objects.filter(
+      (object) => podSpecOf(object) !== undefined && startOrder.includes(componentOf(object)),
+    );
+    expect(workloads).toHaveLength(startOrder.length);
+    for (const workload of workloads) {
+      expect(podSpecOf(workload)!.containers[0]!.command).toEqual(['spool']);
+    }
+    // The image's user is the one the chart's pods run as (and own their volumes as).
+    const user = /^USER (\d+):(\d+)$/m.exec(instructions);
+    const securityContext = (
+      find(objects, 'StatefulSet', 'rel-spool-storage')['spec'] as {
+        template: { spec: { securityContext: Record<string, unknown> } };
+      }
+    ).template.spec.securityContext;
+    expect(securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: Number(user![1]),
+      runAsGroup: Number(user![2]),
+      fsGroup: Number(user![2]),
+    });
+    expect(Number(user![1])).toBeGreaterThan(0);
+  });
+
   it('starts every pod from the assembled folder, produces and consumes, stops on SIGTERM', async () => {
     // Every workload of Spool's image, with one process per replica and its own ports.
     const workloads = objects.filter(
