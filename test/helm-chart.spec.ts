@@ -156,8 +156,8 @@ describe('helm/spool', () => {
           selector: Record<string, string>;
           ports: Array<{ name: string; port: number; targetPort: string | number }>;
         };
-        const selected = workloadsOf(objects()).filter(
-          (object) => object.kind !== 'Pod' && matchesSelector(podLabelsOf(object), spec.selector),
+        const selected = workloadsOf(objects()).filter((object) =>
+          matchesSelector(podLabelsOf(object), spec.selector),
         );
         expect(
           selected.length,
@@ -345,6 +345,7 @@ describe('helm/spool', () => {
       /coordinator\/replicas|integer/,
     ],
     ['a bad anti-affinity', { gateway: { antiAffinity: 'sometimes' } }, /antiAffinity/],
+    ['a typo in a toleration', { storageNode: { tolerations: [{ keyy: 'zone' }] } }, /keyy/],
     [
       'an etcd endpoint without a port',
       { etcd: { external: { endpoints: ['etcd'] } } },
