@@ -366,6 +366,39 @@ describe('helm/spool', () => {
     );
   });
 
+  it('tells the user in NOTES.txt how to reach the gateway, produce and consume', () => {
+    // helm template does not render NOTES.txt; a copy of the chart renders it into a ConfigMap.
+    const folder = mkdtempSync(path.join(tmpdir(), 'spool-chart-notes-'));
+    try {
+      const chart = path.join(folder, 'spool');
+      cpSync(chartPath, chart, { recursive: true });
+      const notes = readFileSync(path.join(chart, 'templates/NOTES.txt'), 'utf8');
+      writeFileSync(
+        path.join(chart, 'templates/_notes-under-test.tpl'),
+        `{{- define "test.notes" -}}\n${notes}\n{{- end -}}\n`,
+      );
+      writeFileSync(
+        path.join(chart, 'templates/notes-under-test.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n' +
+          '  notes: {{ include "test.notes" . | quote }}\n',
+      );
+      const render = (values: Record<string, unknown>) =>
+        (find(renderChart(values, { chart }), 'ConfigMap', 'notes')['data'] as { notes: string })
+          .notes;
+      const defaults = render({});
+      expect(defaults).toContain('rel-spool-gateway.spool-test.svc.cluster.local:9090');
+      expect(defaults).toContain('port-forward service/rel-spool-gateway 9090:9090');
+      expect(defaults).toMatch(/spool topic create greetings .*--replication-factor 3/);
+      expect(defaults).toContain('echo "hello" | spool produce greetings');
+      expect(defaults).toContain('spool consume greetings --from-beginning');
+      expect(defaults).toContain('helm test rel --namespace spool-test');
+      const loadBalancer = render({ gateway: { service: { type: 'LoadBalancer' } } });
+      expect(loadBalancer).toContain('get service rel-spool-gateway');
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
   it('documents every value with a comment that starts with its name', () => {
     const lines = readFileSync(path.join(chartPath, 'values.yaml'), 'utf8').split('\n');
     const stack: Array<{ indent: number; name: string }> = [];
