@@ -59,6 +59,8 @@ const startOrder = ['controller', 'storage-node', 'coordinator', 'gateway'];
 /** Generous: the machine running CI may be heavily shared. */
 const startTimeoutMs = 45_000;
 const stopTimeoutMs = 30_000;
+/** An assembly folder untouched this long is no longer in use by any test run. */
+const staleAssemblyAgeMs = 60 * 60_000;
 
 interface PodProcess {
   readonly identity: PodIdentity;
@@ -115,10 +117,14 @@ async function assembledImage(): Promise<string> {
   const cacheRoot = tmpdir();
   const folder = path.join(cacheRoot, `spool-image-contents-${key}`);
   if (existsSync(path.join(folder, 'image-contents.json'))) return folder;
+  // Older assemblies go, but not one another run may be using or writing right now.
   for (const stale of readdirSync(cacheRoot).filter((name) =>
     name.startsWith('spool-image-contents-'),
   )) {
-    rmSync(path.join(cacheRoot, stale), { recursive: true, force: true });
+    const stalePath = path.join(cacheRoot, stale);
+    if (Date.now() - statSync(stalePath).mtimeMs > staleAssemblyAgeMs) {
+      rmSync(stalePath, { recursive: true, force: true });
+    }
   }
   const partial = `${folder}.partial-${process.pid}`;
   const exitCode = await new Promise<number | null>((resolve) => {
