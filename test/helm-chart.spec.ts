@@ -2,7 +2,8 @@
 // from the Go module proxy when missing): `helm lint` passes; the defaults and every variant
 // (external etcd, persistence off, metrics on, rack awareness on, 5 storage nodes, hard
 // anti-affinity with a LoadBalancer) render, and every object validates against the Kubernetes
-// API schemas (kubernetes-models; Prometheus Operator CRDs included). On each render: the
+// API schemas (kubernetes-models; Prometheus Operator CRDs included) and decodes strictly into
+// the API's Go types (no unknown field). On each render: the
 // storage StatefulSet has a volumeClaimTemplate and uses a headless Service, every Service port
 // leads to a container port, every cluster address a container is given resolves to a Service
 // (and pod) in the render with that port, each workload has a PDB, every container requests
@@ -44,7 +45,7 @@ import {
   replicasOf,
   resolveClusterAddress,
 } from './support/chart-pods';
-import { validateObjects } from './support/kubernetes-validation';
+import { strictDecodeProblems, validateObjects } from './support/kubernetes-validation';
 import { workspaceRoot } from './support/service-process';
 
 const externalEtcd = ['etcd-a.example.internal:2379', 'https://etcd-b.example.internal:2379'];
@@ -94,6 +95,15 @@ describe('helm/spool', () => {
       (broken['spec'] as { replicas: unknown }).replicas = 'three';
       expect(validateObjects([broken])).toEqual([
         `StatefulSet/${storage}: data/spec/replicas must be integer`,
+      ]);
+      // Strictly decoded into the API's Go types, no object has a field its type lacks.
+      expect(strictDecodeProblems(objects())).toEqual([]);
+      const misspelt = structuredClone(find(objects(), 'StatefulSet', storage));
+      (misspelt['spec'] as Record<string, unknown>)['podManagmentPolicy'] = 'Parallel';
+      expect(strictDecodeProblems([misspelt])).toEqual([
+        expect.stringMatching(
+          new RegExp(`^StatefulSet/${storage}: .*unknown field "podManagmentPolicy"`),
+        ),
       ]);
     });
 
@@ -475,6 +485,7 @@ describe('alerting rules and dashboards in the chart', () => {
       writeFileSync(path.join(files, 'spool-overview.json'), '{"title": "Spool"}\n');
       const objects = renderChart({ metrics: { serviceMonitor: { enabled: true } } }, { chart });
       expect(validateObjects(objects)).toEqual([]);
+      expect(strictDecodeProblems(objects)).toEqual([]);
       const rule = find(objects, 'PrometheusRule', 'rel-spool')['spec'] as {
         groups: Array<{ name: string; rules: Array<{ alert: string; annotations: object }> }>;
       };

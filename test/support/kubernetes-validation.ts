@@ -9,14 +9,16 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
-import type { KubernetesObject } from './helm-chart';
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { helmInstallTimeoutMs, type KubernetesObject } from './helm-chart';
+import { workspaceRoot } from './service-process';
 
 /**
  * Validates rendered objects against the Kubernetes API's OpenAPI schemas, as compiled into the
  * `kubernetes-models` package (and the Prometheus Operator's CRD schemas from
  * `@kubernetes-models/prometheus-operator`): required fields, types, formats and enums. Those
- * schemas, like the API server's, accept fields they do not know, so a misspelt field name in a
- * template is caught by the structural checks of the chart tests, not here.
+ * schemas accept fields they do not know; strictDecodeProblems below catches those.
  *
  * An object of a kind not in this table fails: every kind the chart renders must be validated.
  */
@@ -57,4 +59,28 @@ export function validateObjects(objects: readonly KubernetesObject[]): string[] 
     }
   }
   return problems;
+}
+
+let strictCheckerPath: string | undefined;
+
+/**
+ * Decodes every object strictly into the Kubernetes API's Go types (test/support/k8s-strict), as
+ * the API server's strict field validation would: unlike the schemas above, it reports fields
+ * the type does not have, so a misspelt key in a template fails. Returns the problems found.
+ */
+export function strictDecodeProblems(objects: readonly KubernetesObject[]): string[] {
+  strictCheckerPath ??= execFileSync(
+    'bash',
+    [path.join(workspaceRoot, 'test/support/ensure-k8s-strict.sh')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: helmInstallTimeoutMs },
+  ).trim();
+  const result = spawnSync(strictCheckerPath, [], {
+    input: objects.map((object) => JSON.stringify(object)).join('\n---\n'),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (result.status === 2 || result.status === null) {
+    throw new Error(`k8s-strict failed (${result.status}): ${result.stdout}${result.stderr}`);
+  }
+  return result.stdout.split('\n').filter((line) => line !== '');
 }
