@@ -7,8 +7,10 @@
 // plays that pod. Nothing else is passed, so a missing file in the image or a wrong variable in
 // the chart fails here. etcd (its own image) is a real etcd on loopback. The chart's `helm test`
 // hook script then produces and consumes a record through the gateway with the image's `spool`,
-// the brokers report ids 0 and 1, and on SIGTERM every process exits 0 by itself.
-import { spawn, type ChildProcess } from 'node:child_process';
+// the brokers report ids 0 and 1, and on SIGTERM every process exits 0 by itself. Each pod runs
+// in a PID namespace of its own (where the machine allows it), so, as in the container, the
+// service is PID 1 and gets SIGTERM with no shell or init in between.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -80,6 +82,7 @@ let imageFolder: string;
 let objects: KubernetesObject[];
 let etcd: Awaited<ReturnType<typeof startEtcdCluster>> | undefined;
 const pods: PodProcess[] = [];
+let pidNamespaces = false;
 
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
@@ -222,7 +225,12 @@ function startPod(pod: PodProcess): void {
   const folder = path.join(scratch, pod.identity.name);
   mkdirSync(folder, { recursive: true });
   const [command, ...commandArgs] = pod.container.command!;
-  const child = spawn(command!, [...commandArgs, ...(pod.container.args ?? [])], {
+  const argv = [command!, ...commandArgs, ...(pod.container.args ?? [])];
+  // In a PID namespace of its own, as in a container: the `spool` process is PID 1 there.
+  const [executable, ...args] = pidNamespaces
+    ? ['unshare', '--pid', '--fork', '--kill-child', ...argv]
+    : argv;
+  const child = spawn(executable!, args, {
     cwd: folder,
     env: { PATH: imagePath(), HOME: folder, NODE_ENV: 'production', ...pod.environment },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -237,6 +245,31 @@ function startPod(pod: PodProcess): void {
   );
   readline.createInterface({ input: child.stdout! }).on('line', (line) => pod.output.push(line));
   readline.createInterface({ input: child.stderr! }).on('line', (line) => pod.output.push(line));
+}
+
+/**
+ * Sends a signal to the pod's main process: with a PID namespace, the `spool` process that
+ * unshare forked (PID 1 inside), as the container runtime does; unshare forwards no signals.
+ */
+function signalPod(pod: PodProcess, signal: NodeJS.Signals): void {
+  const wrapper = pod.child!.pid!;
+  if (!pidNamespaces) {
+    process.kill(wrapper, signal);
+    return;
+  }
+  const children = readFileSync(`/proc/${wrapper}/task/${wrapper}/children`, 'utf8').trim();
+  const main = Number(children.split(' ')[0]);
+  expect(main, `the process unshare started for ${pod.identity.name}`).toBeGreaterThan(0);
+  process.kill(main, signal);
+}
+
+/** Whether this machine lets the test run each pod in its own PID namespace (root on Linux). */
+function canUsePidNamespaces(): boolean {
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--kill-child', 'sh', '-c', 'echo $$'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  return probe.status === 0 && probe.stdout.trim() === '1';
 }
 
 async function waitFor(
@@ -307,6 +340,8 @@ beforeAll(async () => {
   // As the Dockerfile links it: /usr/local/bin/spool → /app/apps/cli/bin/spool.mjs.
   symlinkSync(path.join(imageFolder, 'apps/cli/bin/spool.mjs'), path.join(binFolder, 'spool'));
   objects = renderChart(values);
+  pidNamespaces = canUsePidNamespaces();
+  if (!pidNamespaces) console.warn('image-contents: no PID namespaces here; pods run unwrapped');
   etcd = await startEtcdCluster(1);
 }, helmInstallTimeoutMs);
 
@@ -435,12 +470,26 @@ describe('the image contents run the cluster the chart describes', () => {
     // SIGTERM reaches Node through the `spool` launcher; each service stops cleanly by itself.
     for (const component of [...startOrder].reverse()) {
       const stopping = pods.filter((pod) => pod.component === component);
-      for (const pod of stopping) pod.child!.kill('SIGTERM');
+      for (const pod of stopping) signalPod(pod, 'SIGTERM');
       const codes = await Promise.race([
         Promise.all(stopping.map((pod) => pod.exited!)),
         new Promise<string>((resolve) => setTimeout(() => resolve('timed out'), stopTimeoutMs)),
       ]);
       expect(codes, `${component} exit codes`).toEqual(stopping.map(() => 0));
+      for (const pod of stopping) {
+        const records = pod.output.flatMap((line) => {
+          try {
+            return [JSON.parse(line) as { event?: string; signal?: string; pid?: number }];
+          } catch {
+            return [];
+          }
+        });
+        expect(records.find((record) => record.signal !== undefined)?.signal).toBe('SIGTERM');
+        if (pidNamespaces) {
+          // The service itself was PID 1 and handled SIGTERM: no shell, no init in between.
+          expect(records.find((record) => record.event === 'started')?.pid).toBe(1);
+        }
+      }
     }
   }, 120_000);
 });
