@@ -103,7 +103,9 @@ describe('OffsetIndex lookups', () => {
       }),
       { numRuns: 200 },
     );
-  });
+    // A few seconds of CPU (the linear scans): bounded apart from the default, which a machine
+    // shared with other work can miss.
+  }, 30_000);
 });
 
 describe('TimeIndex', () => {
