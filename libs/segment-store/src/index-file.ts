@@ -25,7 +25,12 @@
  * the memory copy, and see every entry appended before them whether or not it reached the file.
  */
 import * as fs from 'node:fs';
-import { assert } from '@spool/common';
+import * as common from '@spool/common';
+
+// The append path calls assert for every batch; a named import compiles to a read through the
+// CommonJS re-export getter of the package's index module on every call, so it is read once here.
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 /** The in-memory copy starts small and doubles, so thousands of idle segments cost little. */
 const initialCapacityBytes = 4096;
@@ -36,6 +41,13 @@ const initialCapacityBytes = 4096;
  * grouped, a log of 16 KiB batches writes its offset index once per 8 MiB.
  */
 const pendingEntriesBytesMax = 4096;
+
+/**
+ * Where writePending gathers the file bytes of entries that take more room in memory: shared by
+ * every index, as each write is synchronous and done before the next. Larger writes (none are, as
+ * append writes at pendingEntriesBytesMax) allocate their own.
+ */
+const gatherScratch = Buffer.allocUnsafe(pendingEntriesBytesMax);
 
 export class IndexFile {
   private fd: number | undefined;
@@ -132,8 +144,17 @@ export class IndexFile {
   }
 
   append(entry: Buffer): void {
-    this.ensureLoaded();
     assert(entry.length === this.entrySizeBytes, 'index entry has the wrong size');
+    entry.copy(this.entries, this.reserveEntry());
+    this.writePendingWhenDue();
+  }
+
+  /**
+   * Adds an entry at the end and returns where it starts in `buffer`, for the caller to fill
+   * before anything else uses the index, then to call writePendingWhenDue.
+   */
+  reserveEntry(): number {
+    this.ensureLoaded();
     assert(!this.isFull, 'append to a full index');
     const stride = this.memoryStrideBytes;
     const position = this.entryCountValue * stride;
@@ -142,8 +163,12 @@ export class IndexFile {
       this.entries.copy(grown, 0, 0, position);
       this.entries = grown;
     }
-    entry.copy(this.entries, position);
     this.entryCountValue++;
+    return position;
+  }
+
+  /** Writes the pending entries once they fill pendingEntriesBytesMax. */
+  writePendingWhenDue(): void {
     if (
       (this.entryCountValue - this.fileEntryCount) * this.entrySizeBytes >=
       pendingEntriesBytesMax
@@ -164,10 +189,18 @@ export class IndexFile {
     if (this.memoryStrideBytes === this.entrySizeBytes) {
       bytes = this.entries.subarray(filePosition, filePosition + entryCount * this.entrySizeBytes);
     } else {
-      bytes = Buffer.allocUnsafe(entryCount * this.entrySizeBytes);
+      const sizeBytes = entryCount * this.entrySizeBytes;
+      bytes =
+        sizeBytes <= gatherScratch.length
+          ? gatherScratch.subarray(0, sizeBytes)
+          : Buffer.allocUnsafe(sizeBytes);
+      const entries = this.entries;
+      let to = 0;
       for (let index = 0; index < entryCount; index++) {
         const from = (firstEntry + index) * this.memoryStrideBytes;
-        this.entries.copy(bytes, index * this.entrySizeBytes, from, from + this.entrySizeBytes);
+        for (let offset = 0; offset < this.entrySizeBytes; offset++) {
+          bytes[to++] = entries[from + offset]!;
+        }
       }
     }
     try {

@@ -22,10 +22,15 @@
  *
  * Crash story and interleaving: see index-file.ts.
  */
-import { assert } from '@spool/common';
+import * as common from '@spool/common';
 import { IndexFile } from './index-file';
 
 export const offsetIndexEntrySizeBytes = 8;
+
+// The append path calls assert for every batch; a named import compiles to a read through the
+// CommonJS re-export getter of the package's index module on every call, so it is read once here.
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 export interface OffsetPosition {
   readonly offset: bigint;
@@ -43,7 +48,6 @@ const verifiedSizePosition = 12;
 
 export class OffsetIndex {
   private readonly file: IndexFile;
-  private readonly entry = Buffer.alloc(offsetIndexEntrySizeBytes);
 
   constructor(
     path: string,
@@ -108,15 +112,18 @@ export class OffsetIndex {
       'index offsets must ascend',
     );
     assert(count === 0 || position > this.positionAt(lastIndex), 'index positions must ascend');
-    this.entry.writeUInt32BE(Number(relativeOffset), 0);
-    this.entry.writeUInt32BE(position, 4);
-    this.file.append(this.entry);
+    const lastOffsetDelta = batch === undefined ? 0 : Number(batch.lastOffset - offset);
+    // A size of 0 marks the batch as not verified.
+    const sizeBytes = batch === undefined ? 0 : batch.sizeBytes;
+    assert(lastOffsetDelta >= 0 && lastOffsetDelta <= 0xffffffff, 'last offset delta out of range');
+    const at = this.file.reserveEntry();
+    const buffer = this.file.buffer;
+    buffer.writeUInt32BE(Number(relativeOffset), at);
+    buffer.writeUInt32BE(position, at + 4);
     // The memory after the entry may hold what an entry truncated away had: overwrite it.
-    if (batch !== undefined) {
-      this.markVerified(this.entryCount - 1, Number(batch.lastOffset - offset), batch.sizeBytes);
-    } else {
-      this.markVerified(this.entryCount - 1, 0, 0);
-    }
+    buffer.writeUInt32BE(lastOffsetDelta, at + lastOffsetDeltaPosition);
+    buffer.writeUInt32BE(sizeBytes, at + verifiedSizePosition);
+    this.file.writePendingWhenDue();
   }
 
   /** The entry's offset relative to the segment's base offset. */
