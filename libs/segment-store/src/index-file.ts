@@ -127,14 +127,15 @@ export class IndexFile {
       this.entries = Buffer.alloc(
         Math.max(initialCapacityBytes, this.entryCountValue * this.memoryStrideBytes),
       );
+      // Byte by byte: a copy call per entry costs more than the bytes (and a segment's index
+      // can hold a million entries).
+      const entries = this.entries;
+      let from = 0;
       for (let index = 0; index < this.entryCountValue; index++) {
-        const from = index * this.entrySizeBytes;
-        fileBytes.copy(
-          this.entries,
-          index * this.memoryStrideBytes,
-          from,
-          from + this.entrySizeBytes,
-        );
+        const to = index * this.memoryStrideBytes;
+        for (let offset = 0; offset < this.entrySizeBytes; offset++) {
+          entries[to + offset] = fileBytes[from++]!;
+        }
       }
     }
     this.fileEntryCount = this.entryCountValue;
