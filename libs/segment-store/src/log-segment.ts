@@ -311,6 +311,10 @@ export class LogSegment {
     if (batchLength < recordBatchHeaderSizeBytes - 12 || position + sizeBytes > this.sizeBytes) {
       throw this.corruption(position, `batch length ${batchLength} runs past the segment's end`);
     }
+    // The offset index may remember this batch: its last offset must not lie below its base.
+    if (headerScratch.readInt32BE(lastOffsetDeltaPosition) < 0) {
+      throw this.corruption(position, 'negative last offset delta');
+    }
     return batchInfoFromHeader(headerScratch, 0, position, headerScratch.readBigInt64BE(0));
   }
 
