@@ -4,9 +4,12 @@
 // batch at the next position of a fresh file, into the page cache, and neither fsyncs inside the
 // timed region. A round writes both files side by side, in slices of sliceBatchCount batches:
 // a slice raw, a slice through the log, the order swapped every slice, each slice timed, and each
-// kind's time the sum of its slices. Two runs a second apart would each meet a different moment
-// of a shared machine (another process's burst of CPU, writeback of someone's dirty pages), and
-// their ratio swung by ±0.05 from that alone; slices a few milliseconds apart meet the same ones.
+// kind's time the sum of its slices. Whole runs a second apart each met a different moment of a
+// shared machine (another process's burst of CPU, writeback of someone's dirty pages): on the
+// 2-core machine this was tuned on, the rounds of one run ranged from 0.66 to 0.81 (and from
+// 0.34 to 2.5 under a load of 20), from that alone; slices milliseconds apart meet the same ones.
+// Disturbances that still land on one kind's slices (a writeback stall of a few hundred ms) move
+// a round's ratio by several hundredths, so the median is taken over writeRounds rounds.
 // After the slices each file is fdatasynced (the log by log.flush), timed apart, as "sync": the
 // synced rate is what a disk-bound producer would see, and it says as much about the disk (and a
 // virtual machine's host cache) as about the code. Then both files are deleted, so the dirty
@@ -32,9 +35,9 @@ import {
 } from './measurement';
 
 /** Rounds of (raw, log): odd, so the median ratio is one round's ratio. */
-export const writeRounds = 5;
-/** Batches in a slice: 8 MiB of 16 KiB batches, some milliseconds of writing. */
-export const sliceBatchCount = 512;
+export const writeRounds = 9;
+/** Batches in a slice: 2 MiB of 16 KiB batches, a few milliseconds of writing. */
+export const sliceBatchCount = 128;
 
 export interface WriteRun {
   /** The writes alone: no fsync. */
