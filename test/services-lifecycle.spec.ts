@@ -23,7 +23,7 @@ const services: ServiceName[] = ['controller', 'storage-node', 'coordinator', 'g
 const servedServices: Record<ServiceName, string[]> = {
   controller: ['spool.v1.ControllerService'],
   'storage-node': ['spool.v1.StorageService'],
-  coordinator: [],
+  coordinator: ['spool.v1.CoordinatorService'],
   gateway: ['spool.v1.GatewayService'],
 };
 
@@ -86,8 +86,8 @@ function listServices(port: number): Promise<string[]> {
   });
 }
 
-// A storage node and a gateway are ready only once they have the controller's metadata, so they
-// get a controller.
+// A storage node, a coordinator and a gateway are ready only once they have the controller's
+// metadata, so they get a controller.
 let controller: ServiceProcess | undefined;
 beforeAll(async () => {
   controller = await startServiceProcess('controller');
@@ -98,7 +98,8 @@ afterAll(async () => {
 });
 
 function argsFor(name: ServiceName): string[] {
-  if (name === 'gateway') return ['--controller-addresses', `127.0.0.1:${controller!.grpcPort}`];
+  if (name === 'gateway' || name === 'coordinator')
+    return ['--controller-addresses', `127.0.0.1:${controller!.grpcPort}`];
   if (name !== 'storage-node') return [];
   return [
     '--controller-addresses',

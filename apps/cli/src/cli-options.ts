@@ -87,6 +87,9 @@ function toUsageError(error: unknown): UsageError {
     return new UsageError(`unknown flag ${flag}`);
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag !== undefined) {
+    if (message.includes('ambiguous')) {
+      return new UsageError(`flag ${flag} has a value starting with "-": write ${flag}=VALUE`);
+    }
     return new UsageError(
       `flag ${flag} ${message.includes('missing') ? 'needs a value' : 'takes no value'}`,
     );

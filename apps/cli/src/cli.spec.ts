@@ -18,7 +18,7 @@ describe('spool', () => {
   it('lists its commands', async () => {
     const { exitCode, stdout } = await run(['help']);
     expect(exitCode).toBe(0);
-    for (const command of ['dev', 'topic', 'produce', 'consume', 'cluster', 'gateway']) {
+    for (const command of ['dev', 'topic', 'group', 'produce', 'consume', 'cluster', 'gateway']) {
       expect(stdout).toContain(`  ${command}`);
     }
   });
@@ -39,5 +39,11 @@ describe('spool', () => {
     const { exitCode, stderr } = await run(['dev', '--nodes', 'zero']);
     expect(exitCode).toBe(2);
     expect(stderr).toContain('--nodes must be an integer from 1 to 16, got "zero"');
+  });
+
+  it('refuses a bad --coordinators for dev', async () => {
+    const { exitCode, stderr } = await run(['dev', '--coordinators', '0']);
+    expect(exitCode).toBe(2);
+    expect(stderr).toContain('--coordinators must be an integer from 1 to 8, got "0"');
   });
 });

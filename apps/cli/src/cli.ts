@@ -11,6 +11,7 @@ import { wantsVerbose } from './cli-options';
 import { runClusterCommand } from './cluster-command';
 import { consumeUsage, runConsumeCommand } from './consume-command';
 import { runDevCluster } from './dev-cluster';
+import { runGroupCommand } from './group-commands';
 import { produceUsage, runProduceCommand } from './produce-command';
 import { runTopicCommand } from './topic-commands';
 
@@ -30,6 +31,10 @@ const commands: Readonly<Record<string, Command>> = {
   topic: gatewayCommand(
     'Create, list, describe, delete topics and alter their configs (spool topic).',
     runTopicCommand,
+  ),
+  group: gatewayCommand(
+    'List, describe (with lag), delete consumer groups and reset their offsets (spool group).',
+    runGroupCommand,
   ),
   produce: gatewayCommand(`Send stdin's lines as records: ${produceUsage}`, runProduceCommand),
   consume: gatewayCommand(`Print a topic's records: ${consumeUsage}`, runConsumeCommand),

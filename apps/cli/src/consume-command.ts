@@ -17,8 +17,11 @@ import { toJsonLine, writeWithBackpressure } from './output';
  * given. It stops after --max-messages or on Ctrl-C. Output waits for stdout to drain, and the
  * SDK's credit window bounds what is fetched ahead, so a slow reader holds back the gateway.
  *
- * --group goes to the SDK as groupId: groups need the coordinator, and the SDK says so with
- * COORDINATOR_NOT_AVAILABLE, which this command reports as it came.
+ * With --group the command is a member of that consumer group (the SDK's groupId): the group's
+ * coordinator assigns it partitions, it resumes at the group's committed offsets (or, where
+ * there are none, at the start with --from-beginning, else at the end), and commits what it
+ * printed (auto commit, at-least-once). --max-messages or Ctrl-C commits and leaves the group,
+ * so the other members take its partitions over at once.
  */
 export const consumeUsage =
   'spool consume TOPIC [--from-beginning] [--partition P [--offset O]] [--max-messages N] ' +
@@ -63,6 +66,7 @@ export function parseConsumeArgs(
     throw new UsageError('--offset needs --partition');
   }
   const group = parsed.values.group as string | undefined;
+  if (group === '') throw new UsageError('--group needs a group name');
   if (group !== undefined && partition !== undefined) {
     throw new UsageError('--group and --partition exclude each other');
   }

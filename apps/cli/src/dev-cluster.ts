@@ -31,6 +31,7 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
       'data-dir': { type: 'string', default: '.spool' },
       'gateway-port': { type: 'string', default: '9090' },
       nodes: { type: 'string', default: '3' },
+      coordinators: { type: 'string', default: '1' },
     },
     strict: true,
   });
@@ -38,6 +39,13 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 16) {
     context.stderr.write(
       `spool dev: --nodes must be an integer from 1 to 16, got "${values.nodes}"\n`,
+    );
+    return 2;
+  }
+  const coordinators = Number(values.coordinators);
+  if (!Number.isInteger(coordinators) || coordinators < 1 || coordinators > 8) {
+    context.stderr.write(
+      `spool dev: --coordinators must be an integer from 1 to 8, got "${values.coordinators}"\n`,
     );
     return 2;
   }
@@ -85,7 +93,16 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
     await watchProcess(controller, context, () => stopping);
     const controllerAddress = `127.0.0.1:${controller.ports!.grpc}`;
     const others = [
-      launch('coordinator', 0, ephemeralPorts),
+      // A stable id per coordinator, so a restarted one is recognised by the controller.
+      ...Array.from({ length: coordinators }, (_, id) =>
+        launch('coordinator', id, [
+          ...ephemeralPorts,
+          '--coordinator-id',
+          `coordinator-${id}`,
+          '--controller-addresses',
+          controllerAddress,
+        ]),
+      ),
       ...Array.from({ length: nodes }, (_, id) =>
         launch('storage-node', id, [
           ...ephemeralPorts,
@@ -166,7 +183,9 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
 }
 
 function label(entry: { role: string; id: number }): string {
-  return entry.role === 'storage-node' ? `storage-node-${entry.id}` : entry.role;
+  return entry.role === 'storage-node' || entry.role === 'coordinator'
+    ? `${entry.role}-${entry.id}`
+    : entry.role;
 }
 
 /** Streams a process's log lines with its label and resolves once it reports its ports. */

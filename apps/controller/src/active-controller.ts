@@ -9,6 +9,7 @@ import { BrokerLifecycle } from './broker-lifecycle';
 import type { ClusterState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
 import { ControllerEventQueue } from './controller-event-queue';
+import { CoordinatorLifecycle } from './coordinator-lifecycle';
 import type { ControllerMetrics } from './controller-metrics';
 import type { MetadataWriter } from './metadata-writer';
 import { runAutomaticElections } from './partition-commands';
@@ -17,6 +18,8 @@ export interface ActiveControllerSettings {
   readonly brokerSessionTimeoutMs: number;
   readonly defaultReplicationFactor: number;
   readonly defaultPartitionCount: number;
+  readonly coordinatorSessionTimeoutMs: number;
+  readonly offsetsTopicPartitionCount: number;
   /** How often sessions and offline partitions are checked. */
   readonly maintenanceIntervalMs: number;
   /** Kafka's auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds. */
@@ -27,6 +30,7 @@ export interface ActiveControllerSettings {
 export class ActiveController {
   readonly queue = new ControllerEventQueue();
   readonly brokers: BrokerLifecycle;
+  readonly coordinators: CoordinatorLifecycle;
   readonly context: ControllerContext;
   private timer: NodeJS.Timeout | undefined;
   private lastPreferredElectionMs = Date.now();
@@ -42,6 +46,7 @@ export class ActiveController {
       new Set([...state.brokers.keys()].filter((brokerId) => this.brokers.isLive(brokerId)));
     this.context = { state, writer, logger, metrics, settings, liveBrokerIds };
     this.brokers = new BrokerLifecycle(this.context);
+    this.coordinators = new CoordinatorLifecycle(this.context);
   }
 
   start(): void {
@@ -62,6 +67,9 @@ export class ActiveController {
 
   private async maintain(): Promise<void> {
     for (const brokerId of this.brokers.expiredBrokers()) await this.brokers.fence(brokerId);
+    const expiredCoordinators = this.coordinators.expiredCoordinators();
+    if (expiredCoordinators.length > 0)
+      await this.coordinators.remove(expiredCoordinators, 'session expired');
     const preferredDue =
       this.settings.autoLeaderRebalanceEnable &&
       Date.now() - this.lastPreferredElectionMs >= this.settings.leaderImbalanceCheckIntervalMs;

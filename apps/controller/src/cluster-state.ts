@@ -12,10 +12,14 @@ import type { KeyValue, MetadataKeys, WatchEvent } from '@spool/metadata';
 import {
   decodeBrokerRecord,
   decodeClusterRecord,
+  decodeCoordinatorRecord,
+  decodeCoordinatorShardRecord,
   decodePartitionRecord,
   decodeProducerIdsRecord,
   decodeTopicRecord,
   type BrokerRecord,
+  type CoordinatorRecord,
+  type CoordinatorShardRecord,
   type PartitionRecord,
   type TopicRecord,
 } from './metadata-records';
@@ -39,6 +43,17 @@ export interface TopicState {
   readonly partitions: Map<number, PartitionState>;
 }
 
+export interface CoordinatorState {
+  readonly record: CoordinatorRecord;
+  readonly modRevision: bigint;
+}
+
+export interface CoordinatorShardState {
+  readonly partition: number;
+  readonly record: CoordinatorShardRecord;
+  readonly modRevision: bigint;
+}
+
 /** What one applied revision changed, for WatchMetadata deltas. */
 export interface MetadataDelta {
   readonly revision: bigint;
@@ -46,11 +61,17 @@ export interface MetadataDelta {
   readonly deletedBrokers: ReadonlySet<number>;
   readonly changedTopics: ReadonlySet<string>;
   readonly deletedTopics: ReadonlySet<string>;
+  readonly changedCoordinators: ReadonlySet<string>;
+  readonly deletedCoordinators: ReadonlySet<string>;
+  readonly changedShards: ReadonlySet<number>;
 }
 
 export class ClusterState {
   readonly brokers = new Map<number, BrokerState>();
   readonly topics = new Map<string, TopicState>();
+  readonly coordinators = new Map<string, CoordinatorState>();
+  /** __consumer_offsets partition → its owner and shard epoch. */
+  readonly coordinatorShards = new Map<number, CoordinatorShardState>();
   clusterId = '';
   /**
    * The producer id counter as last written (undefined until the first block is allocated) and
@@ -76,6 +97,8 @@ export class ClusterState {
   load(entries: readonly KeyValue[], revision: bigint): void {
     this.brokers.clear();
     this.topics.clear();
+    this.coordinators.clear();
+    this.coordinatorShards.clear();
     this.orphanPartitions.clear();
     this.producerIds = undefined;
     for (const entry of entries) this.applyPut(entry, undefined);
@@ -91,6 +114,9 @@ export class ClusterState {
       deletedBrokers: new Set(),
       changedTopics: new Set(),
       deletedTopics: new Set(),
+      changedCoordinators: new Set(),
+      deletedCoordinators: new Set(),
+      changedShards: new Set(),
     };
     for (const event of events) {
       if (event.kind === 'put') this.applyPut(event.keyValue, delta);
@@ -148,6 +174,26 @@ export class ClusterState {
         (delta?.changedTopics as Set<string> | undefined)?.add(partitionKey.topic);
         return;
       }
+      const coordinatorId = this.keys.parseCoordinator(entry.key);
+      if (coordinatorId !== undefined) {
+        this.coordinators.set(coordinatorId, {
+          record: decodeCoordinatorRecord(entry.value),
+          modRevision: entry.modRevision,
+        });
+        (delta?.changedCoordinators as Set<string> | undefined)?.add(coordinatorId);
+        (delta?.deletedCoordinators as Set<string> | undefined)?.delete(coordinatorId);
+        return;
+      }
+      const shard = this.keys.parseCoordinatorShard(entry.key);
+      if (shard !== undefined) {
+        this.coordinatorShards.set(shard, {
+          partition: shard,
+          record: decodeCoordinatorShardRecord(entry.value),
+          modRevision: entry.modRevision,
+        });
+        (delta?.changedShards as Set<number> | undefined)?.add(shard);
+        return;
+      }
       if (entry.key === this.keys.cluster())
         this.clusterId = decodeClusterRecord(entry.value).clusterId;
       if (entry.key === this.keys.producerIds()) {
@@ -173,6 +219,13 @@ export class ClusterState {
       this.topics.delete(topicName);
       this.orphanPartitions.delete(topicName);
       (delta.deletedTopics as Set<string>).add(topicName);
+      return;
+    }
+    const coordinatorId = this.keys.parseCoordinator(key);
+    if (coordinatorId !== undefined) {
+      this.coordinators.delete(coordinatorId);
+      (delta.changedCoordinators as Set<string>).delete(coordinatorId);
+      (delta.deletedCoordinators as Set<string>).add(coordinatorId);
       return;
     }
     const partitionKey = this.keys.parsePartition(key);

@@ -13,6 +13,9 @@ export interface ControllerContext {
     readonly brokerSessionTimeoutMs: number;
     readonly defaultReplicationFactor: number;
     readonly defaultPartitionCount: number;
+    readonly coordinatorSessionTimeoutMs: number;
+    /** Shards of the coordinators: partitions of __consumer_offsets. */
+    readonly offsetsTopicPartitionCount: number;
   };
   /** Brokers that may lead or join an ISR now: registered, unfenced, heartbeating, not leaving. */
   liveBrokerIds(): Set<number>;

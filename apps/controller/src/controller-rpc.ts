@@ -15,6 +15,8 @@ import type {
   BrokerHeartbeatResponse,
   ControlledShutdownRequest,
   ControlledShutdownResponse,
+  CoordinatorHeartbeatRequest,
+  CoordinatorHeartbeatResponse,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
   CreateTopicsRequest,
@@ -26,6 +28,7 @@ import type {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  EnsureOffsetsTopicResponse,
   ListTopicsRequest,
   ListTopicsResponse,
   ProtoError,
@@ -38,6 +41,7 @@ import { ControllerError } from './controller-errors';
 import type { ActiveController } from './active-controller';
 import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
+import { ensureOffsetsTopic } from './offsets-topic';
 import type { MetadataPublisher } from './metadata-publisher';
 import { alterPartition } from './partition-commands';
 import { allocateProducerIdBlock } from './producer-id-blocks';
@@ -72,6 +76,14 @@ function requireInt32(value: number, field: string, min: number): void {
       `${field} is ${value}; it must be an integer of at least ${min}`,
     );
   }
+}
+
+/**
+ * How often a coordinator should heartbeat: a quarter of its session, at most 2 s, so a few lost
+ * heartbeats do not end a session and a dead coordinator is noticed within the timeout.
+ */
+export function coordinatorHeartbeatIntervalMs(sessionTimeoutMs: number): number {
+  return Math.max(50, Math.min(2_000, Math.floor(sessionTimeoutMs / 4)));
 }
 
 /** How the handlers reach the active controller: the role, once the controller has one. */
@@ -280,6 +292,35 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       return { error: undefined, firstProducerId: block.firstProducerId, count: block.count };
     },
 
+    coordinatorHeartbeat: async (
+      request: CoordinatorHeartbeatRequest,
+    ): Promise<CoordinatorHeartbeatResponse> => {
+      const { controller } = await role.requireActive();
+      const input = {
+        coordinatorId: request.coordinatorId,
+        endpoints: request.endpoints,
+        incarnationId: request.incarnationId,
+        shuttingDown: request.shuttingDown,
+      };
+      // Most heartbeats change nothing: they skip the queue, so they never delay a command.
+      const shards =
+        controller.coordinators.heartbeatWithoutChange(input) ??
+        (await controller.queue.run(() => controller.coordinators.heartbeat(input)));
+      return {
+        error: undefined,
+        shards: shards.map((shard) => ({ ...shard })),
+        heartbeatIntervalMs: coordinatorHeartbeatIntervalMs(
+          controller.context.settings.coordinatorSessionTimeoutMs,
+        ),
+      };
+    },
+
+    ensureOffsetsTopic: async (): Promise<EnsureOffsetsTopicResponse> => {
+      const { controller } = await role.requireActive();
+      const topic = await controller.queue.run(() => ensureOffsetsTopic(controller.context));
+      return { error: undefined, topic: topicMetadataOf(topic) };
+    },
+
     watchMetadata: async (
       _request: WatchMetadataRequest,
       call: ServerWritableStream<WatchMetadataRequest, WatchMetadataResponse>,
@@ -287,16 +328,5 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       const { state } = await role.requireActive();
       await publisher.serve(call, state, await role.activeAddress());
     },
-
-    // Coordinators arrive with the coordinator runtime; until then these calls are refused as
-    // Kafka refuses an API a broker does not support.
-    coordinatorHeartbeat: () => unsupported('CoordinatorHeartbeat'),
-    ensureOffsetsTopic: () => unsupported('EnsureOffsetsTopic'),
   };
-}
-
-function unsupported(api: string): Promise<never> {
-  return Promise.reject(
-    new ControllerError('UNSUPPORTED_VERSION', `${api} is not supported by this controller yet`),
-  );
 }

@@ -48,6 +48,24 @@ export const controllerSettings = {
     max: 600_000,
     description: "A broker silent this long is fenced (Kafka's broker.session.timeout.ms).",
   },
+  coordinatorSessionTimeoutMs: {
+    type: 'integer',
+    default: 9_000,
+    min: 200,
+    max: 600_000,
+    description:
+      'A coordinator silent this long is removed and its __consumer_offsets shards move to ' +
+      'the others (like broker.session.timeout.ms).',
+  },
+  offsetsTopicNumPartitions: {
+    type: 'integer',
+    default: 50,
+    min: 1,
+    max: 1_000,
+    description:
+      'Partitions of __consumer_offsets, the shards coordinators share ' +
+      '(offsets.topic.num.partitions); fixed once the topic exists.',
+  },
   defaultReplicationFactor: {
     type: 'integer',
     default: 1,
@@ -140,6 +158,8 @@ export function startController(
             brokerSessionTimeoutMs: config.brokerSessionTimeoutMs,
             defaultReplicationFactor: config.defaultReplicationFactor,
             defaultPartitionCount: config.numPartitions,
+            coordinatorSessionTimeoutMs: config.coordinatorSessionTimeoutMs,
+            offsetsTopicPartitionCount: config.offsetsTopicNumPartitions,
             maintenanceIntervalMs,
             autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
             leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalMs,

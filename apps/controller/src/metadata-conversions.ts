@@ -1,6 +1,19 @@
 /** The controller's view, as the gRPC messages other services receive. */
-import type { BrokerMetadata, PartitionMetadata, TopicMetadata } from '@spool/protocol';
-import type { BrokerState, ClusterState, PartitionState, TopicState } from './cluster-state';
+import type {
+  BrokerMetadata,
+  CoordinatorMetadata,
+  CoordinatorShard,
+  PartitionMetadata,
+  TopicMetadata,
+} from '@spool/protocol';
+import type {
+  BrokerState,
+  ClusterState,
+  CoordinatorShardState,
+  CoordinatorState,
+  PartitionState,
+  TopicState,
+} from './cluster-state';
 import { describeTopicConfigs } from './topic-configs';
 
 export function brokerMetadataOf(broker: BrokerState): BrokerMetadata {
@@ -42,4 +55,31 @@ export function sortedBrokers(state: ClusterState): BrokerMetadata[] {
   return [...state.brokers.values()]
     .sort((left, right) => left.record.brokerId - right.record.brokerId)
     .map(brokerMetadataOf);
+}
+
+export function coordinatorMetadataOf(coordinator: CoordinatorState): CoordinatorMetadata {
+  return {
+    coordinatorId: coordinator.record.coordinatorId,
+    endpoints: coordinator.record.endpoints.map((endpoint) => ({ ...endpoint })),
+  };
+}
+
+export function coordinatorShardOf(shard: CoordinatorShardState): CoordinatorShard {
+  return {
+    partition: shard.partition,
+    coordinatorId: shard.record.coordinatorId,
+    shardEpoch: shard.record.shardEpoch,
+  };
+}
+
+export function sortedCoordinators(state: ClusterState): CoordinatorMetadata[] {
+  return [...state.coordinators.values()]
+    .sort((left, right) => left.record.coordinatorId.localeCompare(right.record.coordinatorId))
+    .map(coordinatorMetadataOf);
+}
+
+export function sortedCoordinatorShards(state: ClusterState): CoordinatorShard[] {
+  return [...state.coordinatorShards.values()]
+    .sort((left, right) => left.partition - right.partition)
+    .map(coordinatorShardOf);
 }

@@ -13,7 +13,15 @@ import type { Logger } from '@spool/common';
 import type { WatchMetadataRequest, WatchMetadataResponse } from '@spool/protocol';
 import type { ClusterState, MetadataDelta } from './cluster-state';
 import { ControllerError } from './controller-errors';
-import { brokerMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
+import {
+  brokerMetadataOf,
+  coordinatorMetadataOf,
+  coordinatorShardOf,
+  sortedBrokers,
+  sortedCoordinatorShards,
+  sortedCoordinators,
+  topicMetadataOf,
+} from './metadata-conversions';
 
 /** Unsent bytes one watcher may hold before it is cut off. */
 export const pendingBytesMax = 64 * 1024 * 1024;
@@ -66,9 +74,9 @@ export class MetadataPublisher {
           deletedTopics: [],
           deletedBrokers: [],
           controllerAddress,
-          coordinators: [],
+          coordinators: sortedCoordinators(state),
           deletedCoordinators: [],
-          coordinatorShards: [],
+          coordinatorShards: sortedCoordinatorShards(state),
         });
       }
       unsubscribe = state.onDelta((delta: MetadataDelta) => {
@@ -86,9 +94,15 @@ export class MetadataPublisher {
           deletedTopics: [...delta.deletedTopics],
           deletedBrokers: [...delta.deletedBrokers],
           controllerAddress,
-          coordinators: [],
-          deletedCoordinators: [],
-          coordinatorShards: [],
+          coordinators: [...delta.changedCoordinators]
+            .map((coordinatorId) => state.coordinators.get(coordinatorId))
+            .filter((coordinator) => coordinator !== undefined)
+            .map(coordinatorMetadataOf),
+          deletedCoordinators: [...delta.deletedCoordinators],
+          coordinatorShards: [...delta.changedShards]
+            .map((partition) => state.coordinatorShards.get(partition))
+            .filter((shard) => shard !== undefined)
+            .map(coordinatorShardOf),
         });
       });
     });

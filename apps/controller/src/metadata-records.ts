@@ -59,10 +59,34 @@ export interface ProducerIdsRecord {
   readonly lastBlockAssignedTo: string;
 }
 
+/** A coordinator that heartbeats; deleted when its session ends or it shuts down. */
+export interface CoordinatorRecord {
+  readonly coordinatorId: string;
+  readonly endpoints: readonly EndpointRecord[];
+  /** Random per process start: a new one means the shards it owned must be loaded again. */
+  readonly incarnationId: string;
+}
+
+/**
+ * Who owns one __consumer_offsets partition. The record outlives its owner (coordinatorId is
+ * empty while nobody owns it) so the shard epoch only ever grows, across controller failovers.
+ */
+export interface CoordinatorShardRecord {
+  readonly coordinatorId: string;
+  readonly shardEpoch: number;
+}
+
 export const noLeader = -1;
 
 export function encodeRecord(
-  record: BrokerRecord | TopicRecord | PartitionRecord | ClusterRecord | ProducerIdsRecord,
+  record:
+    | BrokerRecord
+    | TopicRecord
+    | PartitionRecord
+    | ClusterRecord
+    | ProducerIdsRecord
+    | CoordinatorRecord
+    | CoordinatorShardRecord,
 ): Buffer {
   return Buffer.from(JSON.stringify(record));
 }
@@ -139,4 +163,28 @@ export function decodeProducerIdsRecord(bytes: Buffer): ProducerIdsRecord {
     throw new Error('producer ids record is missing fields');
   }
   return value as unknown as ProducerIdsRecord;
+}
+
+export function decodeCoordinatorRecord(bytes: Buffer): CoordinatorRecord {
+  const value = parse(bytes, 'coordinator');
+  if (
+    typeof value['coordinatorId'] !== 'string' ||
+    !Array.isArray(value['endpoints']) ||
+    typeof value['incarnationId'] !== 'string'
+  ) {
+    throw new Error('coordinator record is missing fields');
+  }
+  return value as unknown as CoordinatorRecord;
+}
+
+export function decodeCoordinatorShardRecord(bytes: Buffer): CoordinatorShardRecord {
+  const value = parse(bytes, 'coordinator shard');
+  if (
+    typeof value['coordinatorId'] !== 'string' ||
+    !Number.isInteger(value['shardEpoch']) ||
+    (value['shardEpoch'] as number) < 0
+  ) {
+    throw new Error('coordinator shard record is missing fields');
+  }
+  return value as unknown as CoordinatorShardRecord;
 }

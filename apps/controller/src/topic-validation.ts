@@ -21,6 +21,12 @@ export function validateTopicName(name: string): void {
       `topic name is ${name.length} characters long; the most allowed is ${topicNameLengthMax}`,
     );
   }
+  if (name.startsWith('__')) {
+    throw new ControllerError(
+      'INVALID_TOPIC_EXCEPTION',
+      `topic name "${name}" is reserved: names starting with "__" are internal topics`,
+    );
+  }
   if (!legalTopicName.test(name)) {
     throw new ControllerError(
       'INVALID_TOPIC_EXCEPTION',

@@ -4,16 +4,9 @@ export {
   coordinatorDefaultPorts,
 } from './coordinator-service';
 export {
-  groupPartition,
-  javaStringHashCode,
-  consumerOffsetsTopic,
-  consumerOffsetsPartitionCountDefault,
-} from './group-partition';
-export {
   CoordinatorMetrics,
-  consumerGroupStates,
-  type ConsumerGroupStateLabel,
-  type PartitionLag,
+  type CoordinatorMetricsSource,
+  type GroupLag,
 } from './coordinator-metrics';
 export {
   ProducerIdManager,

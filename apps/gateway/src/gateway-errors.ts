@@ -18,7 +18,7 @@ const retriableByCode = {
   THROTTLING_QUOTA_EXCEEDED: true,
   // One produce request carries more record bytes than produceInFlightBytesMax allows at all.
   RECORD_LIST_TOO_LARGE: false,
-  // The group RPCs need the coordinator service, which this cluster does not run yet.
+  // No coordinator owns the group's shard, or none answered, before the call's deadline.
   COORDINATOR_NOT_AVAILABLE: true,
   // acks is not ACKS_NONE, ACKS_LEADER or ACKS_ALL.
   INVALID_REQUIRED_ACKS: false,

@@ -16,6 +16,7 @@ import {
 } from '@spool/protocol';
 import { adminHandlers } from './admin-handlers';
 import type { ConsumeStreams } from './consume-streams';
+import type { CoordinatorRouter } from './coordinator-router';
 import { handleFetch } from './fetch-handler';
 import { groupHandlers } from './group-handlers';
 import type { LeaderFetcher } from './leader-fetcher';
@@ -27,6 +28,7 @@ import { handleProduce } from './produce-handler';
 export interface GatewayHandlerDependencies {
   readonly link: MetadataLink;
   readonly storageClient: (brokerId: number) => StorageServiceClient | undefined;
+  readonly coordinators: CoordinatorRouter;
   readonly fetcher: LeaderFetcher;
   readonly admission: ProduceAdmission;
   readonly consumeStreams: ConsumeStreams;
@@ -55,7 +57,7 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
     deleteRecords: (request: DeleteRecordsRequest) =>
       handleDeleteRecords(request, { link, storageClient }),
     ...adminHandlers(link),
-    ...groupHandlers(),
+    ...groupHandlers(dependencies.coordinators),
   };
   return handlers;
 }

@@ -12,6 +12,7 @@ import {
 } from '@spool/protocol';
 import { BrokerResources } from './broker-resources';
 import { ConsumeStreams } from './consume-streams';
+import { CoordinatorRouter } from './coordinator-router';
 import { gatewayHandlers } from './gateway-handlers';
 import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
@@ -21,7 +22,7 @@ import { ProduceAdmission } from './produce-admission';
 /**
  * The gateway service: the stateless front door. It routes produce requests to partition
  * leaders, reads from their data ports for Fetch and Consume, and fronts the controller's admin
- * calls and (once it exists) the coordinator's group calls. Its only state is a copy of the
+ * calls and the coordinators' group calls. Its only state is a copy of the
  * cluster metadata, followed from the active controller.
  */
 export const gatewaySettings = {
@@ -101,6 +102,7 @@ export function startGateway(
         (client) => client.close(),
       );
       const fetcher = new LeaderFetcher(link.metadata);
+      const coordinators = new CoordinatorRouter(link);
       const admission = new ProduceAdmission(config.produceInFlightBytesMax);
       const consumeStreamsHolder: { streams?: ConsumeStreams } = {};
       const gatewayMetrics = new GatewayMetrics(metrics, {
@@ -123,6 +125,7 @@ export function startGateway(
         gatewayHandlers({
           link,
           storageClient: (brokerId) => storageClients.get(brokerId),
+          coordinators,
           fetcher,
           admission,
           consumeStreams,
@@ -150,6 +153,7 @@ export function startGateway(
         link.stop();
         storageClients.closeAll();
         fetcher.close();
+        coordinators.close();
       });
     },
   });

@@ -15,6 +15,8 @@ describe('broker identity', () => {
   it('prefers an explicit id and fails loudly when none can be derived', () => {
     expect(resolveBrokerId(7, 'spool-storage-2')).toBe(7);
     expect(resolveBrokerId(-1, 'spool-storage-2')).toBe(2);
-    expect(() => resolveBrokerId(-1, 'laptop')).toThrow(/broker\.id is not set.*"laptop"/);
+    expect(() => resolveBrokerId(-1, 'laptop')).toThrow(
+      /broker\.id is not set and the pod name "laptop"/,
+    );
   });
 });

@@ -16,7 +16,8 @@ export function resolveBrokerId(configuredBrokerId: number, hostname: string): n
   const derived = brokerIdFromHostname(hostname);
   if (derived === undefined) {
     throw new Error(
-      `broker.id is not set and the host name "${hostname}" does not end in a StatefulSet ordinal (-N)`,
+      `broker.id is not set and the pod name "${hostname}" (setting pod.name, else the host ` +
+        'name) does not end in a StatefulSet ordinal (-N)',
     );
   }
   return derived;

@@ -15,3 +15,6 @@ export {
 } from './data-port-server';
 export type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data-port-handlers';
 export type { DataPortCounters } from './data-port-metrics';
+
+// Rack awareness on Kubernetes: the rack is a label of the pod's node.
+export { rackFromNodeLabel, NodeRackError, type NodeRackOptions } from './node-rack';

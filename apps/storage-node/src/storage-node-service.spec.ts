@@ -1,6 +1,8 @@
 // Proves the storage node's start-up contract in-process: with no controller reachable it is
 // live and serves metrics (disk free included) but is not ready, saying it waits for metadata;
 // a second node on the same data directory is refused before opening anything; it stops cleanly.
+// Its identity settings fail loudly: a pod name without an ordinal, a rack set twice, a rack
+// label without the node name.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -45,5 +47,27 @@ describe('storage-node service', () => {
       await service.stop();
     }
     await expect(fetch(`http://127.0.0.1:${service.metricsPort}/healthz`)).rejects.toThrow();
+  });
+
+  it.each([
+    [
+      'a pod name without an ordinal',
+      ['--broker-id=-1', '--pod-name', 'spool-storage'],
+      /broker\.id is not set and the pod name "spool-storage"/,
+    ],
+    [
+      'a rack set and read from a node label',
+      ['--rack', 'eu-1a', '--rack-from-node-label', 'topology.kubernetes.io/zone'],
+      /settings rack \("eu-1a"\) and rack\.from\.node\.label .* exclude each other/,
+    ],
+    [
+      'a rack label without the node name',
+      ['--rack-from-node-label', 'topology.kubernetes.io/zone'],
+      /rack\.from\.node\.label needs node\.name \(SPOOL_NODE_NAME/,
+    ],
+  ])('refuses to start with %s', async (_name, extra, message) => {
+    await expect(
+      startStorageNode({ argv: [...argv, ...extra], env: {}, handleSignals: false }),
+    ).rejects.toThrow(message);
   });
 });

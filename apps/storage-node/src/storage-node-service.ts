@@ -1,11 +1,18 @@
 import * as os from 'node:os';
-import { startService, type RunningService, type SettingsSchema } from '@spool/common';
+import {
+  ConfigError,
+  startService,
+  type Logger,
+  type RunningService,
+  type SettingsSchema,
+} from '@spool/common';
 import {
   ClusterMetadataCache,
   StorageServiceService,
   protoDescriptorSetPath,
 } from '@spool/protocol';
 import { resolveBrokerId } from './broker-identity';
+import { rackFromNodeLabel } from './node-rack';
 import { ControllerLink } from './controller-link';
 import { DataDirectory } from './data-directory';
 import { DataPortServer } from './data-port-server';
@@ -29,13 +36,34 @@ export const storageNodeSettings = {
     default: -1,
     min: -1,
     max: 2_147_483_647,
+    description: "This node's broker id; -1 takes it from the StatefulSet ordinal in the pod name.",
+  },
+  podName: {
+    type: 'string',
+    default: '',
     description:
-      "This node's broker id; -1 takes it from the StatefulSet ordinal in the host name.",
+      'The StatefulSet pod name a broker id of -1 is taken from (the downward API field ' +
+      "metadata.name); empty means this machine's host name, which in a pod is its name.",
   },
   rack: {
     type: 'string',
     default: '',
     description: 'Rack or zone of this node, for rack-aware replica placement (broker.rack).',
+  },
+  rackFromNodeLabel: {
+    type: 'string',
+    default: '',
+    pattern: /^$|^([a-zA-Z0-9.-]+\/)?[a-zA-Z0-9._-]+$/,
+    description:
+      "A Kubernetes node label (e.g. topology.kubernetes.io/zone) whose value on this pod's " +
+      'node is the rack, read through the Kubernetes API at start-up; needs node.name.',
+  },
+  nodeName: {
+    type: 'string',
+    default: '',
+    description:
+      'The Kubernetes node this pod runs on (the downward API field spec.nodeName), for ' +
+      'rack.from.node.label.',
   },
   dataDir: {
     type: 'string',
@@ -165,8 +193,12 @@ export function startStorageNode(
     ...options,
     setup: async (context) => {
       const { config, logger, metrics, readiness, grpc } = context;
-      const brokerId = resolveBrokerId(config.brokerId, os.hostname());
+      const brokerId = resolveBrokerId(
+        config.brokerId,
+        config.podName === '' ? os.hostname() : config.podName,
+      );
       const nodeLogger = logger.child({ brokerId });
+      const rack = await resolveRack(config, nodeLogger);
       const dataDirectory = DataDirectory.open(config.dataDir);
       if (config.testSlowDiskFile !== '') {
         const stopSlowDisk = startSlowDiskTestHook(config.testSlowDiskFile, nodeLogger);
@@ -265,7 +297,7 @@ export function startStorageNode(
         const link = new ControllerLink(
           {
             brokerId,
-            rack: config.rack,
+            rack,
             endpoints: [
               { name: 'grpc', host, port: grpcPort },
               { name: 'data', host, port: dataPortBound },
@@ -372,4 +404,27 @@ export function startStorageNode(
       });
     },
   });
+}
+
+/** The rack this node registers: set explicitly, or read from its Kubernetes node's label. */
+async function resolveRack(
+  config: { rack: string; rackFromNodeLabel: string; nodeName: string },
+  logger: Logger,
+): Promise<string> {
+  if (config.rackFromNodeLabel === '') return config.rack;
+  if (config.rack !== '') {
+    throw new ConfigError(
+      `settings rack (${JSON.stringify(config.rack)}) and rack.from.node.label ` +
+        `(${JSON.stringify(config.rackFromNodeLabel)}) exclude each other; set one`,
+    );
+  }
+  const rack = await rackFromNodeLabel(
+    { nodeName: config.nodeName, labelKey: config.rackFromNodeLabel },
+    logger,
+  );
+  logger.info(
+    { rack, node: config.nodeName, label: config.rackFromNodeLabel },
+    'rack read from the Kubernetes node label',
+  );
+  return rack;
 }

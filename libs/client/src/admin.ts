@@ -10,11 +10,25 @@ import {
 } from './config';
 import { fromProtoError, partitionName } from './errors';
 import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
+import {
+  deleteGroup,
+  describeGroup,
+  fetchGroupOffsets,
+  groupOffsetsByTopic,
+  listGroups,
+  resetGroupOffsets,
+  type GroupDescription,
+  type GroupListing,
+  type GroupOffset,
+  type ResetOffsetsOptions,
+  type TopicGroupOffsets,
+} from './group-admin';
 import { listOffsets } from './list-offsets';
 
 /**
  * The admin client, named as KafkaJS's: topics, partitions, configs, the cluster and offsets,
- * through the gateway's admin RPCs (which front the controller).
+ * through the gateway's admin RPCs (which front the controller), and consumer groups (which the
+ * gateway routes to each group's coordinator).
  *
  * Per-topic errors: like KafkaJS, a call throws if any topic failed, one SpoolError whose code is
  * the first failure's, whose message names every failed topic with its code, and whose `details`
@@ -342,6 +356,45 @@ export class Admin {
     if (failure !== undefined) {
       throw fromProtoError(failure.error!, partitionName(failure.topic, failure.partition));
     }
+  }
+
+  /** Every consumer group the coordinators know, by id. */
+  async listGroups(): Promise<{ groups: GroupListing[] }> {
+    this.lifecycle.ensureOpen('list groups');
+    return { groups: await listGroups(this.connection, this.callOptions()) };
+  }
+
+  /** Members, their assignments, and per partition the committed offset, high watermark, lag. */
+  async describeGroup(groupId: string): Promise<GroupDescription> {
+    this.lifecycle.ensureOpen('describe a group');
+    return describeGroup(this.connection, groupId, this.callOptions());
+  }
+
+  /** Deletes a group and its committed offsets; NON_EMPTY_GROUP while it has members. */
+  async deleteGroup(groupId: string): Promise<void> {
+    this.lifecycle.ensureOpen('delete a group');
+    await deleteGroup(this.connection, groupId, this.callOptions());
+  }
+
+  /**
+   * Moves the group's committed offsets to the earliest or latest offset, the first at or after
+   * a timestamp, or a given offset; only while the group is empty (NON_EMPTY_GROUP otherwise).
+   * Resolves with the offsets now committed.
+   */
+  async resetOffsets(groupId: string, reset: ResetOffsetsOptions): Promise<GroupOffset[]> {
+    this.lifecycle.ensureOpen('reset offsets');
+    return resetGroupOffsets(this.connection, groupId, reset, this.callOptions());
+  }
+
+  /** KafkaJS's fetchOffsets: committed offsets (-1n: none) of the topics, or of every topic. */
+  async fetchOffsets(request: {
+    groupId: string;
+    topics?: readonly string[];
+  }): Promise<TopicGroupOffsets[]> {
+    this.lifecycle.ensureOpen('fetch offsets');
+    return groupOffsetsByTopic(
+      await fetchGroupOffsets(this.connection, request.groupId, request.topics, this.callOptions()),
+    );
   }
 
   private async partitionsOf(topic: string): Promise<number[]> {

@@ -92,10 +92,41 @@ export interface ProducerConfig {
 export const idempotenceMaxInFlightMax = 5;
 
 export type OffsetResetPolicy = 'earliest' | 'latest' | 'none';
+export type GroupAssignorName = 'uniform' | 'range';
 
 export interface ConsumerOptions {
-  /** groupId: consume as a member of this group; needs the coordinator (not available yet). */
+  /**
+   * groupId: consume as a member of this group (Kafka's group.id): the coordinator assigns
+   * partitions among the members and keeps their committed offsets.
+   */
   readonly groupId?: string;
+  /**
+   * groupInstanceId: a static member's stable name (group.instance.id): a member restarting
+   * under the same name within the session timeout gets its partitions back without a rebalance.
+   */
+  readonly groupInstanceId?: string;
+  /** groupRemoteAssignor: the coordinator's assignor (group.remote.assignor); its default if absent. */
+  readonly groupRemoteAssignor?: GroupAssignorName;
+  /**
+   * sessionTimeoutMs: the coordinator evicts a member silent this long (session.timeout.ms; the
+   * coordinator's own setting decides). The consumer uses it to give its partitions up as lost
+   * once no heartbeat has succeeded for this long, since another member may own them by then.
+   */
+  readonly sessionTimeoutMs?: number;
+  /**
+   * rebalanceTimeoutMs: how long the member may take to give revoked partitions back
+   * (rebalance.timeout.ms, as Kafka's max.poll.interval.ms); the coordinator fences it after.
+   */
+  readonly rebalanceTimeoutMs?: number;
+  /** enableAutoCommit: commit processed offsets every autoCommitIntervalMs (enable.auto.commit). */
+  readonly enableAutoCommit?: boolean;
+  /** autoCommitIntervalMs: the auto commit period (auto.commit.interval.ms). */
+  readonly autoCommitIntervalMs?: number;
+  /**
+   * commitBeforeProcessing: at-most-once delivery: each chunk's offsets are committed before its
+   * messages reach the handler, so a crash mid-chunk skips the rest instead of redelivering it.
+   */
+  readonly commitBeforeProcessing?: boolean;
   /** autoOffsetReset: where to start when a position is missing or out of range. */
   readonly autoOffsetReset?: OffsetResetPolicy;
   /** maxBytesPerPartition: record bytes the gateway may send for one partition at a time. */
@@ -116,6 +147,13 @@ export interface ConsumerOptions {
 
 export interface ConsumerConfig {
   readonly groupId: string | undefined;
+  readonly groupInstanceId: string | undefined;
+  readonly groupRemoteAssignor: GroupAssignorName | undefined;
+  readonly sessionTimeoutMs: number;
+  readonly rebalanceTimeoutMs: number;
+  readonly enableAutoCommit: boolean;
+  readonly autoCommitIntervalMs: number;
+  readonly commitBeforeProcessing: boolean;
   readonly autoOffsetReset: OffsetResetPolicy;
   readonly maxBytesPerPartition: number;
   readonly maxBytes: number;
@@ -283,9 +321,45 @@ export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig 
     1024 * 1024,
     1,
   );
+  const groupInstanceId = options.groupInstanceId;
+  if (
+    groupInstanceId !== undefined &&
+    (typeof groupInstanceId !== 'string' || groupInstanceId === '')
+  ) {
+    invalid('groupInstanceId', groupInstanceId, 'a non-empty name');
+  }
+  const groupSettings: readonly (keyof ConsumerOptions)[] = [
+    'groupInstanceId',
+    'groupRemoteAssignor',
+    'enableAutoCommit',
+    'autoCommitIntervalMs',
+    'commitBeforeProcessing',
+  ];
+  if (groupId === undefined) {
+    const stray = groupSettings.find((setting) => options[setting] !== undefined);
+    // Without a group nothing is committed or assigned: a group setting alone is a mistake.
+    if (stray !== undefined) invalid(stray, options[stray], 'used with groupId');
+  }
   const retryBackoffMs = integer('retryBackoffMs', options.retryBackoffMs, 100, 0);
+  const groupRemoteAssignor =
+    options.groupRemoteAssignor === undefined
+      ? undefined
+      : oneOf<GroupAssignorName>('groupRemoteAssignor', options.groupRemoteAssignor, 'uniform', [
+          'uniform',
+          'range',
+        ]);
   return {
     groupId,
+    groupInstanceId,
+    groupRemoteAssignor,
+    sessionTimeoutMs: integer('sessionTimeoutMs', options.sessionTimeoutMs, 45_000, 1),
+    rebalanceTimeoutMs: integer('rebalanceTimeoutMs', options.rebalanceTimeoutMs, 300_000, 1),
+    enableAutoCommit: oneOf('enableAutoCommit', options.enableAutoCommit, true, [true, false]),
+    autoCommitIntervalMs: integer('autoCommitIntervalMs', options.autoCommitIntervalMs, 5_000, 1),
+    commitBeforeProcessing: oneOf('commitBeforeProcessing', options.commitBeforeProcessing, false, [
+      true,
+      false,
+    ]),
     autoOffsetReset: oneOf('autoOffsetReset', options.autoOffsetReset, 'latest', [
       'earliest',
       'latest',

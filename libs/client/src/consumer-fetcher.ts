@@ -60,6 +60,8 @@ interface PartitionState {
   fetchPosition: bigint;
   resetPolicy: OffsetResetPolicy;
   paused: boolean;
+  /** Not fetched until released: a group member's new partition while its callback runs. */
+  held: boolean;
   highWatermark: bigint;
   epoch: number;
 }
@@ -89,6 +91,7 @@ export class ConsumerFetcher {
   /** How long the next restart waits first: a backoff after a failure, else 0. */
   private restartDelayMs = 0;
   private stopped = false;
+  private failure: SpoolError | undefined;
   private wakeSleeper: (() => void) | undefined;
 
   constructor(
@@ -110,6 +113,7 @@ export class ConsumerFetcher {
         fetchPosition: -1n,
         resetPolicy: assignment.resetPolicy,
         paused: previous?.paused ?? false,
+        held: previous?.held ?? false,
         highWatermark: previous?.highWatermark ?? -1n,
         epoch: (previous?.epoch ?? 0) + 1,
       });
@@ -117,6 +121,56 @@ export class ConsumerFetcher {
     this.states.clear();
     for (const [key, state] of next) this.states.set(key, state);
     this.requestRestart();
+  }
+
+  /**
+   * Adds partitions (a group member's new ones) without touching the others, which keep their
+   * positions and any chunk being delivered. `held` ones are not fetched until `release`.
+   */
+  addPartitions(assignments: readonly PartitionAssignment[], options: { held: boolean }): void {
+    for (const assignment of assignments) {
+      const key = keyOf(assignment.topic, assignment.partition);
+      const previous = this.states.get(key);
+      this.states.set(key, {
+        topic: assignment.topic,
+        partition: assignment.partition,
+        position: assignment.position,
+        fetchPosition: -1n,
+        resetPolicy: assignment.resetPolicy,
+        paused: false,
+        held: options.held,
+        highWatermark: -1n,
+        epoch: (previous?.epoch ?? 0) + 1,
+      });
+    }
+    this.requestRestart();
+  }
+
+  /** Lets held partitions be fetched. */
+  release(partitions: readonly { topic: string; partition: number }[]): void {
+    for (const { topic, partition } of partitions) {
+      const state = this.states.get(keyOf(topic, partition));
+      if (state === undefined || !state.held) continue;
+      state.held = false;
+      state.epoch += 1;
+    }
+    this.requestRestart();
+  }
+
+  /** Stops fetching and delivering these partitions (revoked or lost); the rest go on. */
+  removePartitions(partitions: readonly { topic: string; partition: number }[]): void {
+    let removed = false;
+    for (const { topic, partition } of partitions) {
+      removed = this.states.delete(keyOf(topic, partition)) || removed;
+    }
+    if (removed) this.requestRestart();
+  }
+
+  /** Makes `next` throw `error`: consumption cannot go on (a group membership failed). */
+  fail(error: SpoolError): void {
+    this.failure = error;
+    this.wakeSleeper?.();
+    this.events.push({ kind: 'wakeup' });
   }
 
   assignedPartitions(): { topic: string; partition: number }[] {
@@ -177,10 +231,12 @@ export class ConsumerFetcher {
   /** The next chunk with messages, or undefined once stopped. */
   async next(): Promise<FetchedChunk | undefined> {
     for (;;) {
+      if (this.failure !== undefined) throw this.failure;
       if (this.stopped) return undefined;
       const chunk = this.pending.shift();
       if (chunk !== undefined) {
-        if (this.isCurrent(chunk)) return chunk;
+        const current = this.isCurrent(chunk) ? this.withoutDelivered(chunk) : undefined;
+        if (current !== undefined) return current;
         this.releaseCredit(chunk.creditBytes, chunk.generation);
         continue;
       }
@@ -192,9 +248,22 @@ export class ConsumerFetcher {
     }
   }
 
+  /**
+   * A stream opened while a chunk of the same partition was being delivered starts at the
+   * position from before that chunk finished: drop what the application has had since.
+   */
+  private withoutDelivered(chunk: FetchedChunk): FetchedChunk | undefined {
+    const position = this.states.get(keyOf(chunk.topic, chunk.partition))?.position;
+    if (position === undefined || chunk.messages.length === 0) return chunk;
+    if (chunk.nextPosition <= position) return undefined;
+    if (chunk.messages[0]!.offset >= position) return chunk;
+    return { ...chunk, messages: chunk.messages.filter((message) => message.offset >= position) };
+  }
+
   /** Lets `next` deliver again after a stop; positions are kept. */
   start(): void {
     this.stopped = false;
+    this.failure = undefined;
     this.requestRestart();
   }
 
@@ -227,7 +296,7 @@ export class ConsumerFetcher {
   private accept(fetched: FetchedPartition): void {
     const creditBytes = fetched.records.length;
     const state = this.states.get(keyOf(fetched.topic, fetched.partition));
-    if (state === undefined || state.paused || state.position === undefined) {
+    if (state === undefined || state.paused || state.held || state.position === undefined) {
       this.releaseCredit(creditBytes, this.generation);
       return;
     }
@@ -343,7 +412,7 @@ export class ConsumerFetcher {
     }
     await this.resolveMissingPositions();
     if (this.stopped || this.restartNeeded) return;
-    const active = [...this.states.values()].filter((state) => !state.paused);
+    const active = [...this.states.values()].filter((state) => !state.paused && !state.held);
     if (active.length === 0) return;
     for (const state of active) state.fetchPosition = state.position!;
     const windowBytes = Math.min(
@@ -367,7 +436,7 @@ export class ConsumerFetcher {
 
   private async resolveMissingPositions(): Promise<void> {
     const missing = [...this.states.values()].filter(
-      (state) => !state.paused && state.position === undefined,
+      (state) => !state.paused && !state.held && state.position === undefined,
     );
     const none = missing.find((state) => state.resetPolicy === 'none');
     if (none !== undefined) {

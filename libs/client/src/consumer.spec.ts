@@ -4,7 +4,7 @@
 // that starts before it are skipped; a slow handler holds the credit back, so the gateway stops
 // sending until the handler finishes and credit is granted again; OFFSET_OUT_OF_RANGE resets by
 // autoOffsetReset or fails with `none`; seek, pause, resume, the async iterator, subscriptions
-// without a group, and the clear failure of group consumption.
+// without a group, and the refusal of assign in a group (groups: consumer-group.spec.ts).
 import { SpoolError } from '@spool/common';
 import type { RecordInput } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -278,18 +278,25 @@ describe('Consumer', () => {
     expect(consumer.assignment()).toHaveLength(3);
   });
 
-  it('refuses group consumption with COORDINATOR_NOT_AVAILABLE until the coordinator exists', async () => {
-    const { consumer: _unused, spool } = await setUp({ events: 1 });
+  it('refuses assign in a group, and group settings without a groupId, naming them', async () => {
+    const { spool } = await setUp({ events: 1 });
     const member = spool.consumer({ groupId: 'billing' });
     clients.push(member);
-    const error = await member.subscribe({ topic: 'events' }).then(
-      () => undefined,
-      (caught: unknown) => caught as SpoolError,
+    let error: SpoolError | undefined;
+    try {
+      member.assign([{ topic: 'events', partition: 0 }]);
+    } catch (caught) {
+      error = caught as SpoolError;
+    }
+    expect(error?.code).toBe('INVALID_REQUEST');
+    expect(error?.message).toMatch(/member of group billing.*subscribe instead/);
+    expect(() => spool.consumer({ enableAutoCommit: false })).toThrow(
+      /setting enableAutoCommit must be used with groupId/,
     );
-    expect(error).toBeInstanceOf(SpoolError);
-    expect(error!.code).toBe('COORDINATOR_NOT_AVAILABLE');
-    expect(error!.retriable).toBe(true);
-    expect(error!.message).toMatch(/group billing: consumer groups need the group coordinator/);
+    expect(() =>
+      spool.consumer({ groupId: 'g', groupRemoteAssignor: 'sticky' as 'range' }),
+    ).toThrow(/setting groupRemoteAssignor must be one of uniform, range, got "sticky"/);
+    await expect(member.commit()).rejects.toThrow(/not running in group billing/);
   });
 });
 

@@ -9,8 +9,23 @@ import {
   type ResolvedSpoolConfig,
 } from './config';
 import { ConsumerFetcher, type FetchedChunk, type PartitionAssignment } from './consumer-fetcher';
+import { ConsumerGroupSession, type RebalanceListener } from './consumer-group-session';
 import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
 import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
+import {
+  checkOffset,
+  checkPartition,
+  isTopicPattern,
+  toGroupSubscription,
+} from './consumer-arguments';
+import type {
+  AssignedPartition,
+  ConsumerRunConfig,
+  ConsumerSubscription,
+  EachBatchPayload,
+  PartitionOffset,
+  PartitionSelection,
+} from './consumer-payloads';
 import type { ConsumedMessage } from './message';
 
 /**
@@ -20,69 +35,38 @@ import type { ConsumedMessage } from './message';
  * from the beginning or the end. Nothing is committed; a restarted application seeks or assigns
  * where it wants to resume.
  *
- * With `groupId`, subscribing needs the group coordinator, which the cluster does not run yet:
- * `subscribe` fails with COORDINATOR_NOT_AVAILABLE rather than pretend to balance partitions.
+ * With `groupId` the consumer is a member of a consumer group (Kafka's KIP-848 protocol): `run`
+ * joins, the coordinator assigns partitions among the members and moves them incrementally,
+ * and committed offsets say where each partition resumes (`autoOffsetReset` where none is).
+ * A group subscribes by topic names or by regular expressions (joined into one), not both; the
+ * coordinator matches an expression against whole topic names, as Kafka does, and picks up
+ * topics created later. The rebalance callbacks of the subscription (`onPartitionsAssigned`, `onPartitionsRevoked`,
+ * `onPartitionsLost`) say what this member owns. `stop` and `disconnect` commit (with auto
+ * commit), leave the group, and let the others take the partitions over at once.
  *
+ * Delivery semantics of a group member:
+ * - at-least-once (the default): a message counts as processed once its handler returned (or,
+ *   with the iterator, once the loop asks for the next message or leaves); auto commit (every
+ *   autoCommitIntervalMs, on revocation and on stop) commits only processed offsets. A crash
+ *   redelivers what was processed since the last commit, never skips anything. With
+ *   `enableAutoCommit: false`, call `commit()` after processing: the same guarantee, with the
+ *   commit points chosen by the application.
+ * - at-most-once: `commitBeforeProcessing: true` commits each chunk's offsets before its
+ *   messages reach the handler, so a crash skips what was committed but not processed instead of
+ *   redelivering it. By hand: `enableAutoCommit: false` and `commitOffsets` of the next offset
+ *   before processing a message.
+ *
+ * Commits carry the member id and epoch; the coordinator refuses them from a member that is
+ * not current (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), so a fenced member cannot move offsets of
+ * partitions that are someone else's by now.
+ *
+
  * `run` resolves once consumption has started; it goes on until `stop` or `disconnect`. If a
  * handler throws, or consumption fails, the consumer stops at the message that failed (its
  * position stays there) and emits `crash` with the error; a handler's own error is passed on
  * unchanged. Handlers run one at a time, in the order the gateway delivered: a slow handler
  * holds back the credit of what it has not finished, and so the gateway.
  */
-
-export interface ConsumerSubscription {
-  readonly topics?: readonly (string | RegExp)[];
-  readonly topic?: string | RegExp;
-  /** Start at the log start offset instead of the high watermark (KafkaJS's fromBeginning). */
-  readonly fromBeginning?: boolean;
-}
-
-export interface PartitionOffset {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: bigint;
-}
-
-export interface AssignedPartition {
-  readonly topic: string;
-  readonly partition: number;
-  /** Where to start; autoOffsetReset decides if absent. */
-  readonly offset?: bigint;
-}
-
-/** KafkaJS's TopicPartitions for pause and resume: every partition of the topic if absent. */
-export interface PartitionSelection {
-  readonly topic: string;
-  readonly partitions?: readonly number[];
-}
-
-export interface EachMessagePayload {
-  readonly topic: string;
-  readonly partition: number;
-  readonly message: ConsumedMessage;
-}
-
-export interface ConsumerBatch {
-  readonly topic: string;
-  readonly partition: number;
-  readonly highWatermark: bigint;
-  readonly messages: readonly ConsumedMessage[];
-  firstOffset(): bigint | null;
-  lastOffset(): bigint;
-}
-
-export interface EachBatchPayload {
-  readonly batch: ConsumerBatch;
-  /** False once stop or disconnect began. */
-  isRunning(): boolean;
-  /** True once a seek, pause or reset made this batch's partition move elsewhere. */
-  isStale(): boolean;
-}
-
-export interface ConsumerRunConfig {
-  readonly eachMessage?: (payload: EachMessagePayload) => Promise<void>;
-  readonly eachBatch?: (payload: EachBatchPayload) => Promise<void>;
-}
 
 enum RunState {
   Idle = 'idle',
@@ -96,7 +80,11 @@ export class Consumer {
   private readonly fetcher: ConsumerFetcher;
   private readonly logger: Logger;
   private readonly emitter = new EventEmitter();
-  private subscription: { patterns: (string | RegExp)[]; fromBeginning: boolean } | undefined;
+  private subscription:
+    | { patterns: (string | RegExp)[]; fromBeginning: boolean; listener: RebalanceListener }
+    | undefined;
+  private session: ConsumerGroupSession | undefined;
+  private leaving: Promise<void> | undefined;
   private isManuallyAssigned = false;
   private readonly seeksBeforeStart = new Map<string, PartitionOffset>();
   private runState = RunState.Idle;
@@ -121,12 +109,8 @@ export class Consumer {
 
   async subscribe(subscription: ConsumerSubscription): Promise<void> {
     this.lifecycle.ensureOpen('subscribe');
-    if (this.config.groupId !== undefined) {
-      throw clientError(
-        ClientErrorCode.CoordinatorNotAvailable,
-        `group ${this.config.groupId}: consumer groups need the group coordinator, which this ` +
-          'cluster does not run yet; consume without groupId through assign() or subscribe()',
-      );
+    if (this.runState !== RunState.Idle) {
+      throw clientError(ClientErrorCode.InvalidRequest, 'cannot subscribe while running');
     }
     if (this.isManuallyAssigned) {
       throw clientError(
@@ -142,16 +126,51 @@ export class Consumer {
         'subscribe needs topics: topic names or regular expressions',
       );
     }
+    if (this.config.groupId !== undefined) {
+      const all = [...(this.subscription?.patterns ?? []), ...patterns];
+      if (
+        all.some((pattern) => pattern instanceof RegExp) &&
+        all.some((p) => typeof p === 'string')
+      ) {
+        // KIP-848 subscribes a member by topic names or by one expression, not both.
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          'a group subscription takes topic names or regular expressions, not both',
+        );
+      }
+      const flagged = patterns.find((pattern) => pattern instanceof RegExp && pattern.flags !== '');
+      if (flagged !== undefined) {
+        // The coordinator matches topic names itself and receives only the expression's source.
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          `a group subscription's regular expression cannot have flags, got ${String(flagged)}`,
+        );
+      }
+    }
     const previous = this.subscription?.patterns ?? [];
+    const { onPartitionsAssigned, onPartitionsRevoked, onPartitionsLost } = subscription;
     this.subscription = {
       patterns: [...previous, ...patterns],
       fromBeginning: subscription.fromBeginning ?? this.subscription?.fromBeginning ?? false,
+      listener: {
+        ...this.subscription?.listener,
+        ...(onPartitionsAssigned === undefined ? {} : { onPartitionsAssigned }),
+        ...(onPartitionsRevoked === undefined ? {} : { onPartitionsRevoked }),
+        ...(onPartitionsLost === undefined ? {} : { onPartitionsLost }),
+      },
     };
   }
 
   /** Consume exactly these partitions, without a group; replaces any earlier assignment. */
   assign(partitions: readonly AssignedPartition[]): void {
     this.lifecycle.ensureOpen('assign');
+    if (this.config.groupId !== undefined) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot assign: the consumer is a member of group ${this.config.groupId}, whose ` +
+          'coordinator assigns its partitions; subscribe instead, or consume without groupId',
+      );
+    }
     if (this.subscription !== undefined) {
       throw clientError(ClientErrorCode.InvalidRequest, 'cannot assign: the consumer subscribed');
     }
@@ -193,26 +212,41 @@ export class Consumer {
       });
   }
 
-  /** Messages one by one; breaking out of the loop stops the consumer. */
+  /**
+   * Messages one by one; breaking out of the loop stops the consumer (and leaves the group). A
+   * message counts as processed once the loop asks for the next one, or leaves, as Kafka's
+   * close counts what poll returned.
+   */
   async *messages(): AsyncGenerator<ConsumedMessage, void, undefined> {
     await this.start();
     try {
       for (;;) {
         const chunk = await this.fetcher.next();
         if (chunk === undefined) return;
-        let delivered = 0;
-        for (const message of chunk.messages) {
-          if (!this.fetcher.shouldDeliver(chunk)) break;
-          this.fetcher.advance(chunk, message.offset + 1n);
-          delivered += 1;
-          yield message;
+        const done = this.session?.beginDelivery();
+        let inHand: ConsumedMessage | undefined;
+        try {
+          if (!(await this.commitAheadIfAtMostOnce(chunk))) continue;
+          let delivered = 0;
+          for (const message of chunk.messages) {
+            if (!this.fetcher.shouldDeliver(chunk)) break;
+            inHand = message;
+            yield message;
+            inHand = undefined;
+            this.markProcessed(chunk, message.offset + 1n);
+            delivered += 1;
+          }
+          this.finishChunk(chunk, delivered === chunk.messages.length);
+        } finally {
+          if (inHand !== undefined) this.markProcessed(chunk, inHand.offset + 1n);
+          done?.();
         }
-        this.fetcher.finish(chunk, delivered === chunk.messages.length);
       }
     } catch (error) {
       throw toSpoolError(error);
     } finally {
       this.fetcher.stop();
+      await this.leaveGroup();
       this.runState = RunState.Idle;
     }
   }
@@ -230,8 +264,18 @@ export class Consumer {
       .some(
         (assigned) => assigned.topic === target.topic && assigned.partition === target.partition,
       );
-    if (isAssigned) this.fetcher.seek(target.topic, target.partition, target.offset);
-    else this.seeksBeforeStart.set(partitionName(target.topic, target.partition), target);
+    if (isAssigned) {
+      this.fetcher.seek(target.topic, target.partition, target.offset);
+    } else if (this.config.groupId !== undefined) {
+      // The coordinator decides what this member owns: a seek waits for nothing.
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot seek ${partitionName(target.topic, target.partition)}: group ` +
+          `${this.config.groupId} has not assigned it to this member; seek in onPartitionsAssigned`,
+      );
+    } else {
+      this.seeksBeforeStart.set(partitionName(target.topic, target.partition), target);
+    }
   }
 
   pause(selections: readonly PartitionSelection[]): void {
@@ -265,10 +309,39 @@ export class Consumer {
     return this;
   }
 
-  /** Stops `run` or the iterator after the handler in progress returns. */
+  /**
+   * Commits what was processed (the group's offsets, with auto commit or as `commit()`): the
+   * next offset of each owned partition after the last message its handler finished.
+   * STALE_MEMBER_EPOCH means the group moved on while the commit travelled: nothing was written.
+   */
+  async commit(): Promise<void> {
+    await this.groupSession('commit').commit();
+  }
+
+  /** Commits these offsets (each the next offset to consume) for the group, as given. */
+  async commitOffsets(offsets: readonly PartitionOffset[]): Promise<void> {
+    for (const { topic, partition, offset } of offsets) {
+      checkPartition(topic, partition);
+      checkOffset(topic, partition, offset);
+    }
+    await this.groupSession('commit offsets').commit(offsets);
+  }
+
+  /** The group member's id and epoch, while it is a member. */
+  memberIdentity(): { memberId: string; memberEpoch: number } | undefined {
+    return this.session?.identity();
+  }
+
+  /** Stops `run` or the iterator after the handler in progress returns; leaves the group. */
   async stop(): Promise<void> {
     this.fetcher.stop();
     await this.runLoop;
+    await this.leaveGroup();
+  }
+
+  /** Kafka's name for disconnect: commit (with auto commit), leave the group, close. */
+  async close(): Promise<void> {
+    await this.disconnect();
   }
 
   async disconnect(): Promise<void> {
@@ -289,6 +362,12 @@ export class Consumer {
     }
     this.runState = RunState.Running;
     try {
+      if (this.config.groupId !== undefined) {
+        // A session left over from a crash is left first: one membership at a time.
+        await this.leaveGroup();
+        this.startGroupSession(this.config.groupId);
+        return;
+      }
       if (this.subscription !== undefined) {
         this.fetcher.assign(await this.resolveSubscription(this.subscription));
       }
@@ -313,20 +392,107 @@ export class Consumer {
     for (;;) {
       const chunk = await this.fetcher.next();
       if (chunk === undefined) return;
-      let delivered = 0;
-      if (handlers.eachBatch !== undefined) {
-        if (chunk.messages.length > 0) await handlers.eachBatch(this.batchPayload(chunk));
-        delivered = chunk.messages.length;
-      } else {
-        for (const message of chunk.messages) {
-          if (!this.fetcher.shouldDeliver(chunk)) break;
-          await handlers.eachMessage!({ topic: chunk.topic, partition: chunk.partition, message });
-          this.fetcher.advance(chunk, message.offset + 1n);
-          delivered += 1;
+      const done = this.session?.beginDelivery();
+      try {
+        if (!(await this.commitAheadIfAtMostOnce(chunk))) continue;
+        let delivered = 0;
+        if (handlers.eachBatch !== undefined) {
+          if (chunk.messages.length > 0) await handlers.eachBatch(this.batchPayload(chunk));
+          delivered = chunk.messages.length;
+        } else {
+          for (const message of chunk.messages) {
+            if (!this.fetcher.shouldDeliver(chunk)) break;
+            await handlers.eachMessage!({
+              topic: chunk.topic,
+              partition: chunk.partition,
+              message,
+            });
+            this.markProcessed(chunk, message.offset + 1n);
+            delivered += 1;
+          }
         }
+        this.finishChunk(chunk, delivered === chunk.messages.length);
+      } finally {
+        done?.();
       }
-      this.fetcher.finish(chunk, delivered === chunk.messages.length);
     }
+  }
+
+  /** The application finished the chunk's messages below `offset`. */
+  private markProcessed(chunk: FetchedChunk, offset: bigint): void {
+    if (!this.fetcher.isCurrent(chunk)) return;
+    this.fetcher.advance(chunk, offset);
+    if (this.session !== undefined && !this.config.commitBeforeProcessing) {
+      this.session.committer.markProcessed(chunk.topic, chunk.partition, offset);
+    }
+  }
+
+  private finishChunk(chunk: FetchedChunk, complete: boolean): void {
+    if (complete) this.markProcessed(chunk, chunk.nextPosition);
+    this.fetcher.finish(chunk, complete);
+  }
+
+  /**
+   * At-most-once: commit past the chunk before the application sees any of it. False if the
+   * chunk is no longer to be delivered (its partition was revoked while the commit travelled).
+   */
+  private async commitAheadIfAtMostOnce(chunk: FetchedChunk): Promise<boolean> {
+    if (this.session === undefined || !this.config.commitBeforeProcessing) return true;
+    if (chunk.messages.length === 0) return true;
+    await this.session.commitAhead(chunk.topic, chunk.partition, chunk.nextPosition);
+    if (this.fetcher.shouldDeliver(chunk)) return true;
+    this.fetcher.finish(chunk, false);
+    return false;
+  }
+
+  private startGroupSession(groupId: string): void {
+    if (this.subscription === undefined) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `group ${groupId}: the consumer has no subscription: subscribe first`,
+      );
+    }
+    const session = new ConsumerGroupSession(
+      this.connection,
+      this.fetcher,
+      this.config,
+      groupId,
+      toGroupSubscription(this.subscription.patterns),
+      this.subscription.listener,
+      this.subscription.fromBeginning ? 'earliest' : this.config.autoOffsetReset,
+      this.logger,
+      (error) => this.fetcher.fail(error),
+    );
+    this.session = session;
+    this.fetcher.start();
+    session.start();
+  }
+
+  /** Leaves once: `stop` and the iterator's end may both ask, and both wait for it. */
+  private async leaveGroup(): Promise<void> {
+    if (this.leaving !== undefined) return this.leaving;
+    const session = this.session;
+    if (session === undefined) return;
+    this.session = undefined;
+    this.leaving = session.leave().finally(() => (this.leaving = undefined));
+    await this.leaving;
+  }
+
+  private groupSession(operation: string): ConsumerGroupSession {
+    this.lifecycle.ensureOpen(operation);
+    if (this.config.groupId === undefined) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot ${operation}: offsets are committed for a group, and the consumer has no groupId`,
+      );
+    }
+    if (this.session === undefined) {
+      throw clientError(
+        ClientErrorCode.InvalidRequest,
+        `cannot ${operation}: the consumer is not running in group ${this.config.groupId}`,
+      );
+    }
+    return this.session;
   }
 
   private batchPayload(chunk: FetchedChunk): EachBatchPayload {
@@ -402,29 +568,5 @@ export class Consumer {
       backoffInitialMs: this.config.retryBackoffMs,
       backoffMaxMs: this.config.retryBackoffMaxMs,
     };
-  }
-}
-
-function isTopicPattern(pattern: unknown): pattern is string | RegExp {
-  return (typeof pattern === 'string' && pattern !== '') || pattern instanceof RegExp;
-}
-
-function checkPartition(topic: string, partition: number): void {
-  if (typeof topic !== 'string' || topic === '' || !Number.isInteger(partition) || partition < 0) {
-    throw clientError(
-      ClientErrorCode.InvalidRequest,
-      `a partition needs a topic name and a partition number of 0 or more, got ` +
-        `${String(topic)}[${String(partition)}]`,
-    );
-  }
-}
-
-function checkOffset(topic: string, partition: number, offset: bigint): void {
-  if (typeof offset !== 'bigint' || offset < 0n) {
-    throw clientError(
-      ClientErrorCode.InvalidRequest,
-      `${partitionName(topic, partition)}: an offset must be a bigint of 0n or more, got ` +
-        `${String(offset)}`,
-    );
   }
 }

@@ -15,8 +15,24 @@ export const ClientErrorCode = {
   InvalidRequest: CommonErrorCode.InvalidRequest,
   /** A feature the cluster does not offer yet. */
   UnsupportedFeature: 'UNSUPPORTED_FEATURE',
-  /** Consumer groups need the group coordinator, which the cluster does not run yet. */
+  /** No coordinator serves the group right now (none registered, or one is taking over). */
   CoordinatorNotAvailable: 'COORDINATOR_NOT_AVAILABLE',
+  /** The coordinator asked is not the group's: the gateway finds the right one on a retry. */
+  NotCoordinator: 'NOT_COORDINATOR',
+  /** The group's coordinator is still replaying its share of __consumer_offsets. */
+  CoordinatorLoadInProgress: 'COORDINATOR_LOAD_IN_PROGRESS',
+  /** The member's epoch is behind the coordinator's: its partitions may be someone else's. */
+  FencedMemberEpoch: 'FENCED_MEMBER_EPOCH',
+  /** The coordinator does not know the member (evicted after its session timed out). */
+  UnknownMemberId: 'UNKNOWN_MEMBER_ID',
+  /** A commit carried an older member epoch than the member's current one (KIP-848). */
+  StaleMemberEpoch: 'STALE_MEMBER_EPOCH',
+  /** Another running member uses the same groupInstanceId. */
+  UnreleasedInstanceId: 'UNRELEASED_INSTANCE_ID',
+  /** The group does not exist. */
+  GroupIdNotFound: 'GROUP_ID_NOT_FOUND',
+  /** The group still has members: it cannot be deleted or have its offsets reset. */
+  NonEmptyGroup: 'NON_EMPTY_GROUP',
   /** The producer's buffer stayed full for maxBlockMs (Kafka's BufferExhaustedException). */
   BufferExhausted: 'BUFFER_EXHAUSTED',
   /** One record is larger than the producer's buffer or its request size bound. */
@@ -36,6 +52,8 @@ export const ClientErrorCode = {
 /** Codes that are retriable when the SDK raises them itself. */
 const retriableClientCodes: ReadonlySet<string> = new Set([
   ClientErrorCode.CoordinatorNotAvailable,
+  ClientErrorCode.NotCoordinator,
+  ClientErrorCode.CoordinatorLoadInProgress,
   // Kafka's BufferExhaustedException is a TimeoutException: the buffer drains as batches land.
   ClientErrorCode.BufferExhausted,
   ClientErrorCode.RequestTimedOut,
@@ -53,6 +71,17 @@ export function clientError(
 export function partitionName(topic: string, partition: number): string {
   return `${topic}[${partition}]`;
 }
+
+/**
+ * Coordinator codes that mean "ask again, maybe elsewhere": the gateway routes each call to the
+ * group's coordinator, so a retry after a backoff reaches the new one. Retried whatever the
+ * `retriable` flag of the answer says, since only their code is a contract.
+ */
+export const coordinatorRetriableCodes: ReadonlySet<string> = new Set([
+  ClientErrorCode.CoordinatorNotAvailable,
+  ClientErrorCode.NotCoordinator,
+  ClientErrorCode.CoordinatorLoadInProgress,
+]);
 
 /** A per-partition or per-topic error from a gateway response, naming what it is about. */
 export function fromProtoError(error: ProtoError, subject: string): SpoolError {

@@ -8,17 +8,28 @@ registerClientCompressionCodecs();
 
 export { Spool } from './spool';
 export { Producer } from './producer';
-export {
-  Consumer,
-  type AssignedPartition,
-  type ConsumerBatch,
-  type ConsumerRunConfig,
-  type ConsumerSubscription,
-  type EachBatchPayload,
-  type EachMessagePayload,
-  type PartitionOffset,
-  type PartitionSelection,
-} from './consumer';
+export { Consumer } from './consumer';
+export type {
+  AssignedPartition,
+  ConsumerBatch,
+  ConsumerRunConfig,
+  ConsumerSubscription,
+  EachBatchPayload,
+  EachMessagePayload,
+  PartitionOffset,
+  PartitionSelection,
+} from './consumer-payloads';
+export type { PartitionsCallback, RebalanceListener } from './consumer-group-session';
+export type {
+  GroupDescription,
+  GroupListing,
+  GroupMemberDescription,
+  GroupOffset,
+  GroupPartitionLag,
+  OffsetResetStrategy,
+  ResetOffsetsOptions,
+  TopicGroupOffsets,
+} from './group-admin';
 export {
   Admin,
   type ClusterDescription,
@@ -37,6 +48,7 @@ export type {
   AdminOptions,
   CompressionName,
   ConsumerOptions,
+  GroupAssignorName,
   OffsetResetPolicy,
   ProducerOptions,
   SpoolConfig,

@@ -52,8 +52,13 @@ describe('Producer', () => {
       producer.send({ topic: 'orders', messages: [{ partition, value: `m${index}` }] }),
     );
     // Every record joins its partition's batch while they linger; flush sends them together
-    // (each batch's own lingerMs would otherwise expire a millisecond apart).
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // (each batch's own lingerMs would otherwise expire a millisecond apart). flush covers only
+    // records already appended, so wait for the topic's metadata first: on a loaded machine the
+    // first call's connection set-up alone can take longer than a fixed pause.
+    while (gateway.describeTopicsCalls === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(gateway.produceRequests).toHaveLength(0);
     await producer.flush();
     const results = (await Promise.all(sends)).flat();
@@ -71,6 +76,22 @@ describe('Producer', () => {
       [1, 1n],
       [2, 1n],
     ]);
+  });
+
+  it('flushes sends made before flush, even those still waiting for metadata', async () => {
+    const { gateway, producer } = await setUp({ orders: 2 }, { lingerMs: 60_000 });
+    // No await between the sends and flush: none of them has its metadata yet.
+    const sends = [0, 1, 0].map((partition, index) =>
+      producer.send({ topic: 'orders', messages: [{ partition, value: `early-${index}` }] }),
+    );
+    await producer.flush();
+    const results = (await Promise.all(sends)).flat();
+    expect(results.map(({ partition, offset }) => [partition, offset])).toEqual([
+      [0, 0n],
+      [1, 0n],
+      [0, 1n],
+    ]);
+    expect(gateway.produceRequests.length).toBeGreaterThanOrEqual(1);
   });
 
   it('sends a batch once it reaches batchSizeBytes, without waiting for linger', async () => {

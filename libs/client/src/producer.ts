@@ -71,8 +71,31 @@ export class Producer {
     }
   }
 
+  /**
+   * Sends whose records are still on their way into the accumulator (waiting for metadata or
+   * buffer space). Kafka's send() has appended when it returns, so flush() covers every send
+   * made before it; here send is asynchronous, and flush waits for these first.
+   */
+  private readonly admitting = new Set<Promise<unknown>>();
+
   async send(record: ProducerRecord): Promise<RecordMetadata[]> {
     this.lifecycle.ensureOpen('send');
+    let admitted: () => void = () => undefined;
+    const admission = new Promise<void>((resolve) => (admitted = resolve));
+    this.admitting.add(admission);
+    try {
+      return await this.admit(record, () => {
+        this.admitting.delete(admission);
+        admitted();
+      });
+    } finally {
+      this.admitting.delete(admission);
+      admitted();
+    }
+  }
+
+  /** Appends the records of one send; calls `appended` once all are in the accumulator. */
+  private async admit(record: ProducerRecord, appended: () => void): Promise<RecordMetadata[]> {
     if (typeof record?.topic !== 'string' || record.topic === '') {
       throw clientError(ClientErrorCode.InvalidRequest, 'send needs a topic name');
     }
@@ -110,6 +133,7 @@ export class Producer {
       offsets.push(offset.then((value) => ({ topic, partition, offset: value })));
       this.sender.wake();
     }
+    appended();
     return Promise.all(offsets);
   }
 
@@ -122,6 +146,7 @@ export class Producer {
   /** Sends every queued record now and waits for their results (Kafka's flush). */
   async flush(): Promise<void> {
     this.lifecycle.ensureOpen('flush');
+    await Promise.all(this.admitting);
     await this.sender.flush();
   }
 
@@ -138,6 +163,7 @@ export class Producer {
         'the producer disconnected while send waited for buffer space',
       ),
     );
+    await Promise.all(this.admitting);
     await this.sender.flush();
     this.sender.stop();
     this.connection.close();

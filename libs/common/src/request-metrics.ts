@@ -60,10 +60,13 @@ export class RequestMetrics {
 
   /**
    * Counts every `error.code` found in the arrays at the top of a response (`results`,
-   * `partitions`, `topics`): Spool answers each partition on its own, as Kafka does.
+   * `partitions`, `topics`): Spool answers each partition on its own, as Kafka does; and the
+   * top-level `error` field in which group calls answer.
    */
   countResponseErrors(api: string, response: unknown): void {
     if (typeof response !== 'object' || response === null) return;
+    const topLevel = (response as { error?: { code?: unknown } }).error?.code;
+    if (typeof topLevel === 'string' && topLevel !== '') this.errors.inc({ api, code: topLevel });
     for (const value of Object.values(response)) {
       if (!Array.isArray(value)) continue;
       for (const entry of value as unknown[]) {

@@ -32,6 +32,16 @@ describe('MetadataKeys', () => {
     expect(keys.partition('orders2', 1).startsWith(keys.partitions('orders'))).toBe(false);
   });
 
+  it('parses coordinator and coordinator shard keys back', () => {
+    expect(keys.parseCoordinator(keys.coordinator('coordinator-0:9094'))).toBe(
+      'coordinator-0:9094',
+    );
+    expect(keys.parseCoordinator(keys.coordinatorShard(3))).toBeUndefined();
+    expect(keys.parseCoordinatorShard(keys.coordinatorShard(49))).toBe(49);
+    expect(keys.parseCoordinatorShard(keys.coordinator('a'))).toBeUndefined();
+    expect(keys.parseTopic(keys.coordinatorShard(1))).toBeUndefined();
+  });
+
   it('refuses ids and names that would break the layout', () => {
     expect(() => keys.broker(-1)).toThrow(RangeError);
     expect(() => keys.partition('t', 1.5)).toThrow(RangeError);

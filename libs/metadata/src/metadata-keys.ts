@@ -9,6 +9,8 @@
  *   /spool/<cluster>/cluster                                     cluster id
  *   /spool/<cluster>/controller/<candidate lease>                controller election (lease-bound)
  *   /spool/<cluster>/producer-ids                                next producer id block
+ *   /spool/<cluster>/coordinators/<coordinatorId>                a registered coordinator
+ *   /spool/<cluster>/coordinator-shards/<partition>              owner and epoch of a shard
  *
  * Broker ids and partitions are zero-padded to ten digits so lexical order is numeric order.
  */
@@ -55,6 +57,37 @@ export class MetadataKeys {
 
   producerIds(): string {
     return `${this.root}producer-ids`;
+  }
+
+  coordinators(): string {
+    return `${this.root}coordinators/`;
+  }
+
+  coordinator(coordinatorId: string): string {
+    return `${this.coordinators()}${coordinatorId}`;
+  }
+
+  coordinatorShards(): string {
+    return `${this.root}coordinator-shards/`;
+  }
+
+  /** One __consumer_offsets partition's owner and shard epoch. */
+  coordinatorShard(partition: number): string {
+    return `${this.coordinatorShards()}${padded(partition)}`;
+  }
+
+  /** Reads the coordinator id back from a coordinator key, or undefined for other keys. */
+  parseCoordinator(key: string): string | undefined {
+    if (!key.startsWith(this.coordinators())) return undefined;
+    const rest = key.slice(this.coordinators().length);
+    return rest === '' || rest.includes('/') ? undefined : rest;
+  }
+
+  /** Reads the partition back from a coordinator shard key, or undefined for other keys. */
+  parseCoordinatorShard(key: string): number | undefined {
+    if (!key.startsWith(this.coordinatorShards())) return undefined;
+    const match = /^(\d{10})$/.exec(key.slice(this.coordinatorShards().length));
+    return match === null ? undefined : Number(match[1]);
   }
 
   /** The prefix of a topic's partition keys (never matches another topic's, unlike `topic()`). */

@@ -67,4 +67,39 @@ describe('ClusterMetadataCache', () => {
     expect(versions).toEqual([10n, 11n, 12n]);
     expect(cache.controllerAddress).toBe('c:1');
   });
+
+  it('follows coordinators and shard owners through snapshots and deltas', () => {
+    const cache = new ClusterMetadataCache();
+    const coordinator = (coordinatorId: string, port: number) => ({
+      coordinatorId,
+      endpoints: [{ name: 'grpc', host: '127.0.0.1', port }],
+    });
+    const changes: number[][] = [];
+    cache.onChange((change) => changes.push([...change.changedShards]));
+    cache.apply(
+      message(1n, true, {
+        coordinators: [coordinator('a', 1), coordinator('b', 2)],
+        coordinatorShards: [
+          { partition: 0, coordinatorId: 'a', shardEpoch: 1 },
+          { partition: 1, coordinatorId: 'b', shardEpoch: 1 },
+        ],
+      }),
+    );
+    expect(cache.coordinatorShardCount).toBe(2);
+    expect(cache.shardOwner(1)?.coordinatorId).toBe('b');
+    expect(cache.coordinatorEndpoint('b', 'grpc')).toEqual({ host: '127.0.0.1', port: 2 });
+    cache.apply(
+      message(2n, false, {
+        deletedCoordinators: ['b'],
+        coordinatorShards: [{ partition: 1, coordinatorId: '', shardEpoch: 2 }],
+      }),
+    );
+    expect(cache.shardOwner(1)).toBeUndefined();
+    expect(cache.coordinatorEndpoint('b', 'grpc')).toBeUndefined();
+    expect(cache.coordinatorShards.get(1)?.shardEpoch).toBe(2);
+    expect(changes).toEqual([[0, 1], [1]]);
+    cache.apply(message(3n, true, {}));
+    expect(cache.coordinators.size).toBe(0);
+    expect(cache.coordinatorShardCount).toBe(0);
+  });
 });

@@ -2,9 +2,16 @@
  * A follower's copy of the cluster metadata, built from the controller's WatchMetadata stream: a
  * snapshot replaces everything, a delta replaces the brokers and topics it names and removes the
  * deleted ones. Storage nodes, coordinators and gateways keep one each; nobody polls.
+ *
+ * It also follows the coordinators and which of them owns each __consumer_offsets partition
+ * (shard), so a gateway routes a group to its coordinator and a coordinator knows its shards.
  */
 import type { BrokerMetadata, PartitionMetadata, TopicMetadata } from './generated/spool/v1/common';
-import type { WatchMetadataResponse } from './generated/spool/v1/controller';
+import type {
+  CoordinatorMetadata,
+  CoordinatorShard,
+  WatchMetadataResponse,
+} from './generated/spool/v1/controller';
 
 export interface MetadataChange {
   readonly version: bigint;
@@ -13,11 +20,18 @@ export interface MetadataChange {
   readonly deletedTopics: readonly string[];
   readonly changedBrokers: readonly number[];
   readonly deletedBrokers: readonly number[];
+  /** Shards whose owner or epoch changed (all of them on a snapshot). */
+  readonly changedShards: readonly number[];
+  readonly changedCoordinators: readonly string[];
+  readonly deletedCoordinators: readonly string[];
 }
 
 export class ClusterMetadataCache {
   readonly brokers = new Map<number, BrokerMetadata>();
   readonly topics = new Map<string, TopicMetadata>();
+  readonly coordinators = new Map<string, CoordinatorMetadata>();
+  /** __consumer_offsets partition → its owner (empty when none) and shard epoch. */
+  readonly coordinatorShards = new Map<number, CoordinatorShard>();
   private versionValue = 0n;
   private controllerAddressValue = '';
   private readonly listeners = new Set<(change: MetadataChange) => void>();
@@ -36,11 +50,19 @@ export class ClusterMetadataCache {
     if (message.snapshot) {
       this.brokers.clear();
       this.topics.clear();
+      this.coordinators.clear();
+      this.coordinatorShards.clear();
     }
     for (const broker of message.brokers) this.brokers.set(broker.brokerId, broker);
     for (const topic of message.topics) this.topics.set(topic.name, topic);
     for (const name of message.deletedTopics) this.topics.delete(name);
     for (const brokerId of message.deletedBrokers) this.brokers.delete(brokerId);
+    for (const coordinator of message.coordinators)
+      this.coordinators.set(coordinator.coordinatorId, coordinator);
+    for (const coordinatorId of message.deletedCoordinators)
+      this.coordinators.delete(coordinatorId);
+    for (const shard of message.coordinatorShards)
+      this.coordinatorShards.set(shard.partition, shard);
     this.versionValue = message.metadataVersion;
     if (message.controllerAddress !== '') this.controllerAddressValue = message.controllerAddress;
     const change: MetadataChange = {
@@ -50,6 +72,9 @@ export class ClusterMetadataCache {
       deletedTopics: message.deletedTopics,
       changedBrokers: message.brokers.map((broker) => broker.brokerId),
       deletedBrokers: message.deletedBrokers,
+      changedShards: message.coordinatorShards.map((shard) => shard.partition),
+      changedCoordinators: message.coordinators.map((coordinator) => coordinator.coordinatorId),
+      deletedCoordinators: message.deletedCoordinators,
     };
     for (const listener of this.listeners) listener(change);
   }
@@ -68,6 +93,28 @@ export class ClusterMetadataCache {
   /** A topic config's effective value (the controller sends defaults too). */
   topicConfig(topic: string, name: string): string | undefined {
     return this.topics.get(topic)?.configs.find((entry) => entry.name === name)?.value;
+  }
+
+  /** How many shards the coordinators share: __consumer_offsets' partition count, 0 if unknown. */
+  get coordinatorShardCount(): number {
+    return this.coordinatorShards.size;
+  }
+
+  /** The coordinator that owns a shard, or undefined when none does (or it is not known yet). */
+  shardOwner(partition: number): CoordinatorShard | undefined {
+    const shard = this.coordinatorShards.get(partition);
+    return shard === undefined || shard.coordinatorId === '' ? undefined : shard;
+  }
+
+  /** The host and port of a coordinator's named listener, if it is known. */
+  coordinatorEndpoint(
+    coordinatorId: string,
+    name: string,
+  ): { host: string; port: number } | undefined {
+    const endpoint = this.coordinators
+      .get(coordinatorId)
+      ?.endpoints.find((candidate) => candidate.name === name);
+    return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
   }
 
   /** The host and port of a broker's named listener ("grpc", "data"), if it is known. */

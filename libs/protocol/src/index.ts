@@ -45,6 +45,8 @@ export {
   ControllerServiceService,
   CoordinatorHeartbeatRequest,
   CoordinatorHeartbeatResponse,
+  CoordinatorMetadata,
+  CoordinatorShard,
   CreatableTopic,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
@@ -268,3 +270,18 @@ export {
   installCrc32cImplementation,
 } from './record-batch/crc32c';
 export { splitRecordBatchPositions } from './record-batch/record-batch-append-validator';
+// Which __consumer_offsets partition (coordinator shard) holds a group, as Kafka computes it.
+export {
+  groupPartition,
+  javaStringHashCode,
+  consumerOffsetsTopic,
+  consumerOffsetsPartitionCountDefault,
+} from './group-partition';
+// The records of __consumer_offsets.
+export {
+  OffsetCommitValue,
+  OffsetRemoved,
+  OffsetsRecordKey,
+  OffsetsRecordValue,
+  ShardEpochMarker,
+} from './generated/spool/v1/offsets_topic';

@@ -37,17 +37,18 @@ export function holdSegmentFiles(log: Log): SegmentFiles {
   };
 }
 
+/** `fraction` draws where each sample reads, as a fraction of all the files' bytes, in [0, 1). */
 export function sampleFloorReads(
   files: SegmentFiles,
   count: number,
   distanceBytes: number,
-  random: () => number,
+  fraction: () => number,
 ): Float64Array {
   const header = Buffer.alloc(recordBatchHeaderSizeBytes);
   const totalBytes = files.sizeBytesCumulative.at(-1)!;
   const micros = new Float64Array(count);
   for (let index = 0; index < count; index++) {
-    const globalPosition = Math.floor(random() * totalBytes);
+    const globalPosition = Math.floor(fraction() * totalBytes);
     const fileIndex = files.sizeBytesCumulative.findIndex((end) => globalPosition < end);
     const fileStart = fileIndex === 0 ? 0 : files.sizeBytesCumulative[fileIndex - 1]!;
     const fileSizeBytes = files.sizeBytesCumulative[fileIndex]! - fileStart;

@@ -2,7 +2,8 @@
 //
 // Three measurements against the built package (dist/), each with wall time and CPU time:
 //   1. log.append against plain fs.writeSync of the same batches (write-throughput.ts);
-//   2. the latency of a read by offset in a small and a large log (read-latency.ts);
+//   2. the latency of a read by offset in a small and a large log, from the same hot set of
+//      bytes in both (the target) and from the whole of each (read-latency.ts);
 //   3. the fetch path over loopback TCP, sendfile against copy (transfer-throughput.ts).
 // Prints a table, and with --json a last line of JSON (bench-report.ts). Everything lives in one
 // temporary folder that is removed at the end, also after a failure or Ctrl-C.
@@ -57,7 +58,10 @@ async function main(): Promise<void> {
     const large = await buildLog(directory, 'large-log', pool, options.largeLogSizeBytes);
     logs.push(large);
 
-    progress(`reading ${options.readCount} random offsets of each log, twice over`);
+    progress(
+      `reading ${options.readCount} random offsets of each log three times: whole log in one ` +
+        `pass, then in rounds from the hot set and from the whole log`,
+    );
     const read = measureReadLatency(small.log, large.log, options.readCount);
 
     progress(`sending ${megabytes(options.transferSizeBytes)} per path over loopback TCP`);

@@ -16,11 +16,21 @@
  * checked by `sanityCheck`, and checked again on every lookup by the caller (offset-index.ts); a
  * prefix is a sound index, it only makes lookups past its last entry scan further.
  *
+ * In memory, each entry may take more room than in the file (`memoryStrideBytes`): the file's bytes
+ * first, then room for facts the owner keeps beside the entry and never writes (offset-index.ts
+ * keeps what it verified of the batch at each entry there, so a lookup finds both in one cache
+ * line). The file holds only the entries' own bytes, gathered for each write.
+ *
  * Interleaving: one writer (the log's append path holds the log); lookups are synchronous, read
  * the memory copy, and see every entry appended before them whether or not it reached the file.
  */
 import * as fs from 'node:fs';
-import { assert } from '@spool/common';
+import * as common from '@spool/common';
+
+// The append path calls assert for every batch; a named import compiles to a read through the
+// CommonJS re-export getter of the package's index module on every call, so it is read once here.
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 /** The in-memory copy starts small and doubles, so thousands of idle segments cost little. */
 const initialCapacityBytes = 4096;
@@ -31,6 +41,13 @@ const initialCapacityBytes = 4096;
  * grouped, a log of 16 KiB batches writes its offset index once per 8 MiB.
  */
 const pendingEntriesBytesMax = 4096;
+
+/**
+ * Where writePending gathers the file bytes of entries that take more room in memory: shared by
+ * every index, as each write is synchronous and done before the next. Larger writes (none are, as
+ * append writes at pendingEntriesBytesMax) allocate their own.
+ */
+const gatherScratch = Buffer.allocUnsafe(pendingEntriesBytesMax);
 
 export class IndexFile {
   private fd: number | undefined;
@@ -48,8 +65,11 @@ export class IndexFile {
     /** Kafka's segment.index.bytes: the most the file may hold; a full index rolls the segment. */
     readonly maxSizeBytes: number,
     options: { create: boolean },
+    /** Bytes an entry takes in memory: its file bytes, then room the owner fills. */
+    readonly memoryStrideBytes: number = entrySizeBytes,
   ) {
     assert(maxSizeBytes >= entrySizeBytes, 'an index must hold at least one entry');
+    assert(memoryStrideBytes >= entrySizeBytes, 'an entry must fit its memory stride');
     this.entries = Buffer.alloc(0);
     if (options.create) {
       this.fd = fs.openSync(path, 'w+');
@@ -73,7 +93,10 @@ export class IndexFile {
     return this.entryCount >= this.maxEntries;
   }
 
-  /** The entry bytes in memory; valid up to entryCount × entrySizeBytes. */
+  /**
+   * The entries in memory, entry i at i × memoryStrideBytes; valid up to entryCount entries. The
+   * owner may write only past each entry's first entrySizeBytes.
+   */
   get buffer(): Buffer {
     this.ensureLoaded();
     return this.entries;
@@ -89,20 +112,32 @@ export class IndexFile {
       fileSizeBytes - (fileSizeBytes % this.entrySizeBytes),
       this.maxSizeBytes,
     );
-    this.entries = Buffer.alloc(Math.max(initialCapacityBytes, usableBytes));
+    const fileBytes = Buffer.alloc(usableBytes);
     let readBytes = 0;
     while (readBytes < usableBytes) {
-      const count = fs.readSync(
-        this.fd,
-        this.entries,
-        readBytes,
-        usableBytes - readBytes,
-        readBytes,
-      );
+      const count = fs.readSync(this.fd, fileBytes, readBytes, usableBytes - readBytes, readBytes);
       if (count === 0) break;
       readBytes += count;
     }
     this.entryCountValue = Math.floor(readBytes / this.entrySizeBytes);
+    if (this.memoryStrideBytes === this.entrySizeBytes) {
+      this.entries = Buffer.alloc(Math.max(initialCapacityBytes, usableBytes));
+      fileBytes.copy(this.entries, 0, 0, readBytes);
+    } else {
+      this.entries = Buffer.alloc(
+        Math.max(initialCapacityBytes, this.entryCountValue * this.memoryStrideBytes),
+      );
+      // Byte by byte: a copy call per entry costs more than the bytes (and a segment's index
+      // can hold a million entries).
+      const entries = this.entries;
+      let from = 0;
+      for (let index = 0; index < this.entryCountValue; index++) {
+        const to = index * this.memoryStrideBytes;
+        for (let offset = 0; offset < this.entrySizeBytes; offset++) {
+          entries[to + offset] = fileBytes[from++]!;
+        }
+      }
+    }
     this.fileEntryCount = this.entryCountValue;
     if (fileSizeBytes !== this.entryCountValue * this.entrySizeBytes) {
       fs.ftruncateSync(this.fd, this.entryCountValue * this.entrySizeBytes);
@@ -110,19 +145,31 @@ export class IndexFile {
   }
 
   append(entry: Buffer): void {
-    this.ensureLoaded();
     assert(entry.length === this.entrySizeBytes, 'index entry has the wrong size');
+    entry.copy(this.entries, this.reserveEntry());
+    this.writePendingWhenDue();
+  }
+
+  /**
+   * Adds an entry at the end and returns where it starts in `buffer`, for the caller to fill
+   * before anything else uses the index, then to call writePendingWhenDue.
+   */
+  reserveEntry(): number {
+    this.ensureLoaded();
     assert(!this.isFull, 'append to a full index');
-    const position = this.entryCountValue * this.entrySizeBytes;
-    if (position + this.entrySizeBytes > this.entries.length) {
-      const grown = Buffer.alloc(
-        Math.min(this.entries.length * 2, this.maxSizeBytes + this.entrySizeBytes),
-      );
+    const stride = this.memoryStrideBytes;
+    const position = this.entryCountValue * stride;
+    if (position + stride > this.entries.length) {
+      const grown = Buffer.alloc(Math.min(this.entries.length * 2, (this.maxEntries + 1) * stride));
       this.entries.copy(grown, 0, 0, position);
       this.entries = grown;
     }
-    entry.copy(this.entries, position);
     this.entryCountValue++;
+    return position;
+  }
+
+  /** Writes the pending entries once they fill pendingEntriesBytesMax. */
+  writePendingWhenDue(): void {
     if (
       (this.entryCountValue - this.fileEntryCount) * this.entrySizeBytes >=
       pendingEntriesBytesMax
@@ -134,19 +181,38 @@ export class IndexFile {
   /** Writes the entries that are only in memory to the file, in one positional write. */
   writePending(): void {
     if (!this.loaded || this.fileEntryCount === this.entryCountValue) return;
-    const start = this.fileEntryCount * this.entrySizeBytes;
-    const end = this.entryCountValue * this.entrySizeBytes;
+    const firstEntry = this.fileEntryCount;
+    const entryCount = this.entryCountValue - firstEntry;
     this.fileEntryCount = this.entryCountValue;
     if (this.fileBroken) return;
+    const filePosition = firstEntry * this.entrySizeBytes;
+    let bytes: Buffer;
+    if (this.memoryStrideBytes === this.entrySizeBytes) {
+      bytes = this.entries.subarray(filePosition, filePosition + entryCount * this.entrySizeBytes);
+    } else {
+      const sizeBytes = entryCount * this.entrySizeBytes;
+      bytes =
+        sizeBytes <= gatherScratch.length
+          ? gatherScratch.subarray(0, sizeBytes)
+          : Buffer.allocUnsafe(sizeBytes);
+      const entries = this.entries;
+      let to = 0;
+      for (let index = 0; index < entryCount; index++) {
+        const from = (firstEntry + index) * this.memoryStrideBytes;
+        for (let offset = 0; offset < this.entrySizeBytes; offset++) {
+          bytes[to++] = entries[from + offset]!;
+        }
+      }
+    }
     try {
       let written = 0;
-      while (start + written < end) {
+      while (written < bytes.length) {
         written += fs.writeSync(
           this.fd!,
-          this.entries,
-          start + written,
-          end - start - written,
-          start + written,
+          bytes,
+          written,
+          bytes.length - written,
+          filePosition + written,
         );
       }
     } catch {

@@ -14,7 +14,9 @@
  * the start, checks framing, CRC and offsets, truncates the file at the first batch that fails,
  * and rebuilds both indexes from what survived. A segment that is not recovered (it lies before
  * the log's recovery point) is trusted, but its indexes are sanity-checked when loaded and every
- * index entry is verified against the batch header it points at before it is used.
+ * index entry is verified against the batch header it points at before it is first used; the
+ * offset index remembers what the check found (offset-index.ts), as it does for the entries of
+ * batches appended in this process, so reads need no header reads to find their batches.
  *
  * Interleaving: all methods are synchronous except `flush`, so a segment is never observed half
  * way through an append or a truncation. `flush` holds a reference to the file.
@@ -49,13 +51,17 @@ const {
 // An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
 const assert: typeof common.assert = common.assert;
 
-/** What the log needs to know of a batch, read from its header without decoding records. */
-export interface BatchInfo {
+/** Where a batch lies and which offsets it holds: what a read needs to know of it. */
+export interface BatchBounds {
   readonly baseOffset: bigint;
   readonly lastOffset: bigint;
   /** Where the batch starts: in the segment file, or in an append's buffer. */
   readonly position: number;
   readonly sizeBytes: number;
+}
+
+/** What the log needs to know of a batch, read from its header without decoding records. */
+export interface BatchInfo extends BatchBounds {
   readonly maxTimestampMs: number;
   readonly partitionLeaderEpoch: number;
 }
@@ -114,6 +120,11 @@ export class LogSegment {
   offsetOfMaxTimestamp: bigint;
   /** The first batch's max timestamp, read lazily after an open; for `segment.ms` rolls. */
   private firstBatchTimestampMs: number | undefined;
+  /**
+   * The batch at position 0, which has no index entry: known from its append or recovery, or
+   * read once after an open. Undefined while unknown or the segment is empty.
+   */
+  private firstBatch: BatchBounds | undefined;
   /** When this process created or opened the segment: the age of a segment without timestamps. */
   createdAtMs = Date.now();
   private bytesSinceLastIndexEntry = 0;
@@ -174,7 +185,8 @@ export class LogSegment {
     const last = this.offsetIndex.lastEntry();
     if (
       problem !== undefined ||
-      (last !== undefined && this.readBatchAt(last.position)?.baseOffset !== last.offset)
+      (last !== undefined &&
+        this.verifiedBatchAtEntry(this.offsetIndex.entryCount - 1) === undefined)
     ) {
       this.rebuildIndexes();
       return { indexesRebuilt: true };
@@ -238,8 +250,12 @@ export class LogSegment {
   /** Tracks a batch that starts at `position` in the file, with index entries by the interval. */
   private indexBatch(batch: BatchInfo, position: number): void {
     this.trackBatch(batch);
+    if (position === 0) {
+      const { baseOffset, lastOffset, sizeBytes } = batch;
+      this.firstBatch = { baseOffset, lastOffset, position, sizeBytes };
+    }
     if (this.bytesSinceLastIndexEntry > this.config.indexIntervalBytes) {
-      this.offsetIndex.append(batch.baseOffset, position);
+      this.offsetIndex.append(batch.baseOffset, position, batch);
       this.timeIndex.maybeAppend(this.maxTimestampMs, this.offsetOfMaxTimestamp);
       this.bytesSinceLastIndexEntry = 0;
     }
@@ -295,31 +311,73 @@ export class LogSegment {
     if (batchLength < recordBatchHeaderSizeBytes - 12 || position + sizeBytes > this.sizeBytes) {
       throw this.corruption(position, `batch length ${batchLength} runs past the segment's end`);
     }
+    // The offset index may remember this batch: its last offset must not lie below its base.
+    if (headerScratch.readInt32BE(lastOffsetDeltaPosition) < 0) {
+      throw this.corruption(position, 'negative last offset delta');
+    }
     return batchInfoFromHeader(headerScratch, 0, position, headerScratch.readBigInt64BE(0));
   }
 
   /**
    * The first batch whose last offset is ≥ `offset` (the batch holding it, or the next one), or
-   * undefined when the segment ends before it. Uses the offset index, verifying the entry.
+   * undefined when the segment ends before it. Starts at the index entry at or below `offset`
+   * and steps batch by batch; a step to a verified entry's batch reads nothing from the file.
    */
-  translateOffset(offset: bigint): BatchInfo | undefined {
-    let entry = this.offsetIndex.lookup(offset);
-    // The header at the entry is read once: it verifies the entry and starts the scan.
-    let batch = this.readBatchAt(entry.position);
-    if (entry.position > 0 && batch?.baseOffset !== entry.offset) {
-      this.rebuildIndexes();
-      entry = this.offsetIndex.lookup(offset);
-      batch = this.readBatchAt(entry.position);
-    }
-    while (batch !== undefined && batch.lastOffset < offset) {
-      batch = this.readBatchAt(batch.position + batch.sizeBytes);
-    }
+  translateOffset(offset: bigint): BatchBounds | undefined {
+    if (offset >= this.nextOffset) return undefined;
+    let batch = this.verifiedBatchAtEntry(this.offsetIndex.entryAtMostOffset(offset));
+    // A failed verification rebuilt the indexes from the log: the lookup is sound the second time.
+    batch ??= this.verifiedBatchAtEntry(this.offsetIndex.entryAtMostOffset(offset));
+    while (batch !== undefined && batch.lastOffset < offset) batch = this.batchAfter(batch);
     return batch;
   }
 
   /** Where the batch holding `offset` (or the next one) starts; the segment size past the end. */
   positionOf(offset: bigint): number {
     return this.translateOffset(offset)?.position ?? this.sizeBytes;
+  }
+
+  /**
+   * The batch at index entry `entry` (-1: the segment's first batch), from what the index knows
+   * of it, or read from its header and checked against the entry, once. When the check fails the
+   * index is wrong: it is rebuilt from the log and undefined returned, for the caller to look up
+   * again. Undefined too for an empty segment.
+   */
+  private verifiedBatchAtEntry(entry: number): BatchBounds | undefined {
+    if (entry < 0) {
+      if (this.firstBatch === undefined && !this.isEmpty) {
+        const { baseOffset, lastOffset, position, sizeBytes } = this.readBatchAt(0)!;
+        this.firstBatch = { baseOffset, lastOffset, position, sizeBytes };
+      }
+      return this.firstBatch;
+    }
+    const index = this.offsetIndex;
+    const position = index.positionAt(entry);
+    const entryOffset = this.baseOffset + BigInt(index.relativeOffsetAt(entry));
+    const sizeBytes = index.verifiedSizeBytesAt(entry);
+    if (sizeBytes > 0) {
+      const lastOffset = entryOffset + BigInt(index.verifiedLastOffsetDeltaAt(entry));
+      return { baseOffset: entryOffset, lastOffset, position, sizeBytes };
+    }
+    const batch = this.readBatchAt(position);
+    if (batch === undefined || batch.baseOffset !== entryOffset) {
+      this.rebuildIndexes();
+      return undefined;
+    }
+    index.markVerified(entry, Number(batch.lastOffset - entryOffset), batch.sizeBytes);
+    return batch;
+  }
+
+  /** The batch right after `batch`, undefined at the end of the segment. */
+  private batchAfter(batch: BatchBounds): BatchBounds | undefined {
+    const position = batch.position + batch.sizeBytes;
+    if (position >= this.sizeBytes) return undefined;
+    const entry = this.offsetIndex.entryAtMostPosition(position);
+    if (entry >= 0 && this.offsetIndex.positionAt(entry) === position) {
+      // An entry that fails its check was rebuilt away; the position is still a batch boundary.
+      return this.verifiedBatchAtEntry(entry) ?? this.readBatchAt(position);
+    }
+    return this.readBatchAt(position);
   }
 
   /**
@@ -340,30 +398,37 @@ export class LogSegment {
     if (limit >= maxPosition) {
       end = maxPosition;
     } else {
-      // Jump close to the limit with the index, then walk whole batches up to it. A header
-      // already read (the start batch, or the one verifying the entry) is not read again.
-      const entry = this.offsetIndex.lookupByPosition(limit);
-      end = start.position;
-      let batch: BatchInfo | undefined = start;
-      if (entry.position > start.position) {
-        const atEntry = this.readBatchAt(entry.position);
-        if (atEntry?.baseOffset === entry.offset) {
-          end = entry.position;
-          batch = atEntry;
-        }
-      }
-      while (
-        batch !== undefined &&
-        end + batch.sizeBytes <= limit &&
-        end + batch.sizeBytes <= maxPosition
-      ) {
-        end += batch.sizeBytes;
-        batch = this.readBatchAt(end);
-      }
+      end = this.lastBoundaryAtMost(limit, start);
       if (end === start.position && minOneBatch) end = start.position + start.sizeBytes;
     }
     if (end === start.position) return undefined;
     return { position: start.position, sizeBytes: end - start.position };
+  }
+
+  /**
+   * The last batch boundary at or below `limit` (which lies inside the segment), counting from
+   * the batch `start`:
+   *
+   *   1. Jump to the last index entry at or below the limit, when it lies past `start`; its batch
+   *      is known from the index, and the next entry's lies past the limit.
+   *   2. Walk whole batches up to the limit. With an entry per batch (batches at least
+   *      index.interval.bytes) the first step already fails and nothing is read from the file;
+   *      smaller batches between two entries are read header by header.
+   */
+  private lastBoundaryAtMost(limit: number, start: BatchBounds): number {
+    // 1.
+    let batch: BatchBounds | undefined = start;
+    const entry = this.offsetIndex.entryAtMostPosition(limit);
+    if (entry >= 0 && this.offsetIndex.positionAt(entry) > start.position) {
+      batch = this.verifiedBatchAtEntry(entry) ?? start;
+    }
+    // 2.
+    let end = batch.position;
+    while (batch !== undefined && end + batch.sizeBytes <= limit) {
+      end += batch.sizeBytes;
+      batch = this.batchAfter(batch);
+    }
+    return end;
   }
 
   /** A slice of this segment's file that holds a reference until released. */
@@ -466,6 +531,7 @@ export class LogSegment {
   }
 
   private resetIndexState(): void {
+    this.firstBatch = undefined;
     this.offsetIndex.reset();
     this.timeIndex.reset();
     this.nextOffset = this.baseOffset;
@@ -492,6 +558,7 @@ export class LogSegment {
     this.offsetOfMaxTimestamp = this.baseOffset;
     this.loadTrusted();
     this.firstBatchTimestampMs = undefined;
+    if (this.isEmpty) this.firstBatch = undefined;
     return bytesTruncated;
   }
 

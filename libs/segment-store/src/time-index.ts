@@ -11,11 +11,16 @@
  *
  * Crash story and interleaving: see index-file.ts.
  */
-import { assert } from '@spool/common';
+import * as common from '@spool/common';
 import { IndexFile } from './index-file';
 import { readInt64AsNumber, writeInt64FromNumber } from './int64-fields';
 
 export const timeIndexEntrySizeBytes = 12;
+
+// The append path may call assert for every batch; a named import compiles to a read through the
+// CommonJS re-export getter of the package's index module on every call, so it is read once here.
+// An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
+const assert: typeof common.assert = common.assert;
 
 export interface TimestampOffset {
   readonly timestampMs: number;

@@ -9,6 +9,10 @@ import {
   type ConsumeRequest,
   type ConsumeResponse,
   incrementSequence,
+  type ConsumerGroupHeartbeatRequest,
+  type OffsetCommitRequest,
+  type OffsetFetchRequest,
+  type ResetOffsetsRequest,
   type FetchPartition,
   type FetchedPartition,
   type InitProducerIdRequest,
@@ -19,6 +23,7 @@ import {
   type RecordInput,
   type TopicMetadata,
 } from '@spool/protocol';
+import { FakeCoordinator, type FakeLogView } from './fake-coordinator';
 
 /**
  * A test double of the gateway for the SDK's unit tests: a real grpc-js server on 127.0.0.1,
@@ -26,7 +31,10 @@ import {
  * Consume with credit, DescribeTopics, ListTopics, ListOffsets, CreateTopics, DeleteTopics) as
  * the proto contract describes them, and records what it saw: every Produce request, how often
  * topics were described, and per Consume stream the credit granted and the bytes sent. Hooks
- * inject errors and hold Produce answers back. It is not the gateway: no routing, no replication.
+ * inject errors and hold Produce answers back. The group calls (ConsumerGroupHeartbeat,
+ * OffsetCommit, OffsetFetch, ListGroups, DescribeGroup, DeleteGroup, ResetOffsets) go to an
+ * in-memory coordinator (`coordinator`, see fake-coordinator.ts) that reads these logs. It is not
+ * the gateway: no routing, no replication.
  *
  * Idempotent producers: InitProducerId hands out ids from 1000 (epoch + 1 for a known id), and
  * each partition checks producer epochs and sequences as a leader does (the last five batches
@@ -68,6 +76,7 @@ export type ProduceErrorHook = (
 export class FakeGateway {
   readonly produceRequests: ProduceRequest[] = [];
   readonly consumeStreams: ConsumeStreamRecord[] = [];
+  readonly coordinator: FakeCoordinator;
   describeTopicsCalls = 0;
   /** Returns an error to answer for a partition's batch instead of appending it. */
   produceErrorHook: ProduceErrorHook | undefined;
@@ -91,7 +100,32 @@ export class FakeGateway {
   private constructor(
     private readonly server: grpc.Server,
     readonly address: string,
-  ) {}
+  ) {
+    this.coordinator = new FakeCoordinator(this.logView());
+  }
+
+  /** What the coordinator reads of the logs: partition counts, offsets, timestamps. */
+  private logView(): FakeLogView {
+    return {
+      partitionCount: (topic) => this.topics.get(topic)?.length,
+      topicNames: () => [...this.topics.keys()],
+      logStartOffset: (topic, partition) => this.logOf(topic, partition)?.logStartOffset ?? -1n,
+      highWatermark: (topic, partition) => this.logOf(topic, partition)?.nextOffset ?? -1n,
+      offsetForTimestamp: (topic, partition, timestampMs) =>
+        this.offsetForTimestamp(topic, partition, timestampMs),
+    };
+  }
+
+  /** The first batch whose max timestamp reaches `timestampMs` (batch granularity); -1n. */
+  private offsetForTimestamp(topic: string, partition: number, timestampMs: bigint): bigint {
+    const log = this.logOf(topic, partition);
+    for (const batch of log?.batches ?? []) {
+      if (new RecordBatchHeader(batch.bytes, 0).maxTimestampMs >= timestampMs) {
+        return batch.baseOffset < log!.logStartOffset ? log!.logStartOffset : batch.baseOffset;
+      }
+    }
+    return -1n;
+  }
 
   static async start(topics: Readonly<Record<string, number>> = {}): Promise<FakeGateway> {
     const server = new grpc.Server();
@@ -239,17 +273,36 @@ export class FakeGateway {
       }),
       listTopics: unary(() => ({ names: [...this.topics.keys()] })),
       listOffsets: unary(
-        (request: { partitions: { topic: string; partition: number; spec: OffsetSpec }[] }) => ({
-          results: request.partitions.map(({ topic, partition, spec }) => {
+        (request: {
+          partitions: { topic: string; partition: number; spec: OffsetSpec; timestampMs: bigint }[];
+        }) => ({
+          results: request.partitions.map(({ topic, partition, spec, timestampMs }) => {
             const log = this.logOf(topic, partition);
             const base = { topic, partition, timestampMs: -1n, leaderEpoch: 0 };
             if (log === undefined) return { ...base, error: unknownTopic(topic), offset: -1n };
             const offset =
-              spec === OffsetSpec.OFFSET_SPEC_EARLIEST ? log.logStartOffset : log.nextOffset;
+              spec === OffsetSpec.OFFSET_SPEC_EARLIEST
+                ? log.logStartOffset
+                : spec === OffsetSpec.OFFSET_SPEC_TIMESTAMP
+                  ? this.offsetForTimestamp(topic, partition, timestampMs)
+                  : log.nextOffset;
             return { ...base, error: undefined, offset };
           }),
         }),
       ),
+      consumerGroupHeartbeat: unary((request: ConsumerGroupHeartbeatRequest) =>
+        this.coordinator.heartbeat(request),
+      ),
+      offsetCommit: unary((request: OffsetCommitRequest) => this.coordinator.offsetCommit(request)),
+      offsetFetch: unary((request: OffsetFetchRequest) => this.coordinator.offsetFetch(request)),
+      listGroups: unary(() => this.coordinator.listGroups()),
+      describeGroup: unary((request: { groupId: string }) =>
+        this.coordinator.describeGroup(request.groupId),
+      ),
+      deleteGroup: unary((request: { groupId: string }) =>
+        this.coordinator.deleteGroup(request.groupId),
+      ),
+      resetOffsets: unary((request: ResetOffsetsRequest) => this.coordinator.resetOffsets(request)),
       createTopics: unary((request: { topics: { name: string; numPartitions: number }[] }) => ({
         results: request.topics.map(({ name, numPartitions }) => {
           if (this.topics.has(name)) {

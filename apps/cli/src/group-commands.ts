@@ -1,0 +1,205 @@
+import type { Admin, GroupDescription, GroupListing } from '@spool/client';
+import { UsageError } from './cli-errors';
+import {
+  connectSpool,
+  parseCommandArgs,
+  requirePositionals,
+  type OptionSpecs,
+  type ParsedCommand,
+} from './cli-options';
+import type { CommandContext } from './commands';
+import {
+  formatResetPlan,
+  parseResetArgs,
+  planOffsetReset,
+  resetOffsetsOptions,
+  resetOffsetsUsage,
+} from './group-reset-offsets';
+import { formatTable, toJsonDocument } from './output';
+
+/**
+ * `spool group list|describe|delete|reset-offsets`: the admin client's consumer group calls, as
+ * kafka-consumer-groups offers them. `describe` shows per partition the committed offset, the
+ * high watermark and the lag (high watermark minus committed offset), and which member owns it;
+ * `reset-offsets` is a dry run that prints the plan unless --execute is given.
+ *
+ * JSON (--json) keeps offsets exact as decimal strings, as every spool command does; an offset
+ * the group never committed is null.
+ */
+interface GroupSubcommand {
+  readonly usage: string;
+  readonly options: OptionSpecs;
+  readonly run: (admin: Admin, parsed: ParsedCommand, context: CommandContext) => Promise<number>;
+}
+
+const subcommands: Readonly<Record<string, GroupSubcommand>> = {
+  list: {
+    usage: 'spool group list',
+    options: {},
+    run: async (admin, parsed, context) => {
+      requirePositionals(parsed.positionals, [], subcommands.list!.usage);
+      const { groups } = await admin.listGroups();
+      write(context, parsed, { groups }, formatGroupList(groups));
+      return 0;
+    },
+  },
+  describe: {
+    usage: 'spool group describe GROUP',
+    options: {},
+    run: async (admin, parsed, context) => {
+      const [groupId] = requirePositionals(
+        parsed.positionals,
+        ['GROUP'],
+        subcommands.describe!.usage,
+      );
+      const description = await admin.describeGroup(groupId!);
+      write(context, parsed, toGroupJson(description), formatGroupDescription(description));
+      return 0;
+    },
+  },
+  delete: {
+    usage: 'spool group delete GROUP',
+    options: {},
+    run: async (admin, parsed, context) => {
+      const [groupId] = requirePositionals(
+        parsed.positionals,
+        ['GROUP'],
+        subcommands.delete!.usage,
+      );
+      await admin.deleteGroup(groupId!);
+      write(context, parsed, { groupId, deleted: true }, `deleted group ${groupId}\n`);
+      return 0;
+    },
+  },
+  'reset-offsets': {
+    usage: resetOffsetsUsage,
+    options: resetOffsetsOptions,
+    run: async (admin, parsed, context) => {
+      const settings = parseResetArgs(parsed);
+      const plan = await planOffsetReset(admin, settings);
+      if (settings.execute) {
+        const applied = await admin.resetOffsets(settings.groupId, {
+          strategy: settings.strategy,
+          ...(settings.timestampMs === undefined ? {} : { timestampMs: settings.timestampMs }),
+          ...(settings.offset === undefined ? {} : { offset: settings.offset }),
+          partitions: plan.partitions.map(({ topic, partition }) => ({ topic, partition })),
+        });
+        const executed = {
+          ...plan,
+          partitions: plan.partitions.map((row) => ({
+            ...row,
+            newOffset:
+              applied.find(
+                (offset) => offset.topic === row.topic && offset.partition === row.partition,
+              )?.offset ?? row.newOffset,
+          })),
+        };
+        write(context, parsed, { ...executed, executed: true }, formatResetPlan(executed, true));
+        return 0;
+      }
+      write(context, parsed, { ...plan, executed: false }, formatResetPlan(plan, false));
+      return 0;
+    },
+  },
+};
+
+export const groupUsage = `usage:\n${Object.values(subcommands)
+  .map((subcommand) => `  ${subcommand.usage}`)
+  .join('\n')}\n`;
+
+/** Runs `spool group <subcommand> ...`; resolves with the exit code or throws to be reported. */
+export async function runGroupCommand(context: CommandContext): Promise<number> {
+  const [name, ...argv] = context.argv;
+  const subcommand = name === undefined ? undefined : subcommands[name];
+  if (subcommand === undefined) {
+    throw new UsageError(
+      name === undefined
+        ? `group needs a subcommand: ${Object.keys(subcommands).join(', ')}`
+        : `unknown group subcommand "${name}": expected ${Object.keys(subcommands).join(', ')}`,
+    );
+  }
+  const parsed = parseCommandArgs(argv, subcommand.options, context.env ?? process.env);
+  const admin = connectSpool(parsed.global).admin();
+  try {
+    return await subcommand.run(admin, parsed, context);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export function formatGroupList(groups: readonly GroupListing[]): string {
+  if (groups.length === 0) return 'no consumer groups\n';
+  return formatTable(
+    ['GROUP', 'STATE'],
+    groups.map((group) => [group.groupId, group.state]),
+  );
+}
+
+/** The document `spool group describe --json` prints. */
+export function toGroupJson(description: GroupDescription): unknown {
+  return {
+    groupId: description.groupId,
+    state: description.state,
+    groupEpoch: description.groupEpoch,
+    members: description.members.map((member) => ({
+      memberId: member.memberId,
+      instanceId: member.instanceId === '' ? null : member.instanceId,
+      memberEpoch: member.memberEpoch,
+      assignment: member.assignment.map(({ topic, partition }) => ({ topic, partition })),
+    })),
+    partitions: description.partitions.map((row) => ({
+      topic: row.topic,
+      partition: row.partition,
+      committedOffset: row.committedOffset < 0n ? null : row.committedOffset,
+      highWatermark: row.highWatermark,
+      lag: row.lag,
+    })),
+  };
+}
+
+/** A header line, the partitions with lag and owner (as kafka-consumer-groups), the members. */
+export function formatGroupDescription(description: GroupDescription): string {
+  const owners = new Map<string, string>();
+  for (const member of description.members) {
+    for (const { topic, partition } of member.assignment) {
+      owners.set(`${topic}\u0000${partition}`, member.memberId);
+    }
+  }
+  const lagTotal = description.partitions.reduce((sum, row) => sum + row.lag, 0n);
+  const header =
+    `group ${description.groupId}  state ${description.state}  epoch ${description.groupEpoch}` +
+    `  members ${description.members.length}  lag ${lagTotal}\n`;
+  const partitions =
+    description.partitions.length === 0
+      ? 'no partitions: the group has no committed offsets and no assignment\n'
+      : formatTable(
+          ['TOPIC', 'PARTITION', 'COMMITTED-OFFSET', 'HIGH-WATERMARK', 'LAG', 'MEMBER'],
+          description.partitions.map((row) => [
+            row.topic,
+            row.partition,
+            row.committedOffset < 0n ? '-' : row.committedOffset.toString(),
+            row.highWatermark.toString(),
+            row.lag.toString(),
+            owners.get(`${row.topic}\u0000${row.partition}`) ?? '-',
+          ]),
+        );
+  const members =
+    description.members.length === 0
+      ? ''
+      : `\n${formatTable(
+          ['MEMBER', 'INSTANCE', 'EPOCH', 'PARTITIONS'],
+          description.members.map((member) => [
+            member.memberId,
+            member.instanceId === '' ? '-' : member.instanceId,
+            member.memberEpoch,
+            member.assignment.length === 0
+              ? '-'
+              : member.assignment.map(({ topic, partition }) => `${topic}[${partition}]`).join(','),
+          ]),
+        )}`;
+  return `${header}${partitions}${members}`;
+}
+
+function write(context: CommandContext, parsed: ParsedCommand, json: unknown, text: string): void {
+  context.stdout.write(parsed.global.json ? toJsonDocument(json) : text);
+}

@@ -1,0 +1,163 @@
+// Proves the controller's coordinator registry end to end over gRPC, in-process on the local
+// metadata backend: coordinators register by heartbeating and share the 50 shards; a second
+// coordinator takes half and only half; one shutting down hands its shards off at once with
+// bumped shard epochs; a silent one is removed after its session; WatchMetadata publishes
+// coordinators and shards; epochs survive a controller restart; "__" topic names are refused.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { callOnce, createGrpcClient, type RunningService } from '@spool/common';
+import {
+  ControllerServiceClient,
+  type CoordinatorShard,
+  type WatchMetadataResponse,
+} from '@spool/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startController } from './controller-service';
+
+const journal = (): string =>
+  path.join(mkdtempSync(path.join(tmpdir(), 'spool-coordinators-')), 'metadata.journal');
+
+async function start(metadataPath: string): Promise<RunningService> {
+  return startController({
+    argv: [
+      '--grpc-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--log-level',
+      'silent',
+      '--metadata-path',
+      metadataPath,
+      '--coordinator-session-timeout-ms',
+      '600',
+    ],
+    env: {},
+    handleSignals: false,
+  });
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('coordinator registry', () => {
+  const services: RunningService[] = [];
+  const clients: ControllerServiceClient[] = [];
+  afterEach(async () => {
+    for (const client of clients.splice(0)) client.close();
+    for (const service of services.splice(0)) await service.stop();
+  });
+
+  async function controller(metadataPath: string) {
+    const service = await start(metadataPath);
+    services.push(service);
+    const client = createGrpcClient(ControllerServiceClient, `127.0.0.1:${service.grpcPort}`);
+    clients.push(client);
+    const heartbeat = (coordinatorId: string, incarnationId: string, shuttingDown = false) =>
+      until(() =>
+        callOnce(client, client.coordinatorHeartbeat, {
+          coordinatorId,
+          endpoints: [{ name: 'grpc', host: '127.0.0.1', port: 1000 + coordinatorId.length }],
+          incarnationId,
+          shuttingDown,
+        }),
+      );
+    return { service, client, heartbeat };
+  }
+
+  it('shares shards, hands them off on shutdown and session expiry, and publishes them', async () => {
+    const metadataPath = journal();
+    const { client, heartbeat } = await controller(metadataPath);
+    const first = await heartbeat('a', 'a-1');
+    expect(first.shards).toHaveLength(50);
+    expect(first.shards.every((shard) => shard.shardEpoch === 1)).toBe(true);
+    expect(first.heartbeatIntervalMs).toBe(150);
+
+    const second = await heartbeat('bb', 'bb-1');
+    expect(second.shards).toHaveLength(25);
+    expect(second.shards.every((shard) => shard.shardEpoch === 2)).toBe(true);
+    const firstAgain = await heartbeat('a', 'a-1');
+    expect(firstAgain.shards).toHaveLength(25);
+
+    const messages: WatchMetadataResponse[] = [];
+    const stream = client.watchMetadata({ fromVersion: 0n });
+    stream.on('data', (message: WatchMetadataResponse) => messages.push(message));
+    stream.on('error', () => {});
+    const snapshot = await until(async () => messages[0]);
+    expect(snapshot.coordinators.map((coordinator) => coordinator.coordinatorId)).toEqual([
+      'a',
+      'bb',
+    ]);
+    expect(snapshot.coordinatorShards).toHaveLength(50);
+
+    // Shutting down: b's shards go to a at once, at the next epoch.
+    expect((await heartbeat('bb', 'bb-1', true)).shards).toEqual([]);
+    const delta = await until(async () =>
+      messages.find((message) => message.deletedCoordinators.includes('bb')),
+    );
+    expect(delta.coordinatorShards).toHaveLength(25);
+    expect(
+      delta.coordinatorShards.every(
+        (shard: CoordinatorShard) => shard.coordinatorId === 'a' && shard.shardEpoch === 3,
+      ),
+    ).toBe(true);
+    stream.cancel();
+    const epochsBefore = new Map(
+      [...snapshot.coordinatorShards, ...delta.coordinatorShards].map((shard) => [
+        shard.partition,
+        shard.shardEpoch,
+      ]),
+    );
+
+    // Silence: a's session (600 ms) ends and every shard is left unowned, epochs bumped.
+    const orphaned = await until(async () => {
+      const described = await callOnce(client, client.coordinatorHeartbeat, {
+        coordinatorId: 'c',
+        endpoints: [{ name: 'grpc', host: '127.0.0.1', port: 1003 }],
+        incarnationId: 'c-1',
+        shuttingDown: false,
+      });
+      return described.shards.length === 50 ? described : undefined;
+    });
+    // Every shard changed owner since (a to c, or a gone), so every epoch grew.
+    for (const shard of orphaned.shards)
+      expect(shard.shardEpoch).toBeGreaterThan(epochsBefore.get(shard.partition)!);
+  });
+
+  it('keeps shard epochs across a controller restart and refuses "__" topic names', async () => {
+    const metadataPath = journal();
+    const before = await controller(metadataPath);
+    await before.heartbeat('a', 'a-1');
+    await before.heartbeat('bb', 'bb-1');
+    await before.heartbeat('bb', 'bb-2'); // a restart: b's shards get new epochs
+    const epochs = new Map(
+      (await before.heartbeat('bb', 'bb-2')).shards.map((shard) => [
+        shard.partition,
+        shard.shardEpoch,
+      ]),
+    );
+    expect([...epochs.values()].every((epoch) => epoch === 3)).toBe(true);
+    const refused = await callOnce(before.client, before.client.createTopics, {
+      topics: [{ name: '__consumer_offsets', numPartitions: 1, replicationFactor: 1, configs: [] }],
+      validateOnly: false,
+    });
+    expect(refused.results[0]!.error?.code).toBe('INVALID_TOPIC_EXCEPTION');
+    await services.pop()!.stop();
+
+    const after = await controller(metadataPath);
+    const again = await after.heartbeat('bb', 'bb-3');
+    for (const shard of again.shards)
+      expect(shard.shardEpoch).toBeGreaterThan(epochs.get(shard.partition) ?? 0);
+  });
+});

@@ -1,0 +1,213 @@
+/**
+ * The coordinator's link to the active controller: a CoordinatorHeartbeat loop that registers
+ * this process (its id, endpoints and a new incarnation per start) and learns which
+ * __consumer_offsets shards it owns, and a WatchMetadata stream into the metadata cache (topics
+ * for assignments, partition leaders for reads and writes, other coordinators' shards). Both go
+ * through one LeaderChannel that follows NOT_CONTROLLER to the active controller.
+ *
+ * A coordinator that cannot reach any controller for a whole session must assume the controller
+ * already gave its shards to others, so it reports an empty ownership then and stops serving:
+ * two coordinators never knowingly serve one group.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  LeaderChannel,
+  StreamFollower,
+  callOnce,
+  createGrpcClient,
+  type Logger,
+} from '@spool/common';
+import {
+  ClusterMetadataCache,
+  ControllerServiceClient,
+  type CoordinatorShard,
+  type Endpoint,
+  type TopicMetadata,
+  type WatchMetadataResponse,
+} from '@spool/protocol';
+import { CoordinatorError } from './coordinator-errors';
+
+/** A controller call gives up after this, so a dead controller cannot hang a step. */
+const controllerCallDeadlineMs = 5_000;
+/** Attempts of one call over the controller addresses, NOT_CONTROLLER redirects included. */
+const controllerCallAttemptsMax = 10;
+/** Used until the controller's first answer says how often to heartbeat. */
+const heartbeatIntervalMsInitial = 500;
+
+export interface ControllerLinkOptions {
+  readonly coordinatorId: string;
+  readonly endpoints: readonly Endpoint[];
+  readonly controllerAddresses: readonly string[];
+  /** With no successful heartbeat for this long, every shard is given up. */
+  readonly sessionTimeoutMs: number;
+  /** Called with the shards this coordinator owns after every heartbeat (or loss of contact). */
+  readonly onShards: (shards: readonly CoordinatorShard[]) => void;
+}
+
+export class ControllerLink {
+  readonly incarnationId = randomUUID();
+  readonly metadata = new ClusterMetadataCache();
+  readonly firstSnapshotApplied: Promise<void>;
+  private readonly channel: LeaderChannel<ControllerServiceClient>;
+  private readonly follower: StreamFollower<ControllerServiceClient, WatchMetadataResponse>;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeatIntervalMs = heartbeatIntervalMsInitial;
+  private lastHeartbeatOkMs = Date.now();
+  private stopped = false;
+
+  constructor(
+    private readonly options: ControllerLinkOptions,
+    private readonly logger: Logger,
+  ) {
+    this.channel = new LeaderChannel(
+      options.controllerAddresses,
+      (address) => createGrpcClient(ControllerServiceClient, address),
+      {
+        notLeaderCode: 'NOT_CONTROLLER',
+        leaderDetail: 'activeController',
+        attempts: controllerCallAttemptsMax,
+      },
+    );
+    let firstSnapshot: () => void = () => {};
+    this.firstSnapshotApplied = new Promise((resolve) => (firstSnapshot = resolve));
+    this.follower = new StreamFollower({
+      channel: this.channel,
+      open: (client) => client.watchMetadata({ fromVersion: this.metadata.version }),
+      onMessage: (message: WatchMetadataResponse) => {
+        this.metadata.apply(message);
+        if (message.snapshot) firstSnapshot();
+      },
+      logger,
+    });
+  }
+
+  start(): void {
+    void this.follower.start();
+    this.scheduleHeartbeat(0);
+  }
+
+  private scheduleHeartbeat(delayMs: number): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = setTimeout(() => void this.heartbeat(), delayMs);
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      const client = this.channel.client();
+      const response = await callOnce(
+        client,
+        client.coordinatorHeartbeat,
+        {
+          coordinatorId: this.options.coordinatorId,
+          endpoints: [...this.options.endpoints],
+          incarnationId: this.incarnationId,
+          shuttingDown: false,
+        },
+        { deadlineMs: Math.min(controllerCallDeadlineMs, this.options.sessionTimeoutMs) },
+      );
+      if (this.stopped) return;
+      if (response.error !== undefined)
+        throw new CoordinatorError('COORDINATOR_NOT_AVAILABLE', response.error.message);
+      this.lastHeartbeatOkMs = Date.now();
+      if (response.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = response.heartbeatIntervalMs;
+      this.options.onShards(response.shards);
+    } catch (error) {
+      this.channel.follow(error);
+      this.logger.debug({ err: error }, 'coordinator heartbeat failed');
+      if (Date.now() - this.lastHeartbeatOkMs > this.options.sessionTimeoutMs) {
+        this.logger.warn(
+          { sessionTimeoutMs: this.options.sessionTimeoutMs },
+          'no controller reached for a whole session; giving up every shard',
+        );
+        this.options.onShards([]);
+      }
+    } finally {
+      this.scheduleHeartbeat(this.heartbeatIntervalMs);
+    }
+  }
+
+  /** Creates __consumer_offsets if it does not exist yet; answers its metadata. */
+  async ensureOffsetsTopic(): Promise<TopicMetadata> {
+    const response = await this.channel.call((client) =>
+      callOnce(client, client.ensureOffsetsTopic, {}, { deadlineMs: controllerCallDeadlineMs }),
+    );
+    if (response.error !== undefined || response.topic === undefined) {
+      throw new CoordinatorError(
+        'COORDINATOR_NOT_AVAILABLE',
+        `the controller could not create __consumer_offsets: ${response.error?.message ?? 'no topic'}`,
+      );
+    }
+    return response.topic;
+  }
+
+  /** Reserves a block of producer ids (the controller's AllocateProducerIds). */
+  async allocateProducerIds(): Promise<{ firstProducerId: bigint; count: number }> {
+    const response = await this.channel.call((client) =>
+      callOnce(
+        client,
+        client.allocateProducerIds,
+        { coordinatorId: this.options.coordinatorId },
+        { deadlineMs: controllerCallDeadlineMs },
+      ),
+    );
+    if (response.error !== undefined) {
+      throw new CoordinatorError(
+        'COORDINATOR_NOT_AVAILABLE',
+        `the controller could not allocate producer ids: ${response.error.message}`,
+      );
+    }
+    return { firstProducerId: response.firstProducerId, count: response.count };
+  }
+
+  /** Resolves true once `condition` holds, checked now and after every metadata change. */
+  waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+    if (condition()) return Promise.resolve(true);
+    if (timeoutMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const finish = (met: boolean): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve(met);
+      };
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      const unsubscribe = this.metadata.onChange(() => {
+        if (condition()) finish(true);
+      });
+    });
+  }
+
+  /**
+   * Tells the controller this coordinator stops, so its shards move at once instead of after
+   * the session timeout. Bounded: the process stops even when no controller answers.
+   */
+  async shutDown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    try {
+      await this.channel.call(
+        (client) =>
+          callOnce(
+            client,
+            client.coordinatorHeartbeat,
+            {
+              coordinatorId: this.options.coordinatorId,
+              endpoints: [...this.options.endpoints],
+              incarnationId: this.incarnationId,
+              shuttingDown: true,
+            },
+            { deadlineMs: 2_000 },
+          ),
+        { attempts: 3 },
+      );
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not hand the shards off before stopping');
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    this.follower.stop();
+    this.channel.close();
+  }
+}

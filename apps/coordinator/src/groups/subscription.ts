@@ -1,0 +1,92 @@
+import { invalidGroupRequest } from './group-errors';
+import type { TopicPartitionCounts } from './types';
+
+/**
+ * What a member subscribes to, and which existing topics that means. A regex subscription follows
+ * Kafka's (KIP-848) RE2 semantics as far as a JavaScript RegExp allows: the pattern must match
+ * the whole topic name, and constructs RE2 refuses (backreferences, lookaround) are refused here
+ * too, which also keeps a client's pattern from backtracking without bound. Internal topics
+ * (names starting with "__", such as __consumer_offsets) never match a regex.
+ */
+
+const internalTopicPrefix = '__';
+
+export function isInternalTopic(topic: string): boolean {
+  return topic.startsWith(internalTopicPrefix);
+}
+
+/** Compiles a subscribedRegex, or throws INVALID_REQUEST naming the field. */
+export function compileSubscribedRegex(pattern: string, lengthMax: number): RegExp {
+  if (pattern.length > lengthMax) {
+    throw invalidGroupRequest(
+      'subscribedRegex',
+      `is ${pattern.length} characters long; at most ${lengthMax} are allowed`,
+    );
+  }
+  const unsupported = unsupportedConstruct(pattern);
+  if (unsupported !== undefined) {
+    throw invalidGroupRequest(
+      'subscribedRegex',
+      `'${pattern}' uses ${unsupported}, which RE2 does not support`,
+    );
+  }
+  try {
+    return new RegExp(`^(?:${pattern})$`);
+  } catch (error) {
+    throw invalidGroupRequest(
+      'subscribedRegex',
+      `'${pattern}' is not a valid regular expression (${(error as Error).message})`,
+    );
+  }
+}
+
+/** The first construct in `pattern` that RE2 lacks, or undefined. Escaped characters are skipped. */
+function unsupportedConstruct(pattern: string): string | undefined {
+  for (let index = 0; index < pattern.length; index++) {
+    const character = pattern[index];
+    if (character === '\\') {
+      const next = pattern[index + 1] ?? '';
+      if (next >= '1' && next <= '9') return 'a backreference';
+      if (next === 'k') return 'a named backreference';
+      index++;
+      continue;
+    }
+    if (character === '(' && pattern[index + 1] === '?') {
+      const rest = pattern.slice(index + 2, index + 4);
+      if (rest.startsWith('=') || rest.startsWith('!')) return 'a lookahead';
+      if (rest === '<=' || rest === '<!') return 'a lookbehind';
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The existing topics a subscription covers, with their partition counts. A named topic that
+ * does not exist (yet) is left out; it joins the assignment when it is created.
+ */
+export function resolveSubscription(
+  subscribedTopics: readonly string[],
+  regex: RegExp | undefined,
+  topics: TopicPartitionCounts,
+): Map<string, number> {
+  const resolved = new Map<string, number>();
+  for (const topic of subscribedTopics) {
+    const count = topics.partitionCount(topic);
+    if (count !== undefined && count > 0) resolved.set(topic, count);
+  }
+  if (regex !== undefined) {
+    for (const topic of matchingTopics(regex, topics)) {
+      const count = topics.partitionCount(topic);
+      if (count !== undefined && count > 0) resolved.set(topic, count);
+    }
+  }
+  return resolved;
+}
+
+export function matchingTopics(regex: RegExp, topics: TopicPartitionCounts): string[] {
+  const matches: string[] = [];
+  for (const topic of topics.topicNames()) {
+    if (!isInternalTopic(topic) && regex.test(topic)) matches.push(topic);
+  }
+  return matches;
+}

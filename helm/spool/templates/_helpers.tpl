@@ -1,0 +1,220 @@
+{{/*
+Names, labels and addresses shared by the templates. Every define is namespaced "spool.".
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "spool.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The prefix of every resource name: "<release>-spool", or the release name alone when it already
+contains the chart name. Kept to 40 characters so "<prefix>-storage-headless" and pod names with
+an ordinal stay within Kubernetes' 63-character DNS label limit.
+*/}}
+{{- define "spool.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "spool.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "name-version" of the chart, for the helm.sh/chart label. */}}
+{{- define "spool.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels that select one component's pods. Call with (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "spool.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Every label of one component's resources. Call with (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.labels" -}}
+{{ include "spool.selectorLabels" . }}
+app.kubernetes.io/part-of: spool
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+helm.sh/chart: {{ include "spool.chart" .root }}
+{{- end -}}
+
+{{/* The Spool image reference. */}}
+{{- define "spool.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The ServiceAccount Spool's pods run as. */}}
+{{- define "spool.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "spool.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Ports each service listens on; containers, Services and probes all read them from here. */}}
+{{- define "spool.ports" -}}
+{{- $ports := dict
+  "controller" (dict "grpc" 9093 "metrics" 9193)
+  "storage-node" (dict "grpc" 9092 "metrics" 9192 "data" 9292)
+  "coordinator" (dict "grpc" 9094 "metrics" 9194)
+  "gateway" (dict "grpc" 9090 "metrics" 9190)
+-}}
+{{- toJson $ports -}}
+{{- end -}}
+
+{{/* One service's port: (dict "root" $ "component" "controller" "port" "grpc"). */}}
+{{- define "spool.port" -}}
+{{- $ports := include "spool.ports" .root | fromJson -}}
+{{- index (index $ports .component) .port | int -}}
+{{- end -}}
+
+{{/* The DNS suffix of this release's Services: "<namespace>.svc.<cluster domain>". */}}
+{{- define "spool.serviceDomain" -}}
+{{- printf "%s.svc.%s" .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
+{{/* The headless Service that gives each storage node its stable name. */}}
+{{- define "spool.storageHeadlessServiceName" -}}
+{{- printf "%s-storage-headless" (include "spool.fullname" .) -}}
+{{- end -}}
+
+{{/* The headless Service of the chart's etcd members. */}}
+{{- define "spool.etcdHeadlessServiceName" -}}
+{{- printf "%s-etcd-headless" (include "spool.fullname" .) -}}
+{{- end -}}
+
+{{/* Controller addresses given to the other services: the controller Service; any controller
+answers with the active one's address, which the services then follow. */}}
+{{- define "spool.controllerAddresses" -}}
+{{- printf "%s-controller.%s:%d" (include "spool.fullname" .) (include "spool.serviceDomain" .) (include "spool.port" (dict "root" . "component" "controller" "port" "grpc") | int) -}}
+{{- end -}}
+
+{{/* The gateway's address inside the cluster, for the helm test Pod and NOTES.txt. */}}
+{{- define "spool.gatewayAddress" -}}
+{{- printf "%s-gateway.%s:%d" (include "spool.fullname" .) (include "spool.serviceDomain" .) (.Values.gateway.service.port | int) -}}
+{{- end -}}
+
+{{/* etcd client endpoints: the external ones, or every member of the chart's StatefulSet. */}}
+{{- define "spool.etcdEndpoints" -}}
+{{- if .Values.etcd.external.endpoints -}}
+{{- join "," .Values.etcd.external.endpoints -}}
+{{- else -}}
+{{- $fullname := include "spool.fullname" . -}}
+{{- $headless := include "spool.etcdHeadlessServiceName" . -}}
+{{- $domain := include "spool.serviceDomain" . -}}
+{{- $endpoints := list -}}
+{{- range $ordinal := until (.Values.etcd.replicas | int) -}}
+{{- $endpoints = append $endpoints (printf "http://%s-etcd-%d.%s.%s:2379" $fullname $ordinal $headless $domain) -}}
+{{- end -}}
+{{- join "," $endpoints -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod affinity keeping one component's pods apart: (dict "root" $ "component" "gateway" "mode"
+"soft"). soft prefers other Kubernetes nodes, hard requires them, none says nothing.
+*/}}
+{{- define "spool.antiAffinity" -}}
+{{- if eq .mode "hard" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "spool.selectorLabels" (dict "root" .root "component" .component) | nindent 10 }}
+{{- else if eq .mode "soft" }}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "spool.selectorLabels" (dict "root" .root "component" .component) | nindent 12 }}
+{{- end }}
+{{- end -}}
+
+{{/* Prometheus scrape annotations of a pod: (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ include "spool.port" (dict "root" .root "component" .component "port" "metrics") | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
+{{/*
+Environment every Spool container gets: bind all interfaces, the listener ports the container
+declares, the log level, and the pod's identity from the downward API.
+Call with (dict "root" $ "component" "gateway").
+*/}}
+{{- define "spool.commonEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+- name: SPOOL_HOST
+  value: 0.0.0.0
+- name: SPOOL_GRPC_PORT
+  value: {{ include "spool.port" (dict "root" .root "component" .component "port" "grpc") | quote }}
+- name: SPOOL_METRICS_PORT
+  value: {{ include "spool.port" (dict "root" .root "component" .component "port" "metrics") | quote }}
+- name: SPOOL_LOG_LEVEL
+  value: {{ .root.Values.logLevel | quote }}
+{{- end -}}
+
+{{/* The container ports of one component: (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.containerPorts" -}}
+{{- $ports := include "spool.ports" .root | fromJson -}}
+{{- range $name, $port := index $ports .component }}
+- name: {{ $name }}
+  containerPort: {{ $port | int }}
+  protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* Readiness and liveness probes on the operations port: (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.probes" -}}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: metrics
+  periodSeconds: 5
+  timeoutSeconds: 3
+  failureThreshold: 3
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: metrics
+  initialDelaySeconds: 10
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 6
+{{- end -}}
+
+{{/* Checks across values that the schema cannot express; a failure stops the install. */}}
+{{- define "spool.validateValues" -}}
+{{- if gt (.Values.controller.defaultReplicationFactor | int) (.Values.storageNode.replicas | int) -}}
+{{- fail (printf "controller.defaultReplicationFactor (%d) is larger than storageNode.replicas (%d): topics created without a replication factor could not be placed" (.Values.controller.defaultReplicationFactor | int) (.Values.storageNode.replicas | int)) -}}
+{{- end -}}
+{{- if and .Values.rackAwareness.topologyKey (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- fail "rackAwareness.topologyKey needs a ServiceAccount that may get nodes: set serviceAccount.create or serviceAccount.name" -}}
+{{- end -}}
+{{- end -}}
