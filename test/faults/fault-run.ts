@@ -24,6 +24,8 @@ export interface FaultProfile {
   readonly storageDiskBytes: number;
   readonly coordinators: number;
   readonly idempotent: boolean;
+  /** Members of the consumer group (0: one consumer without a group). */
+  readonly groupMembers: number;
   readonly nemesis: NemesisOptions;
 }
 
@@ -33,8 +35,9 @@ export const shortProfile: FaultProfile = {
   producers: 3,
   producePauseMs: 20,
   storageDiskBytes: 64 * 1024 * 1024,
-  coordinators: 0,
-  idempotent: false,
+  coordinators: 2,
+  idempotent: true,
+  groupMembers: 2,
   nemesis: {
     holdMs: { min: 2_000, max: 6_000 },
     gapMs: { min: 1_000, max: 3_000 },
@@ -105,6 +108,7 @@ export async function runFaults(
         producers: profile.producers,
         producePauseMs: profile.producePauseMs,
         idempotent: profile.idempotent,
+        groupMembers: profile.groupMembers,
       },
       history,
     );

@@ -3,12 +3,15 @@ import { createLogger } from '@spool/common';
 import type { HistoryWriter } from './history';
 
 /**
- * The workload of a fault run: producers with acks=all writing unique, numbered records
- * (`p<producer>-<seq>`, each producer cycling over the partitions, so its records in a partition
- * are in increasing sequence) and a consumer that records every record delivered to it. Every
- * send's invocation and completion, and every delivery, goes to the history. Each producer has
- * at most one record in flight and a pause between records, to keep the history's size bounded
- * on a long run.
+ * The workload of a fault run: producers with acks=all (idempotent when the profile says so)
+ * writing unique, numbered records (`p<producer>-<seq>`, each producer cycling over the
+ * partitions, so its records in a partition are in increasing sequence), and consumers that
+ * record every record delivered to them: members of one consumer group that process a batch
+ * (record it) and then commit the offset after it (at-least-once), or, with no group members,
+ * one consumer assigned every partition. Every send's invocation and completion, every delivery
+ * and every acknowledged commit goes to the history. Each producer has at most one record in
+ * flight and a pause between records, to keep the history's size bounded on a long run. A
+ * consumer that crashes is replaced by a new one (a new member of the group).
  */
 export interface WorkloadOptions {
   readonly gatewayAddress: string;
@@ -18,7 +21,11 @@ export interface WorkloadOptions {
   /** Pause between one producer's records (the workload's rate). */
   readonly producePauseMs: number;
   readonly idempotent: boolean;
+  /** Members of the consumer group; 0 consumes without a group (one assigned consumer). */
+  readonly groupMembers: number;
 }
+
+export const groupId = 'faults-group';
 
 /** Bounds of one send: attempts and their timeout, so every send completes or fails. */
 const sendRetries = 30;
@@ -30,8 +37,9 @@ export class Workload {
   private readonly clients: Array<Producer | Consumer> = [];
   /** Next offset to deliver per partition, so a restarted consumer resumes where it was. */
   private readonly nextOffsets = new Map<number, bigint>();
-  private consumer: Consumer | undefined;
-  private consumerRestarts = 0;
+  private readonly consumers = new Map<number, Consumer>();
+  /** Consumer numbers in the history: a replacement gets a new one. */
+  private nextConsumerNumber = 0;
   private readonly spool: Spool;
 
   constructor(
@@ -49,7 +57,8 @@ export class Workload {
     for (let producer = 0; producer < this.options.producers; producer++) {
       this.producerLoops.push(this.produceLoop(producer));
     }
-    this.startConsumer();
+    const members = Math.max(1, this.options.groupMembers);
+    for (let slot = 0; slot < members; slot++) this.startConsumer(slot);
   }
 
   private async produceLoop(index: number): Promise<void> {
@@ -61,7 +70,7 @@ export class Workload {
       retryBackoffMs: 100,
       retryBackoffMaxMs: 1_000,
       maxBlockMs: 10_000,
-      ...(this.options.idempotent ? { idempotent: true } : {}),
+      ...(this.options.idempotent ? { enableIdempotence: true, maxInFlight: 1 } : {}),
     });
     this.clients.push(producer);
     for (let sequence = 0; this.running; sequence++) {
@@ -93,48 +102,79 @@ export class Workload {
     }
   }
 
-  /** A consumer of every partition without a group; restarted where it was if it crashes. */
-  private startConsumer(): void {
+  /** Starts the consumer of a slot; it records deliveries and (in a group) commits. */
+  private startConsumer(slot: number): void {
     if (!this.running) return;
+    const number = this.nextConsumerNumber++;
+    const inGroup = this.options.groupMembers > 0;
     const consumer = this.spool.consumer({
       autoOffsetReset: 'earliest',
       requestTimeoutMs,
       retries: 1_000,
       retryBackoffMaxMs: 1_000,
+      ...(inGroup
+        ? { groupId, enableAutoCommit: false, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 10_000 }
+        : {}),
     });
-    this.consumer = consumer;
-    consumer.assign(
-      Array.from({ length: this.options.partitions }, (_, partition) => ({
-        topic: this.options.topic,
-        partition,
-        offset: this.nextOffsets.get(partition) ?? 0n,
-      })),
-    );
-    consumer.on('crash', () => {
-      this.consumerRestarts++;
+    this.consumers.set(slot, consumer);
+    const topic = this.options.topic;
+    let replaced = false;
+    const replace = (): void => {
+      if (replaced) return;
+      replaced = true;
       void consumer.disconnect().catch(() => undefined);
-      setTimeout(() => this.startConsumer(), 500);
-    });
-    consumer
-      .run({
-        eachMessage: async ({ partition, message }) => {
-          this.history.append({
-            type: 'deliver',
-            consumer: this.consumerRestarts,
+      setTimeout(() => this.startConsumer(slot), 500);
+    };
+    consumer.on('crash', replace);
+    const started = async (): Promise<void> => {
+      if (inGroup) {
+        await consumer.subscribe({ topic, fromBeginning: true });
+      } else {
+        consumer.assign(
+          Array.from({ length: this.options.partitions }, (_, partition) => ({
+            topic,
             partition,
-            offset: message.offset.toString(),
-            value: message.value?.toString() ?? '',
-          });
-          this.nextOffsets.set(partition, message.offset + 1n);
+            offset: this.nextOffsets.get(partition) ?? 0n,
+          })),
+        );
+      }
+      await consumer.run({
+        eachBatch: async ({ batch }) => {
+          if (batch.messages.length === 0) return;
+          for (const message of batch.messages) {
+            this.history.append({
+              type: 'deliver',
+              consumer: number,
+              partition: batch.partition,
+              offset: message.offset.toString(),
+              value: message.value?.toString() ?? '',
+            });
+          }
+          const next = batch.messages.at(-1)!.offset + 1n;
+          if (next > (this.nextOffsets.get(batch.partition) ?? 0n)) {
+            this.nextOffsets.set(batch.partition, next);
+          }
+          if (!inGroup) return;
+          // At-least-once: the batch is processed (recorded) before its offsets are committed.
+          // A refused commit (the group moved on) is not an error: the records come again.
+          try {
+            await consumer.commitOffsets([{ topic, partition: batch.partition, offset: next }]);
+            this.history.append({
+              type: 'commit',
+              consumer: number,
+              partition: batch.partition,
+              offset: next.toString(),
+            });
+          } catch {
+            // Not acknowledged: nothing to record.
+          }
         },
-      })
-      .catch(() => {
-        this.consumerRestarts++;
-        setTimeout(() => this.startConsumer(), 500);
       });
+    };
+    started().catch(replace);
   }
 
-  /** Next offset the consumer will deliver in each partition. */
+  /** The offset after the last record delivered in each partition, by any consumer. */
   deliveredUpTo(partition: number): bigint {
     return this.nextOffsets.get(partition) ?? 0n;
   }
@@ -148,7 +188,9 @@ export class Workload {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.producerLoops);
-    await this.consumer?.disconnect().catch(() => undefined);
+    await Promise.all(
+      [...this.consumers.values()].map((consumer) => consumer.disconnect().catch(() => undefined)),
+    );
     await Promise.all(this.clients.map((client) => client.disconnect().catch(() => undefined)));
   }
 

@@ -34,6 +34,8 @@ export interface FaultClusterOptions {
 export const controllerLeaseTtlMs = 2_000;
 /** A storage node silent this long is fenced and its leaderships move. */
 export const brokerSessionTimeoutMs = 4_000;
+/** A coordinator silent this long loses its shards to the other one. */
+export const coordinatorSessionTimeoutMs = 4_000;
 /** A follower not caught up for this long leaves the ISR. */
 export const replicaLagTimeMaxMs = 4_000;
 const startTimeoutMs = 60_000;
@@ -112,6 +114,11 @@ export class FaultCluster {
         String(controllerLeaseTtlMs),
         '--broker-session-timeout-ms',
         String(brokerSessionTimeoutMs),
+        '--coordinator-session-timeout-ms',
+        String(coordinatorSessionTimeoutMs),
+        // A few shards keep the cluster light on a 2-core machine; 2 coordinators share them.
+        '--offsets-topic-num-partitions',
+        '4',
       ]);
     }
     await Promise.all(this.byRole('controller').map((member) => member.start()));
@@ -156,8 +163,16 @@ export class FaultCluster {
 
     for (let index = 0; index < options.coordinators; index++) {
       this.addService('coordinator', `coordinator-${index}`, [
+        '--coordinator-id',
+        `coordinator-${index}`,
         '--controller-addresses',
         controllerAddresses,
+        '--coordinator-session-timeout-ms',
+        String(coordinatorSessionTimeoutMs),
+        '--group-consumer-session-timeout-ms',
+        '10000',
+        '--group-consumer-heartbeat-interval-ms',
+        '1000',
       ]);
     }
     await Promise.all(this.byRole('coordinator').map((member) => member.start()));
