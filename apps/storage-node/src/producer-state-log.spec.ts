@@ -4,7 +4,15 @@
 // snapshot plus the batch headers after it; a clean close leaves a snapshot at the log end so
 // nothing is replayed; truncation forgets the batches it removed; a follower's state follows
 // the leader's batches, and when it becomes leader it recognises the same duplicates.
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -76,6 +84,39 @@ describe('ProducerStateLog', () => {
     );
     expect(state.log.logEndOffset).toBe(endBefore);
     expect(state.log.sizeBytes).toBe(sizeBefore);
+  });
+
+  // Found by the fault suite (test/faults): on a full disk the snapshot at a roll failed after
+  // the batch was written; the append threw, the state missed the batch, and the producer's
+  // retry of it was appended again (a duplicate despite idempotence).
+  it('keeps a written batch and its producer state when the snapshot at a roll fails', async () => {
+    const directory = folder();
+    const state = await open(directory, { segmentBytes: 1_000 });
+    let next = 0;
+    while (state.log.segmentCount === 1) {
+      // The snapshot at the next roll (at the log end offset) cannot be written: a folder has
+      // its temporary file's name.
+      const blocked = path.join(
+        directory,
+        `${producerSnapshotFileName(state.log.logEndOffset)}.tmp`,
+      );
+      mkdirSync(blocked);
+      const outcome = state.appendAsLeader(batch(5n, 0, next), 1);
+      expect(outcome.kind).toBe('appended');
+      rmdirSync(blocked);
+      next += 2;
+    }
+    const endOffset = state.log.logEndOffset;
+    // The retry of the batch that rolled is a duplicate, answered with its offsets.
+    expect(state.appendAsLeader(batch(5n, 0, next - 2), 1)).toMatchObject({
+      kind: 'duplicate',
+      lastOffset: endOffset - 1n,
+    });
+    expect(state.log.logEndOffset).toBe(endOffset);
+    expect(snapshots(directory)).toEqual([]);
+    // A rebuild without that snapshot replays from the log start and knows the producer.
+    state.rebuild();
+    expect(state.appendAsLeader(batch(5n, 0, next - 2), 1).kind).toBe('duplicate');
   });
 
   it('snapshots at each roll and rebuilds after a crash from snapshot plus headers', async () => {

@@ -16,6 +16,7 @@
  * Rebuilding reads only the 61-byte header of each batch, never its records.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import {
   RecordBatchHeader,
   producerIdPosition,
@@ -32,6 +33,7 @@ import {
 import {
   deleteProducerSnapshot,
   listProducerSnapshots,
+  producerSnapshotFileName,
   readProducerSnapshot,
   writeProducerSnapshot,
 } from './producer-state-snapshot';
@@ -167,7 +169,23 @@ export class ProducerStateLog {
     if (this.log.segmentCount !== segmentsBefore) {
       // The state does not include this append's batches yet: it is the state as of the new
       // segment's base offset, which is where this append started.
-      this.writeSnapshotAt(appended.baseOffset, false);
+      try {
+        this.writeSnapshotAt(appended.baseOffset, false);
+      } catch {
+        // The batches are in the log already, so the append must succeed and the state must
+        // take them in (the caller does, on return): failing here once answered a written
+        // batch with an error and left it out of the state, so the producer's retry was
+        // appended a second time. The snapshot only shortens rebuilds: without it a rebuild
+        // replays from an older snapshot, or from the log start. (A full disk does this.)
+        try {
+          fs.rmSync(
+            path.join(this.log.directory, `${producerSnapshotFileName(appended.baseOffset)}.tmp`),
+            { force: true },
+          );
+        } catch {
+          // Left for the next snapshot at this offset to overwrite; never listed as a snapshot.
+        }
+      }
     }
     return appended;
   }

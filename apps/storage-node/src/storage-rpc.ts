@@ -28,7 +28,17 @@ import type { StorageMetrics } from './storage-metrics';
 /** The longest an acks=all append may wait for replication, whatever the request asks. */
 export const appendTimeoutMsMax = 120_000;
 
-function protoError(error: unknown): ProtoError {
+/** The error a partition result carries: typed errors keep their code; anything else is named. */
+export function protoError(error: unknown): ProtoError {
+  // A file-system error that escaped the segment store's wrapping (its code is an errno name
+  // such as ENOSPC) is still a storage error: retriable, as Kafka's KAFKA_STORAGE_ERROR.
+  if (error instanceof Error && typeof (error as NodeJS.ErrnoException).errno === 'number') {
+    return {
+      code: 'KAFKA_STORAGE_ERROR',
+      message: `${(error as NodeJS.ErrnoException).code}: ${error.message}`,
+      retriable: true,
+    };
+  }
   if (error instanceof Error && typeof (error as SpoolError).code === 'string') {
     const coded = error as SpoolError;
     return { code: coded.code, message: coded.message, retriable: coded.retriable === true };

@@ -1,7 +1,7 @@
 // Proves the leader-epoch cache answers OffsetsForLeaderEpoch as Kafka's LeaderEpochFileCache
 // does (latest epoch, an older epoch, one older than every entry, an unknown one), truncates from
 // either end, survives a reload from its checkpoint file, and treats a malformed file as empty.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaderEpochCache, undefinedEpoch, undefinedEpochOffset } from './leader-epoch-cache';
@@ -72,6 +72,32 @@ describe('LeaderEpochCache', () => {
     expect(LeaderEpochCache.load(file).cache.list()).toEqual(cache.list());
     cache.clear();
     expect(LeaderEpochCache.load(file).cache.list()).toEqual([]);
+  });
+
+  // Found by the fault suite (test/faults): a new leader's first append on a full disk failed to
+  // write the checkpoint after the epoch was already in memory, so the retried append skipped
+  // the write and the epoch was never checkpointed; the failure was also a raw error, which the
+  // storage node answered as a non-retriable UNKNOWN_SERVER_ERROR.
+  it('makes no change it could not write, and says so with a retriable storage error', () => {
+    const file = cacheFile();
+    const { cache } = LeaderEpochCache.load(file);
+    cache.assign(1, 0n);
+    // The checkpoint's temporary file cannot be created while a folder has its name.
+    mkdirSync(`${file}.tmp`);
+    expect(() => cache.assign(2, 10n)).toThrow(
+      expect.objectContaining({ code: 'KAFKA_STORAGE_ERROR', retriable: true }),
+    );
+    expect(() => cache.truncateFromEnd(0n)).toThrow(
+      expect.objectContaining({ code: 'KAFKA_STORAGE_ERROR' }),
+    );
+    expect(() => cache.clear()).toThrow(expect.objectContaining({ code: 'KAFKA_STORAGE_ERROR' }));
+    expect(cache.list()).toEqual([{ epoch: 1, startOffset: 0n }]);
+    rmdirSync(`${file}.tmp`);
+    expect(cache.assign(2, 10n)).toBe(true);
+    expect(LeaderEpochCache.load(file).cache.list()).toEqual([
+      { epoch: 1, startOffset: 0n },
+      { epoch: 2, startOffset: 10n },
+    ]);
   });
 
   it('reports a malformed file and starts empty', () => {

@@ -10,8 +10,14 @@
  * between an append in a new epoch and the checkpoint), so after recovery the log re-assigns the
  * epochs of the batches it scanned; it may also run ahead of a log that lost its tail, so the log
  * calls `truncateFromEnd(logEndOffset)` after recovery.
+ *
+ * Every change is written to the file before it is made in memory: if the write fails (a full
+ * disk), the change is not made and the caller gets a retriable KAFKA_STORAGE_ERROR, so a retry
+ * of the same change writes it again. (Changing memory first once left an epoch that was never
+ * checkpointed: the retry saw the epoch as known and skipped the write.)
  */
 import { CheckpointFormatError, readCheckpointFile, writeCheckpointFile } from './checkpoint-file';
+import { storageError } from './errors';
 
 export interface EpochEntry {
   readonly epoch: number;
@@ -77,9 +83,10 @@ export class LeaderEpochCache {
     if (latest !== undefined && epoch <= latest.epoch) return false;
     // A new epoch starting at or before earlier entries' start offsets replaces them: those
     // epochs wrote nothing that survived.
-    this.entries = this.entries.filter((entry) => entry.startOffset < startOffset);
-    this.entries.push({ epoch, startOffset });
-    this.persist();
+    this.persistThenUse([
+      ...this.entries.filter((entry) => entry.startOffset < startOffset),
+      { epoch, startOffset },
+    ]);
     return true;
   }
 
@@ -87,8 +94,7 @@ export class LeaderEpochCache {
   truncateFromEnd(endOffset: bigint): void {
     const kept = this.entries.filter((entry) => entry.startOffset < endOffset);
     if (kept.length === this.entries.length) return;
-    this.entries = kept;
-    this.persist();
+    this.persistThenUse(kept);
   }
 
   /** Drops epochs wholly below `startOffset` (the log start moved); the one spanning it is clamped. */
@@ -101,15 +107,16 @@ export class LeaderEpochCache {
       firstKept++;
     const first = this.entries[firstKept];
     if (first === undefined || (firstKept === 0 && first.startOffset >= startOffset)) return;
-    this.entries = [{ epoch: first.epoch, startOffset }, ...this.entries.slice(firstKept + 1)];
-    this.persist();
+    this.persistThenUse([
+      { epoch: first.epoch, startOffset },
+      ...this.entries.slice(firstKept + 1),
+    ]);
   }
 
   /** Empties the cache (the log was truncated fully). */
   clear(): void {
     if (this.entries.length === 0) return;
-    this.entries = [];
-    this.persist();
+    this.persistThenUse([]);
   }
 
   /**
@@ -130,10 +137,20 @@ export class LeaderEpochCache {
     return { epoch: this.entries[higherIndex - 1]!.epoch, endOffset: higher.startOffset };
   }
 
-  private persist(): void {
-    writeCheckpointFile(
-      this.filePath,
-      this.entries.map((entry) => `${entry.epoch} ${entry.startOffset}`),
-    );
+  /** Writes `entries` to the file, then makes them the cache's; on a failed write, neither. */
+  private persistThenUse(entries: EpochEntry[]): void {
+    try {
+      writeCheckpointFile(
+        this.filePath,
+        entries.map((entry) => `${entry.epoch} ${entry.startOffset}`),
+      );
+    } catch (error) {
+      throw storageError(
+        `writing the leader-epoch checkpoint ${this.filePath} failed`,
+        error,
+        this.filePath,
+      );
+    }
+    this.entries = entries;
   }
 }
