@@ -77,7 +77,9 @@ export function storageHandlers(
           `${replica.name} has ${replica.assignment.isr.length} in-sync replicas, fewer than min.insync.replicas ${minInsync}`,
         );
       }
-      const appended = replica.log.append(Buffer.from(partition.records), {
+      // The records are a view into this request's own message (partition-batches-codec), so
+      // the log may set their base offsets in place: no copy.
+      const appended = replica.log.append(partition.records, {
         leaderEpoch: replica.assignment.leaderEpoch,
         assignOffsets: true,
       });
