@@ -20,13 +20,13 @@
  */
 import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import type { Acks } from './generated/spool/v1/common';
+import type { GatewayServiceClient as GeneratedGatewayServiceClient } from './generated/spool/v1/gateway';
 import {
-  GatewayServiceClient as GeneratedGatewayServiceClient,
   GatewayServiceService as GeneratedGatewayServiceService,
   type ProduceRequest,
 } from './generated/spool/v1/gateway';
+import type { StorageServiceClient as GeneratedStorageServiceClient } from './generated/spool/v1/storage';
 import {
-  StorageServiceClient as GeneratedStorageServiceClient,
   StorageServiceService as GeneratedStorageServiceService,
   type AppendRequest,
   type PartitionBatches,
