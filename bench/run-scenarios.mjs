@@ -74,9 +74,12 @@ function run(command, args, options = {}) {
   });
 }
 
+/** The last line that is a JSON object (nx prints its summary after the command's output). */
 function lastJsonLine(stdout) {
-  const lines = stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]);
+  const lines = stdout.trim().split('\n').reverse();
+  const line = lines.find((candidate) => candidate.trimStart().startsWith('{'));
+  if (line === undefined) throw new Error(`no JSON line in:\n${stdout.slice(-2_000)}`);
+  return JSON.parse(line);
 }
 
 function procStat(pid) {
