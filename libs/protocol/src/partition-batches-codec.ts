@@ -22,6 +22,8 @@ import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import type { Acks } from './generated/spool/v1/common';
 import type { GatewayServiceClient as GeneratedGatewayServiceClient } from './generated/spool/v1/gateway';
 import {
+  ConsumeResponse,
+  FetchResponse,
   GatewayServiceService as GeneratedGatewayServiceService,
   type ProduceRequest,
 } from './generated/spool/v1/gateway';
@@ -247,12 +249,31 @@ export const StorageServiceService: typeof GeneratedStorageServiceService = {
   },
 };
 
+/**
+ * The generated serializers wrap the writer's output in `Buffer.from`, a second copy of every
+ * record byte; the writer's output is a fresh, exactly sized array, so a view of it is enough.
+ * Used for the responses that carry records to consumers.
+ */
+function bufferView(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
   ...GeneratedGatewayServiceService,
   produce: {
     ...GeneratedGatewayServiceService.produce,
     requestSerialize: (value: ProduceRequest): Buffer => encodeBatchesRequest(value),
     requestDeserialize: (value: Buffer): ProduceRequest => decodeBatchesRequest(value),
+  },
+  fetch: {
+    ...GeneratedGatewayServiceService.fetch,
+    responseSerialize: (value: FetchResponse): Buffer =>
+      bufferView(FetchResponse.encode(value).finish()),
+  },
+  consume: {
+    ...GeneratedGatewayServiceService.consume,
+    responseSerialize: (value: ConsumeResponse): Buffer =>
+      bufferView(ConsumeResponse.encode(value).finish()),
   },
 };
 
