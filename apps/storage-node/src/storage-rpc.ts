@@ -87,8 +87,10 @@ export function storageHandlers(
       // Partitions of one request append one after another: the queue is the wait behind them.
       const appendStartedAtMs = performance.now();
       stageTimer('queue', receivedAtMs);
+      // The records are a view into this request's own message (partition-batches-codec), so
+      // the log may set their base offsets in place: no copy.
       const outcome = replica.producerState.appendAsLeader(
-        Buffer.from(partition.records),
+        partition.records,
         replica.assignment.leaderEpoch,
       );
       stageTimer('local_append', appendStartedAtMs);
