@@ -7,8 +7,10 @@
 //   members. After the SIGKILL every partition is owned again within the session timeout (plus
 //   a heartbeat). Committed offsets never go backwards, across the coordinator's death too. And
 //   at-least-once consumption misses no acknowledged record.
-// - Broadcast: two groups on one topic each receive every record.
-import { spawn, type ChildProcess } from 'node:child_process';
+// - Broadcast: two groups on one topic each receive every record, and `spool group describe
+//   --json` shows their lag at 0.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as path from 'node:path';
 import { Spool, type Producer } from '@spool/client';
 import { groupPartition } from '@spool/protocol';
@@ -23,6 +25,8 @@ const memberSessionTimeoutMs = 6_000;
 const heartbeatIntervalMs = 500;
 const shardCount = 12;
 const memberScript = path.join(workspaceRoot, 'test/support/group-member.mjs');
+const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
+const execFileAsync = promisify(execFile);
 
 interface MemberEvent {
   event: 'assigned' | 'revoked' | 'lost' | 'record';
@@ -377,5 +381,37 @@ describe('consumer groups', () => {
       }
     }, 60_000);
     for (const reader of readers) expect(new Set(reader.values())).toEqual(new Set(values));
+
+    // The operator's view: `spool group describe --json` with lag 0 once the commits land.
+    await eventually(async () => {
+      const { stdout } = await execFileAsync(
+        process.execPath,
+        [cliEntryPoint, 'group', 'describe', 'analytics', '--json', '--gateway', gateway],
+        { cwd: workspaceRoot },
+      );
+      const described = JSON.parse(stdout) as {
+        partitions: Array<{
+          topic: string;
+          partition: number;
+          committedOffset: string | null;
+          highWatermark: string;
+          lag: string;
+        }>;
+      };
+      expect(described.partitions).toHaveLength(3);
+      const total = described.partitions.reduce(
+        (sum, entry) => sum + Number(entry.highWatermark),
+        0,
+      );
+      expect(total).toBe(values.length);
+      for (const partition of described.partitions) {
+        expect(partition.topic).toBe(topic);
+        // A partition that got no record has nothing committed: its lag is unknown (-1), as
+        // kafka-consumer-groups prints "-".
+        if (partition.highWatermark === '0') continue;
+        expect(partition.lag).toBe('0');
+        expect(partition.committedOffset).toBe(partition.highWatermark);
+      }
+    }, 20_000);
   }, 120_000);
 });
