@@ -287,10 +287,9 @@ describe('metrics on a spool dev cluster', () => {
   });
 });
 
-// Lag needs the group coordinator (the `groups` branch): the coordinator fills
-// spool_consumer_group_lag* from committed offsets. The integrator removes this guard once the
-// coordinator serves groups.
-describe.skipIf(!process.env.SPOOL_GROUPS_READY)('consumer lag on a spool dev cluster', () => {
+// The coordinator fills spool_consumer_group_lag* from committed offsets and the partition
+// leaders' high watermarks, so operators need no separate lag exporter.
+describe('consumer lag on a spool dev cluster', () => {
   const groupId = 'metered-readers';
 
   async function lagSum(): Promise<number | undefined> {

@@ -6,6 +6,7 @@ import {
   type Command,
   type CommandContext,
 } from './commands';
+import { benchUsage, runBenchCommand } from './bench-command';
 import { runReportingErrors } from './cli-errors';
 import { wantsVerbose } from './cli-options';
 import { runClusterCommand } from './cluster-command';
@@ -38,6 +39,7 @@ const commands: Readonly<Record<string, Command>> = {
   ),
   produce: gatewayCommand(`Send stdin's lines as records: ${produceUsage}`, runProduceCommand),
   consume: gatewayCommand(`Print a topic's records: ${consumeUsage}`, runConsumeCommand),
+  bench: gatewayCommand(`Measure throughput and latency: ${benchUsage}`, runBenchCommand),
   cluster: gatewayCommand(
     'Brokers, the active controller and partition health (spool cluster status).',
     runClusterCommand,

@@ -32,6 +32,9 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
       'gateway-port': { type: 'string', default: '9090' },
       nodes: { type: 'string', default: '3' },
       coordinators: { type: 'string', default: '1' },
+      // For profiling the data path: the gateway and storage nodes write V8 CPU profiles here
+      // when they exit (node --cpu-prof; NODE_OPTIONS may not carry it).
+      'profile-dir': { type: 'string' },
     },
     strict: true,
   });
@@ -61,8 +64,14 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
 
   const ephemeralPorts = ['--grpc-port', '0', '--metrics-port', '0'];
   const processes: ClusterProcess[] = [];
+  const profileDirectory =
+    values['profile-dir'] === undefined ? undefined : path.resolve(values['profile-dir']);
+  if (profileDirectory !== undefined) mkdirSync(profileDirectory, { recursive: true });
   const launch = (role: ServiceName, id: number, argv: string[]): ClusterProcess => {
-    const child = spawn(process.execPath, [serviceEntryPoint(role), ...argv], {
+    const profiled =
+      profileDirectory !== undefined && (role === 'gateway' || role === 'storage-node');
+    const nodeFlags = profiled ? ['--cpu-prof', `--cpu-prof-dir=${profileDirectory}`] : [];
+    const child = spawn(process.execPath, [...nodeFlags, serviceEntryPoint(role), ...argv], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: process.env,
     });

@@ -1,12 +1,10 @@
-import type { Admin, GroupDescription, GroupListing } from '@spool/client';
-import { UsageError } from './cli-errors';
+import type { GroupDescription, GroupListing } from '@spool/client';
+import { requirePositionals, type ParsedCommand } from './cli-options';
 import {
-  connectSpool,
-  parseCommandArgs,
-  requirePositionals,
-  type OptionSpecs,
-  type ParsedCommand,
-} from './cli-options';
+  adminSubcommandsUsage,
+  runAdminSubcommand,
+  type AdminSubcommands,
+} from './admin-subcommands';
 import type { CommandContext } from './commands';
 import {
   formatResetPlan,
@@ -26,13 +24,7 @@ import { formatTable, toJsonDocument } from './output';
  * JSON (--json) keeps offsets exact as decimal strings, as every spool command does; an offset
  * the group never committed is null.
  */
-interface GroupSubcommand {
-  readonly usage: string;
-  readonly options: OptionSpecs;
-  readonly run: (admin: Admin, parsed: ParsedCommand, context: CommandContext) => Promise<number>;
-}
-
-const subcommands: Readonly<Record<string, GroupSubcommand>> = {
+const subcommands: AdminSubcommands = {
   list: {
     usage: 'spool group list',
     options: {},
@@ -103,28 +95,11 @@ const subcommands: Readonly<Record<string, GroupSubcommand>> = {
   },
 };
 
-export const groupUsage = `usage:\n${Object.values(subcommands)
-  .map((subcommand) => `  ${subcommand.usage}`)
-  .join('\n')}\n`;
+export const groupUsage = adminSubcommandsUsage(subcommands);
 
 /** Runs `spool group <subcommand> ...`; resolves with the exit code or throws to be reported. */
-export async function runGroupCommand(context: CommandContext): Promise<number> {
-  const [name, ...argv] = context.argv;
-  const subcommand = name === undefined ? undefined : subcommands[name];
-  if (subcommand === undefined) {
-    throw new UsageError(
-      name === undefined
-        ? `group needs a subcommand: ${Object.keys(subcommands).join(', ')}`
-        : `unknown group subcommand "${name}": expected ${Object.keys(subcommands).join(', ')}`,
-    );
-  }
-  const parsed = parseCommandArgs(argv, subcommand.options, context.env ?? process.env);
-  const admin = connectSpool(parsed.global).admin();
-  try {
-    return await subcommand.run(admin, parsed, context);
-  } finally {
-    await admin.disconnect();
-  }
+export function runGroupCommand(context: CommandContext): Promise<number> {
+  return runAdminSubcommand('group', subcommands, context);
 }
 
 export function formatGroupList(groups: readonly GroupListing[]): string {

@@ -1,14 +1,11 @@
-import type { Admin, TopicDescription } from '@spool/client';
+import type { TopicDescription } from '@spool/client';
 import { UsageError } from './cli-errors';
+import { integerFlag, keyValueFlags, requirePositionals, type ParsedCommand } from './cli-options';
 import {
-  connectSpool,
-  integerFlag,
-  keyValueFlags,
-  parseCommandArgs,
-  requirePositionals,
-  type OptionSpecs,
-  type ParsedCommand,
-} from './cli-options';
+  adminSubcommandsUsage,
+  runAdminSubcommand,
+  type AdminSubcommands,
+} from './admin-subcommands';
 import type { CommandContext } from './commands';
 import { formatIds, formatTable, toJsonDocument } from './output';
 
@@ -17,17 +14,11 @@ import { formatIds, formatTable, toJsonDocument } from './output';
  * the controller answers (INVALID_REPLICATION_FACTOR, TOPIC_ALREADY_EXISTS, ...) reach the user
  * with their Kafka names.
  */
-interface TopicSubcommand {
-  readonly usage: string;
-  readonly options: OptionSpecs;
-  readonly run: (admin: Admin, parsed: ParsedCommand, context: CommandContext) => Promise<number>;
-}
-
 /** Partition counts and replication factors are Kafka's int32 and int16. */
 const partitionCountMax = 0x7fffffff;
 const replicationFactorMax = 0x7fff;
 
-const subcommands: Readonly<Record<string, TopicSubcommand>> = {
+const subcommands: AdminSubcommands = {
   create: {
     usage: 'spool topic create NAME --partitions N --replication-factor R [--config key=value]...',
     options: {
@@ -120,28 +111,11 @@ const subcommands: Readonly<Record<string, TopicSubcommand>> = {
   },
 };
 
-export const topicUsage = `usage:\n${Object.values(subcommands)
-  .map((subcommand) => `  ${subcommand.usage}`)
-  .join('\n')}\n`;
+export const topicUsage = adminSubcommandsUsage(subcommands);
 
 /** Runs `spool topic <subcommand> ...`; resolves with the exit code or throws to be reported. */
-export async function runTopicCommand(context: CommandContext): Promise<number> {
-  const [name, ...argv] = context.argv;
-  const subcommand = name === undefined ? undefined : subcommands[name];
-  if (subcommand === undefined) {
-    throw new UsageError(
-      name === undefined
-        ? `topic needs a subcommand: ${Object.keys(subcommands).join(', ')}`
-        : `unknown topic subcommand "${name}": expected ${Object.keys(subcommands).join(', ')}`,
-    );
-  }
-  const parsed = parseCommandArgs(argv, subcommand.options, context.env ?? process.env);
-  const admin = connectSpool(parsed.global).admin();
-  try {
-    return await subcommand.run(admin, parsed, context);
-  } finally {
-    await admin.disconnect();
-  }
+export function runTopicCommand(context: CommandContext): Promise<number> {
+  return runAdminSubcommand('topic', subcommands, context);
 }
 
 export function formatTopicDescription(topic: TopicDescription): string {

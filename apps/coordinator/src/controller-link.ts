@@ -10,22 +10,25 @@
  * two coordinators never knowingly serve one group.
  */
 import { randomUUID } from 'node:crypto';
+import type {
+  LeaderChannel} from '@spool/common';
 import {
-  LeaderChannel,
   StreamFollower,
   callOnce,
-  createGrpcClient,
   type Logger,
 } from '@spool/common';
+import type {
+  ControllerServiceClient} from '@spool/protocol';
 import {
   ClusterMetadataCache,
-  ControllerServiceClient,
   type CoordinatorShard,
   type Endpoint,
   type TopicMetadata,
   type WatchMetadataResponse,
 } from '@spool/protocol';
 import { CoordinatorError } from './coordinator-errors';
+import { controllerChannel, controllerProducerIdBlocks } from './controller-producer-id-blocks';
+import type { ProducerIdBlock } from './producer-id-manager';
 
 /** A controller call gives up after this, so a dead controller cannot hang a step. */
 const controllerCallDeadlineMs = 5_000;
@@ -49,6 +52,8 @@ export class ControllerLink {
   readonly metadata = new ClusterMetadataCache();
   readonly firstSnapshotApplied: Promise<void>;
   private readonly channel: LeaderChannel<ControllerServiceClient>;
+  /** AllocateProducerIds on the active controller, for this coordinator's ProducerIdManager. */
+  readonly allocateProducerIds: () => Promise<ProducerIdBlock>;
   private readonly follower: StreamFollower<ControllerServiceClient, WatchMetadataResponse>;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatIntervalMs = heartbeatIntervalMsInitial;
@@ -59,15 +64,10 @@ export class ControllerLink {
     private readonly options: ControllerLinkOptions,
     private readonly logger: Logger,
   ) {
-    this.channel = new LeaderChannel(
-      options.controllerAddresses,
-      (address) => createGrpcClient(ControllerServiceClient, address),
-      {
-        notLeaderCode: 'NOT_CONTROLLER',
-        leaderDetail: 'activeController',
-        attempts: controllerCallAttemptsMax,
-      },
-    );
+    this.channel = controllerChannel(options.controllerAddresses, {
+      attempts: controllerCallAttemptsMax,
+    });
+    this.allocateProducerIds = controllerProducerIdBlocks(this.channel, options.coordinatorId);
     let firstSnapshot: () => void = () => {};
     this.firstSnapshotApplied = new Promise((resolve) => (firstSnapshot = resolve));
     this.follower = new StreamFollower({
@@ -141,24 +141,6 @@ export class ControllerLink {
   }
 
   /** Reserves a block of producer ids (the controller's AllocateProducerIds). */
-  async allocateProducerIds(): Promise<{ firstProducerId: bigint; count: number }> {
-    const response = await this.channel.call((client) =>
-      callOnce(
-        client,
-        client.allocateProducerIds,
-        { coordinatorId: this.options.coordinatorId },
-        { deadlineMs: controllerCallDeadlineMs },
-      ),
-    );
-    if (response.error !== undefined) {
-      throw new CoordinatorError(
-        'COORDINATOR_NOT_AVAILABLE',
-        `the controller could not allocate producer ids: ${response.error.message}`,
-      );
-    }
-    return { firstProducerId: response.firstProducerId, count: response.count };
-  }
-
   /** Resolves true once `condition` holds, checked now and after every metadata change. */
   waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
     if (condition()) return Promise.resolve(true);

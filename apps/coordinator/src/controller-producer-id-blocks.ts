@@ -5,18 +5,25 @@
  */
 import { LeaderChannel, callOnce, createGrpcClient } from '@spool/common';
 import { ControllerServiceClient } from '@spool/protocol';
+import { CoordinatorError } from './coordinator-errors';
 import type { ProducerIdBlock } from './producer-id-manager';
 
 /** One block request gets this long per attempt. */
 const allocateDeadlineMs = 5_000;
 
+/** The coordinator's channel to the active controller, for heartbeats, metadata and ids. */
 export function controllerChannel(
   controllerAddresses: readonly string[],
+  options: { attempts?: number } = {},
 ): LeaderChannel<ControllerServiceClient> {
   return new LeaderChannel(
     controllerAddresses,
     (address) => createGrpcClient(ControllerServiceClient, address),
-    { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
+    {
+      notLeaderCode: 'NOT_CONTROLLER',
+      leaderDetail: 'activeController',
+      ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
+    },
   );
 }
 
@@ -36,6 +43,12 @@ export function controllerProducerIdBlocks(
         },
       ),
     );
+    if (response.error !== undefined) {
+      throw new CoordinatorError(
+        'COORDINATOR_NOT_AVAILABLE',
+        `the controller could not allocate producer ids: ${response.error.message}`,
+      );
+    }
     return { firstProducerId: response.firstProducerId, count: response.count };
   };
 }

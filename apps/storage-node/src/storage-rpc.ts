@@ -99,8 +99,10 @@ export function storageHandlers(
       const appendStartedAtMs = performance.now();
       stageTimer('queue', receivedAtMs);
       beforeLogAppendTestHook();
+      // The records are a view into this request's own message (partition-batches-codec), so
+      // the log may set their base offsets in place: no copy.
       const outcome = replica.producerState.appendAsLeader(
-        Buffer.from(partition.records),
+        partition.records,
         replica.assignment.leaderEpoch,
       );
       stageTimer('local_append', appendStartedAtMs);

@@ -69,6 +69,17 @@ export class BufferMemory {
     });
   }
 
+  /**
+   * Reserves `sizeBytes` at once if they are free and nobody waits, else returns false. `send`
+   * takes this path first: awaiting `reserve` per record would yield to the event loop between
+   * records, and concurrent sends would interleave their records across every batch.
+   */
+  tryReserve(sizeBytes: number): boolean {
+    if (this.waiters.length > 0 || this.availableBytes < sizeBytes) return false;
+    this.availableBytes -= sizeBytes;
+    return true;
+  }
+
   release(sizeBytes: number): void {
     this.availableBytes += sizeBytes;
     assert(this.availableBytes <= this.totalBytes, 'released more buffer memory than reserved');

@@ -9,18 +9,14 @@ import {
 /**
  * Records of one partition on their way to the gateway as one RecordBatch v2 (Kafka's
  * ProducerBatch). A batch is open while records join it and closed once the sender takes it; it
- * is encoded (and compressed) once, and a retry sends the same bytes again. Each record's promise
- * settles with its offset, the batch's base offset plus the record's index, or with the batch's
- * error.
+ * is encoded (and compressed) once, and a retry sends the same bytes again. The batch has one
+ * promise, `baseOffset`, for all its records: a record's offset is the base offset plus its index.
+ * One promise per batch rather than per record: at 100 bytes a record, per-record promises and
+ * their closures were a third of the producer's CPU time, in the garbage collector.
  */
-interface RecordCompletion {
-  readonly resolve: (offset: bigint) => void;
-  readonly reject: (error: SpoolError) => void;
-}
 
 export class ProducerBatch {
   readonly records: RecordInput[] = [];
-  private readonly completions: RecordCompletion[] = [];
   /** The encoded size if the records were written with every varint at its widest. */
   private sizeUpperBoundBytes = recordBatchHeaderSizeBytes;
   /** Buffer memory the records hold until the batch is done. */
@@ -29,8 +25,15 @@ export class ProducerBatch {
   private isClosed = false;
   private isDone = false;
   private resolveDone!: () => void;
-  /** Settles (never rejects) once every record's promise has settled. */
+  /** Settles (never rejects) once the batch is acknowledged or failed for good. */
   readonly done: Promise<void> = new Promise((resolve) => (this.resolveDone = resolve));
+  private resolveBaseOffset!: (baseOffset: bigint) => void;
+  private rejectBaseOffset!: (error: SpoolError) => void;
+  /** Where the leader wrote the batch (-1n when acks=0 told nothing), or the batch's error. */
+  readonly baseOffset: Promise<bigint> = new Promise((resolve, reject) => {
+    this.resolveBaseOffset = resolve;
+    this.rejectBaseOffset = reject;
+  });
   /** Attempts made so far; the first send is attempt 1. */
   attempts = 0;
   /** A retried batch waits for its backoff: not sent before this Date.now() value. */
@@ -54,7 +57,10 @@ export class ProducerBatch {
     readonly topic: string,
     readonly partition: number,
     readonly createdAtMs: number,
-  ) {}
+  ) {
+    // Callers await baseOffset only for batches they appended to; a failure is theirs to see.
+    this.baseOffset.catch(() => {});
+  }
 
   get recordCount(): number {
     return this.records.length;
@@ -74,21 +80,17 @@ export class ProducerBatch {
 
   /**
    * Adds a record unless the batch is closed or it would pass `batchSizeBytes` (a record larger
-   * than that still gets a batch of its own, as in Kafka). Returns its offset's promise.
+   * than that still gets a batch of its own, as in Kafka). Returns the record's index in the
+   * batch, or -1 if it was not added.
    */
-  tryAppend(
-    record: RecordInput,
-    sizeBytes: number,
-    batchSizeBytes: number,
-  ): Promise<bigint> | undefined {
-    if (this.isClosed) return undefined;
+  tryAppend(record: RecordInput, sizeBytes: number, batchSizeBytes: number): number {
+    if (this.isClosed) return -1;
     if (this.records.length > 0 && this.sizeUpperBoundBytes + sizeBytes > batchSizeBytes) {
-      return undefined;
+      return -1;
     }
-    this.records.push(record);
     this.sizeUpperBoundBytes += sizeBytes;
     this.reservedBytes += sizeBytes;
-    return new Promise<bigint>((resolve, reject) => this.completions.push({ resolve, reject }));
+    return this.records.push(record) - 1;
   }
 
   isFull(batchSizeBytes: number): boolean {
@@ -128,16 +130,14 @@ export class ProducerBatch {
   complete(baseOffset: bigint): void {
     if (this.isDone) return;
     this.isDone = true;
-    this.completions.forEach((completion, index) =>
-      completion.resolve(baseOffset < 0n ? -1n : baseOffset + BigInt(index)),
-    );
+    this.resolveBaseOffset(baseOffset < 0n ? -1n : baseOffset);
     this.resolveDone();
   }
 
   fail(error: SpoolError): void {
     if (this.isDone) return;
     this.isDone = true;
-    for (const completion of this.completions) completion.reject(error);
+    this.rejectBaseOffset(error);
     this.resolveDone();
   }
 }

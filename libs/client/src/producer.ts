@@ -16,6 +16,7 @@ import {
   type RecordMetadata,
 } from './message';
 import { DefaultPartitioner } from './partitioner';
+import type { ProducerBatch } from './producer-batch';
 import { RecordAccumulator } from './record-accumulator';
 import { ProducerSender } from './producer-sender';
 import { TopicMetadataCache, type TopicPartitions } from './topic-metadata';
@@ -108,7 +109,9 @@ export class Producer {
     const deadlineMs = Date.now() + this.config.maxBlockMs;
     const topic = record.topic;
     let partitions = await this.metadata.partitions(topic, deadlineMs);
-    const offsets: Promise<RecordMetadata>[] = [];
+    // Each record's batch and index in it; its offset is the batch's base offset + the index.
+    const batches: ProducerBatch[] = [];
+    const indexes: number[] = [];
     for (const [index, message] of record.messages.entries()) {
       const subject = `topic ${topic} message ${index}`;
       const input = toRecordInput(message, subject);
@@ -117,24 +120,24 @@ export class Producer {
         partitions = await this.ensurePartitionExists(partitions, message.partition, deadlineMs);
       }
       const partition = message.partition ?? this.partitioner.partition(input.key, partitions);
-      try {
-        await this.memory.reserve(sizeBytes, Math.max(0, deadlineMs - Date.now()));
-      } catch (error) {
-        throw toSpoolError(error, partitionName(topic, partition));
+      if (!this.memory.tryReserve(sizeBytes)) {
+        try {
+          await this.memory.reserve(sizeBytes, Math.max(0, deadlineMs - Date.now()));
+        } catch (error) {
+          throw toSpoolError(error, partitionName(topic, partition));
+        }
       }
       if (!this.lifecycle.isOpen) {
         this.memory.release(sizeBytes);
         this.lifecycle.ensureOpen('send');
       }
-      const offset = this.accumulator.append(topic, partition, input, sizeBytes);
-      // The caller sees failures through the returned Promise.all; this only stops an early
-      // return (a later message failing) from leaving this promise's rejection unhandled.
-      offset.catch(() => {});
-      offsets.push(offset.then((value) => ({ topic, partition, offset: value })));
+      const batch = this.accumulator.append(topic, partition, input, sizeBytes);
+      batches.push(batch);
+      indexes.push(batch.recordCount - 1);
       this.sender.wake();
     }
     appended();
-    return Promise.all(offsets);
+    return recordMetadata(batches, indexes);
   }
 
   /** KafkaJS's sendBatch: several topics in one call; results in the order given. */
@@ -209,4 +212,30 @@ export class Producer {
         'partitions',
     );
   }
+}
+
+/**
+ * Where each record landed, in the order sent, once every batch they joined is acknowledged;
+ * the first batch to fail rejects with its error (as a Promise.all of the records would).
+ */
+async function recordMetadata(
+  batches: readonly ProducerBatch[],
+  indexes: readonly number[],
+): Promise<RecordMetadata[]> {
+  const distinct: ProducerBatch[] = [];
+  for (const batch of batches) if (distinct.at(-1) !== batch) distinct.push(batch);
+  const baseOffsets = new Map<ProducerBatch, bigint>();
+  await Promise.all(
+    [...new Set(distinct)].map((batch) =>
+      batch.baseOffset.then((baseOffset) => baseOffsets.set(batch, baseOffset)),
+    ),
+  );
+  return batches.map((batch, position) => {
+    const baseOffset = baseOffsets.get(batch)!;
+    return {
+      topic: batch.topic,
+      partition: batch.partition,
+      offset: baseOffset < 0n ? -1n : baseOffset + BigInt(indexes[position]!),
+    };
+  });
 }

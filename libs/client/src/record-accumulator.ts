@@ -55,21 +55,21 @@ export class RecordAccumulator {
     private readonly onBatchClosed: (batch: ProducerBatch) => void,
   ) {}
 
-  /** Appends a record to its partition's open batch, opening a new one if needed. */
-  append(
-    topic: string,
-    partition: number,
-    record: RecordInput,
-    sizeBytes: number,
-  ): Promise<bigint> {
+  /**
+   * Appends a record to its partition's open batch, opening a new one if needed. Returns the
+   * batch; the record is its last (index `recordCount - 1`).
+   */
+  append(topic: string, partition: number, record: RecordInput, sizeBytes: number): ProducerBatch {
     const queue = this.queueOf(topic, partition);
     const last = queue.batches.at(-1);
-    const appended = last?.tryAppend(record, sizeBytes, this.limits.batchSizeBytes);
-    if (appended !== undefined) return appended;
+    if (last !== undefined && last.tryAppend(record, sizeBytes, this.limits.batchSizeBytes) >= 0) {
+      return last;
+    }
     if (last !== undefined && !last.closed) this.closeBatch(last);
     const batch = new ProducerBatch(topic, partition, Date.now());
     queue.batches.push(batch);
-    return batch.tryAppend(record, sizeBytes, this.limits.batchSizeBytes)!;
+    batch.tryAppend(record, sizeBytes, this.limits.batchSizeBytes);
+    return batch;
   }
 
   /** Every batch queued, in flight or not, for flush to wait on. */

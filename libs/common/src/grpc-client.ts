@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { SpoolError } from './errors';
 import { fromGrpcError } from './grpc-errors';
-import { grpcMaxMessageBytesDefault } from './grpc-server';
+import { grpcConnectionWindowBytes, grpcMaxMessageBytesDefault } from './grpc-server';
 
 /**
  * The client side of our gRPC: channels with bounded message sizes and keepalive, calls with a
@@ -30,6 +30,8 @@ export const grpcChannelOptions: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
+  // The window this client grants servers for responses (fetches): see grpcStreamWindowBytes.
+  'grpc-node.flow_control_window': grpcConnectionWindowBytes,
 };
 
 type ClientConstructor<Client> = new (

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
@@ -21,6 +22,16 @@ export const grpcMaxMessageBytesDefault = 64 * 1024 * 1024;
 /** Pings keep idle connections through NATs and load balancers and detect dead peers. */
 const keepaliveTimeMs = 30_000;
 const keepaliveTimeoutMs = 10_000;
+/**
+ * HTTP/2 flow-control windows the server grants its peers, per stream and per connection. The
+ * protocol's default, 64 KiB, makes a client stop after every 64 KiB of a 1 MiB produce request
+ * until the server has been scheduled to answer with WINDOW_UPDATE: on a busy machine that wait,
+ * not the bytes, set the produce rate. grpc-js offers the window as a channel option
+ * (`grpc-node.flow_control_window`) for clients only; the server applies it to each session.
+ * The bound on memory stays the windows and the gateway's produce admission per connection.
+ */
+export const grpcStreamWindowBytes = 4 * 1024 * 1024;
+export const grpcConnectionWindowBytes = 16 * 1024 * 1024;
 
 export type UnaryHandler<Request, Response> = (
   request: Request,
@@ -189,7 +200,24 @@ export class GrpcServer {
         (error, bound) => (error ? reject(error) : resolve(bound)),
       );
     });
+    this.widenFlowControlWindows();
     return boundPort;
+  }
+
+  /** See grpcStreamWindowBytes; grpc-js keeps its HTTP/2 servers in a private map. */
+  private widenFlowControlWindows(): void {
+    const servers = (this.server as unknown as { http2Servers?: Map<http2.Http2Server, unknown> })
+      .http2Servers;
+    if (!(servers instanceof Map)) {
+      this.logger.warn('grpc-js keeps no http2Servers map; HTTP/2 windows stay at 64 KiB');
+      return;
+    }
+    for (const server of servers.keys()) {
+      server.on('session', (session: http2.ServerHttp2Session) => {
+        session.settings({ initialWindowSize: grpcStreamWindowBytes });
+        session.setLocalWindowSize(grpcConnectionWindowBytes);
+      });
+    }
   }
 
   setServing(serving: boolean): void {

@@ -24,9 +24,7 @@ export {
   ListOffsetsResult,
   PartitionAppendResult,
   PartitionBatches,
-  StorageServiceClient,
   type StorageServiceServer,
-  StorageServiceService,
 } from './generated/spool/v1/storage';
 export {
   AllocateProducerIdsRequest,
@@ -110,12 +108,21 @@ export {
   FetchRequest,
   FetchResponse,
   FetchedPartition,
-  GatewayServiceClient,
   type GatewayServiceServer,
-  GatewayServiceService,
   ProduceRequest,
   ProduceResponse,
 } from './generated/spool/v1/gateway';
+// The services as generated, except that produce-path requests skip the generated code's copies
+// of record bytes (partition-batches-codec.ts).
+export {
+  GatewayServiceClient,
+  GatewayServiceService,
+  StorageServiceClient,
+  StorageServiceService,
+  decodeBatchesRequest,
+  encodeBatchesRequest,
+  type BatchesRequest,
+} from './partition-batches-codec';
 export { protoDescriptorSetPath } from './descriptor-set';
 export { ProtocolError, ProtocolErrorCode } from './errors';
 export {
