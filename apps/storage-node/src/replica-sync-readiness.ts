@@ -1,5 +1,7 @@
 /**
- * Readiness after a start: a storage node reports ready only once each replica it hosts is back
+ * Readiness after a start: a storage node reports ready only once the controller lists it as an
+ * unfenced (ALIVE) broker, so tooling that waits for readiness can place replicas on it, and
+ * once each replica it hosts is back
  * in its partition's ISR (or leads it), so a rolling restart on Kubernetes never takes a second
  * replica of a partition down while the first is still catching up. Partitions whose leader is
  * offline cannot take this node back and do not hold it; a bound keeps a stuck partition from
@@ -19,6 +21,13 @@ export async function waitForReplicasInSync(
   logger: Logger,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  while (metadata.brokers.get(brokerId)?.state !== 'ALIVE') {
+    if (Date.now() >= deadline) {
+      logger.warn({ brokerId }, 'ready although the controller does not list this broker as alive');
+      return;
+    }
+    await sleep(checkIntervalMs);
+  }
   for (;;) {
     const behind = [...replicas.all()].filter((replica) => {
       const partition = metadata.partition(replica.topic, replica.partition);
