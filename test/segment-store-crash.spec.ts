@@ -21,6 +21,7 @@ import {
   type RecoveryReport,
 } from '@spool/segment-store';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SeededRandom } from './support/seeded-random';
 
 /** iterationCount: writer runs, each killed once; bounded so the file stays well under 60 s. */
 const iterationCount = 25;
@@ -72,18 +73,6 @@ function parseSeed(text: string | undefined): number {
     throw new Error(`SPOOL_CRASH_SEED must be an integer from 0 to 4294967295, got "${text}"`);
   }
   return Number(text);
-}
-
-/** A small seeded generator (mulberry32), the same as the writer's. */
-function mulberry32(initial: number): () => number {
-  let state = initial >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Acknowledgement {
@@ -325,7 +314,8 @@ function planIteration(random: () => number, runId: number): IterationPlan {
 describe('Log across SIGKILLed writer processes', () => {
   it('keeps every acknowledged batch intact and shows no partial batch', async () => {
     console.log(`segment-store crash test: seed ${seed} (replay with SPOOL_CRASH_SEED=${seed})`);
-    const random = mulberry32(seed);
+    const generator = new SeededRandom(seed);
+    const random = () => generator.next();
     const acknowledged: Acknowledgement[] = [];
     let previousCloseClean: boolean | undefined;
     let runsWithAcknowledgements = 0;

@@ -17,10 +17,10 @@ import {
   type DataPortResponse,
 } from '@spool/protocol';
 import { StorageTestCluster } from '../support/storage-cluster';
-import { SeededRandom, validBatch } from './fuzz-support';
+import { fuzzRandom, validBatch } from './fuzz-support';
 
 const topic = 'wire';
-const random = SeededRandom.fromEnvironment();
+const random = fuzzRandom();
 /** How long a connection may stay open after the input is written before it counts as hung. */
 const answerTimeoutMs = 3_000;
 let cluster: StorageTestCluster;

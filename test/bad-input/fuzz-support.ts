@@ -1,48 +1,9 @@
 import { encodeRecordBatch } from '@spool/protocol';
+import { SeededRandom, seedFromEnvironment } from '../support/seeded-random';
 
-/**
- * Seeded randomness for the bad-input suite. Every run prints its seed; `SPOOL_FUZZ_SEED=<n>`
- * replays a run exactly (mulberry32: small, fast and good enough to pick mutations).
- */
-export class SeededRandom {
-  private state: number;
-
-  constructor(readonly seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  static fromEnvironment(): SeededRandom {
-    const configured = process.env.SPOOL_FUZZ_SEED;
-    const seed =
-      configured === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(configured);
-    if (!Number.isInteger(seed))
-      throw new Error(`SPOOL_FUZZ_SEED must be an integer: ${configured}`);
-    return new SeededRandom(seed);
-  }
-
-  /** A float in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let mixed = this.state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** An integer in [0, bound). */
-  below(bound: number): number {
-    return Math.floor(this.next() * bound);
-  }
-
-  pick<T>(choices: readonly T[]): T {
-    return choices[this.below(choices.length)]!;
-  }
-
-  bytes(count: number): Buffer {
-    const buffer = Buffer.alloc(count);
-    for (let index = 0; index < count; index++) buffer[index] = this.below(256);
-    return buffer;
-  }
+/** The bad-input suite's generator: `SPOOL_FUZZ_SEED=<n>` replays a run exactly. */
+export function fuzzRandom(): SeededRandom {
+  return new SeededRandom(seedFromEnvironment('SPOOL_FUZZ_SEED'));
 }
 
 /** A well-formed batch of `count` small records, as a producer would send it. */

@@ -19,7 +19,7 @@ import { GatewayTestClient, startGatewayProcess } from '../support/gateway-clien
 import type { ServiceProcess } from '../support/service-process';
 import { StorageTestCluster } from '../support/storage-cluster';
 import {
-  SeededRandom,
+  fuzzRandom,
   badOffsets,
   badPartitions,
   invalidTopicNames,
@@ -29,7 +29,7 @@ import {
 
 const topic = 'fuzzed';
 const partitionCount = 3;
-const random = SeededRandom.fromEnvironment();
+const random = fuzzRandom();
 let cluster: StorageTestCluster;
 let gateway: ServiceProcess;
 let client: GatewayTestClient;

@@ -6,7 +6,7 @@ import { compareReplicas, finalRead, highWatermarks, waitForFullIsr } from './fi
 import { FaultCluster } from './harness/fault-cluster';
 import { HistoryWriter, readHistory, type FaultKind } from './history';
 import { Nemesis, healEverything, type NemesisOptions } from './nemesis';
-import { SeededRandom } from './seeded-random';
+import { SeededRandom } from '../support/seeded-random';
 import { Workload } from './workload';
 
 /**

@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { formatSummary, longProfile, runFaults, shortProfile } from './fault-run';
-import { faultSeed } from './seeded-random';
+import { faultSeed } from '../support/seeded-random';
 
 const minutes = Number(process.env['SPOOL_FAULTS_MINUTES'] ?? '0');
 const profile = minutes > 0 ? longProfile(minutes) : shortProfile;

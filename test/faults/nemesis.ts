@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { FaultCluster } from './harness/fault-cluster';
 import type { MemberProcess } from './harness/member-process';
 import { faultKinds, type FaultKind, type HistoryWriter } from './history';
-import type { SeededRandom } from './seeded-random';
+import type { SeededRandom } from '../support/seeded-random';
 
 /**
  * The nemesis: on a schedule drawn from the run's seed, one fault at a time, each bounded in time

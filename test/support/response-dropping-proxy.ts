@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { SeededRandom } from './seeded-random';
 
 /**
  * A TCP proxy that loses answers: every byte from the client reaches the server, but a chunk
@@ -14,14 +15,14 @@ export class ResponseDroppingProxy {
   forwarded = 0;
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
-  private state: number;
+  private readonly random: SeededRandom;
 
   private constructor(
     private readonly target: { host: string; port: number },
     private dropProbability: number,
     seed: number,
   ) {
-    this.state = seed >>> 0;
+    this.random = new SeededRandom(seed);
     this.server = net.createServer((client) => this.accept(client));
   }
 
@@ -59,7 +60,7 @@ export class ResponseDroppingProxy {
     };
     client.on('data', (chunk) => upstream.write(chunk));
     upstream.on('data', (chunk) => {
-      if (this.next() < this.dropProbability) {
+      if (this.random.next() < this.dropProbability) {
         this.dropped++;
         cut();
         return;
@@ -71,14 +72,5 @@ export class ResponseDroppingProxy {
     upstream.on('close', cut);
     client.on('error', cut);
     upstream.on('error', cut);
-  }
-
-  /** mulberry32: a float in [0, 1). */
-  private next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let mixed = this.state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
   }
 }
