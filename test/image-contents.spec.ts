@@ -23,7 +23,6 @@ import {
   statSync,
   symlinkSync,
 } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
@@ -47,6 +46,7 @@ import {
   type Container,
   type KubernetesObject,
 } from './support/helm-chart';
+import { reservedLoopbackPort } from './support/loopback-ports';
 import { workspaceRoot } from './support/service-process';
 
 const values = {
@@ -141,17 +141,6 @@ async function assembledImage(): Promise<string> {
   expect(exitCode, 'deploy/image/assemble.mjs').toBe(0);
   renameSync(partial, folder);
   return folder;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const componentOf = (workload: KubernetesObject) =>
@@ -406,7 +395,8 @@ describe('the image contents run the cluster the chart describes', () => {
       expect(container.args).toEqual([componentOf(workload)]);
       for (let ordinal = 0; ordinal < replicasOf(workload); ordinal++) {
         const ports = new Map<string, number>();
-        for (const port of container.ports ?? []) ports.set(port.name!, await freePort());
+        for (const port of container.ports ?? [])
+          ports.set(port.name!, await reservedLoopbackPort());
         pods.push({
           identity: podIdentity(workload, ordinal, releaseNamespace),
           component: componentOf(workload),

@@ -1,10 +1,12 @@
 // Proves every service process has the operational surface a Kafka operator expects before it
 // does anything else: it starts on free loopback ports, answers the standard gRPC health service
 // with SERVING, lists its services through gRPC reflection, serves Prometheus metrics with the
-// default process metrics and /readyz 200, exits 0 within 5 s of SIGTERM, and refuses a bad
-// configuration value with a non-zero exit and a message naming the setting.
+// default process metrics and /readyz 200, exits 0 within 5 s of SIGTERM, refuses a bad
+// configuration value with a non-zero exit and a message naming the setting, and exits 1 with
+// the address, setting and errno when a port it must listen on is taken.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,6 +145,28 @@ describe.each(services)('%s process', (name) => {
       const exitCode = await service.exited;
       expect(exitCode).toBe(0);
       expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    }
+  });
+
+  it('exits 1 at once, naming the address and the setting, when its port is taken', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      for (const setting of ['grpc', 'metrics'] as const) {
+        const flags =
+          setting === 'grpc'
+            ? ['--grpc-port', String(port), '--metrics-port', '0']
+            : ['--grpc-port', '0', '--metrics-port', String(port)];
+        const startedAt = Date.now();
+        const { exited, stdout } = spawnService(name, [...argsFor(name), ...flags]);
+        expect(await exited).toBe(1);
+        expect(Date.now() - startedAt).toBeLessThan(15_000);
+        const fatal = stdout.find((line) => line.includes('"level":"fatal"'));
+        expect(fatal).toContain(`127.0.0.1:${port} (setting ${setting}.port): EADDRINUSE`);
+      }
+    } finally {
+      taken.close();
     }
   });
 

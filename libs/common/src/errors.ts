@@ -39,6 +39,8 @@ export const CommonErrorCode = {
   RequestTimedOut: 'REQUEST_TIMED_OUT',
   Unavailable: 'UNAVAILABLE',
   ShuttingDown: 'SHUTTING_DOWN',
+  /** A listener could not bind its address at start-up (the port is taken, or not ours). */
+  ListenFailed: 'LISTEN_FAILED',
   Unknown: 'UNKNOWN_SERVER_ERROR',
 } as const;
 

@@ -1,3 +1,4 @@
+import * as net from 'node:net';
 import * as os from 'node:os';
 import type { Registry } from 'prom-client';
 import {
@@ -6,7 +7,9 @@ import {
   describeSettings,
   type ConfigValues,
   type SettingsSchema,
+  fileKey,
 } from './config';
+import { CommonErrorCode, SpoolError } from './errors';
 import { GrpcServer, grpcMaxMessageBytesDefault } from './grpc-server';
 import { startOperationsServer } from './http-server';
 import { createLogger, logLevels, type LogLevel, type Logger } from './logger';
@@ -152,6 +155,21 @@ export async function startService<S extends SettingsSchema>(
   readiness.require('start-up');
   readiness.onChange((ready) => grpc.setServing(ready));
 
+  /**
+   * A service that cannot start says why and goes: a process that owns itself exits 1 at once
+   * (as a Kafka broker does when its port is taken), rather than lingering unready and silent
+   * with whatever its setup started keeping the event loop alive; an embedding process gets the
+   * error after what setup started has been stopped.
+   */
+  const failStart = async (error: unknown): Promise<never> => {
+    logger.fatal({ err: error }, `start-up failed: ${(error as Error).message}`);
+    if (definition.handleSignals !== false) process.exit(1);
+    const deadlineMs = Date.now() + common.shutdownTimeoutMs;
+    await runShutdownSteps(beforeDrain, deadlineMs, logger);
+    await grpc.shutdown(0);
+    await runShutdownSteps(afterDrain, deadlineMs + common.shutdownTimeoutMs, logger);
+    throw error;
+  };
   try {
     await definition.setup({
       config,
@@ -171,17 +189,31 @@ export async function startService<S extends SettingsSchema>(
       afterListen: (step) => afterListen.push(step),
     });
   } catch (error) {
-    logger.fatal({ err: error }, 'start-up failed');
-    throw error;
+    return failStart(error);
   }
-  const grpcPort = await grpc.listen(common.host, common.grpcPort);
-  const operations = await startOperationsServer({
-    host: common.host,
-    port: common.metricsPort,
-    registry: metrics,
-    readiness,
-    logger,
-  });
+  let grpcPort: number;
+  let operations: Awaited<ReturnType<typeof startOperationsServer>>;
+  try {
+    grpcPort = await listenOrExplain('gRPC', 'grpcPort', common.host, common.grpcPort, () =>
+      grpc.listen(common.host, common.grpcPort),
+    );
+    operations = await listenOrExplain(
+      'metrics and health',
+      'metricsPort',
+      common.host,
+      common.metricsPort,
+      () =>
+        startOperationsServer({
+          host: common.host,
+          port: common.metricsPort,
+          registry: metrics,
+          readiness,
+          logger,
+        }),
+    );
+  } catch (error) {
+    return failStart(error);
+  }
   for (const step of afterListen) await step({ grpcPort, metricsPort: operations.port });
   readiness.satisfy('start-up');
   logger.info(
@@ -209,4 +241,51 @@ export async function startService<S extends SettingsSchema>(
   };
   if (definition.handleSignals !== false) installSignalHandlers(stop, logger);
   return { grpcPort, metricsPort: operations.port, stop };
+}
+
+/**
+ * Binds a listener, turning a failure into an error that names the address, the setting and the
+ * operating system's reason (grpc-js says only "No address added out of total 1 resolved", so
+ * its failure is probed again with a plain socket to learn the errno).
+ */
+async function listenOrExplain<T>(
+  listener: string,
+  settingName: string,
+  host: string,
+  port: number,
+  listen: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (await probeBind(host, port));
+    throw new SpoolError(
+      CommonErrorCode.ListenFailed,
+      `cannot listen for ${listener} on ${host}:${port} (setting ${fileKey(settingName)}): ` +
+        `${reason === undefined ? '' : `${describeErrno(reason)}; `}${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+/** The errno a plain TCP bind of the address fails with, or undefined if it binds now. */
+function probeBind(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    probe.listen(port, host, () => probe.close(() => resolve(undefined)));
+  });
+}
+
+function describeErrno(code: string): string {
+  switch (code) {
+    case 'EADDRINUSE':
+      return 'EADDRINUSE, another process already listens on this port';
+    case 'EADDRNOTAVAIL':
+      return 'EADDRNOTAVAIL, no interface of this machine has that address';
+    case 'EACCES':
+      return 'EACCES, not allowed to bind this port (below 1024 needs privileges)';
+    default:
+      return code;
+  }
 }
