@@ -1,4 +1,4 @@
-import { noTimestamp, type RecordHeader, type RecordInput } from '@spool/protocol';
+import type { RecordHeader } from '@spool/protocol';
 import { ClientErrorCode, clientError } from './errors';
 
 /**
@@ -58,65 +58,97 @@ export interface ConsumedMessage {
 const recordOverheadBytesMax = 5 + 1 + 10 + 5 + 5 + 5 + 5;
 const headerOverheadBytesMax = 5 + 5;
 
-export function recordSizeUpperBoundBytes(record: RecordInput): number {
-  let sizeBytes = recordOverheadBytesMax;
-  sizeBytes += record.key?.length ?? 0;
-  sizeBytes += record.value?.length ?? 0;
-  for (const header of record.headers ?? []) {
-    sizeBytes +=
-      headerOverheadBytesMax + Buffer.byteLength(header.key) + (header.value?.length ?? 0);
+export function recordSizeUpperBoundBytes(
+  key: Buffer | null,
+  value: Buffer | null,
+  headers: readonly RecordHeader[] | undefined,
+): number {
+  let sizeBytes = recordOverheadBytesMax + (key?.length ?? 0) + (value?.length ?? 0);
+  if (headers !== undefined) {
+    for (const header of headers) {
+      sizeBytes +=
+        headerOverheadBytesMax + Buffer.byteLength(header.key) + (header.value?.length ?? 0);
+    }
   }
   return sizeBytes;
 }
 
-function toBytes(value: MessageBytes | undefined, field: string, subject: string): Buffer | null {
+/**
+ * Names a message in an error: `topic T message I`. Built only when there is an error, so the
+ * per-record path allocates no strings.
+ */
+export function messageSubject(topic: string, index: number): string {
+  return `topic ${topic} message ${index}`;
+}
+
+/** A key or value as bytes; a Buffer passes through as it is (no copy). */
+export function toBytes(
+  value: MessageBytes | undefined,
+  field: string,
+  topic: string,
+  index: number,
+): Buffer | null {
   if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return Buffer.from(value, 'utf8');
   if (Buffer.isBuffer(value)) return value;
+  if (typeof value === 'string') return Buffer.from(value, 'utf8');
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.length);
   throw clientError(
     ClientErrorCode.InvalidRequest,
-    `${subject}: ${field} must be a string, Buffer, Uint8Array or null, got ${typeof value}`,
+    `${messageSubject(topic, index)}: ${field} must be a string, Buffer, Uint8Array or null, ` +
+      `got ${typeof value}`,
   );
 }
 
-function toHeaders(headers: MessageHeaders | undefined, subject: string): RecordHeader[] {
+/** KafkaJS's headers object as the record's header list, in order; undefined for none. */
+export function toHeaders(
+  headers: MessageHeaders | undefined,
+  topic: string,
+  index: number,
+): RecordHeader[] | undefined {
+  if (headers === undefined) return undefined;
+  if (typeof headers !== 'object' || headers === null) {
+    throw clientError(
+      ClientErrorCode.InvalidRequest,
+      `${messageSubject(topic, index)}: headers must be an object of header names to values`,
+    );
+  }
   const result: RecordHeader[] = [];
-  if (headers === undefined) return result;
   for (const [key, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const values: readonly MessageBytes[] = Array.isArray(value)
       ? (value as readonly MessageBytes[])
       : [value as MessageBytes];
-    for (const item of values) result.push({ key, value: toBytes(item, `header ${key}`, subject) });
+    for (const item of values) {
+      result.push({ key, value: toBytes(item, `header ${key}`, topic, index) });
+    }
   }
-  return result;
+  return result.length === 0 ? undefined : result;
 }
 
-function toTimestampMs(timestamp: bigint | number | undefined, subject: string): bigint {
-  if (timestamp === undefined) return BigInt(Date.now());
-  const value =
-    typeof timestamp === 'number' && Number.isSafeInteger(timestamp)
-      ? BigInt(timestamp)
-      : timestamp;
-  if (typeof value !== 'bigint' || value < noTimestamp) {
+/** Timestamps are numbers on the append path; below 2^52 ms (the year 142,000) they are exact. */
+const timestampMsMax = 2 ** 52 - 1;
+
+/** A message's timestamp as milliseconds since the epoch (a number), or `nowMs` if it has none. */
+export function toTimestampMs(
+  timestamp: bigint | number | undefined,
+  nowMs: number,
+  topic: string,
+  index: number,
+): number {
+  if (timestamp === undefined) return nowMs;
+  const value = typeof timestamp === 'bigint' ? Number(timestamp) : timestamp;
+  if (
+    (typeof timestamp !== 'bigint' && typeof timestamp !== 'number') ||
+    !Number.isSafeInteger(value) ||
+    value < -1 ||
+    value > timestampMsMax ||
+    (typeof timestamp === 'bigint' && BigInt(value) !== timestamp)
+  ) {
     throw clientError(
       ClientErrorCode.InvalidRequest,
-      `${subject}: timestamp must be milliseconds since the epoch (an integer), got ${String(timestamp)}`,
+      `${messageSubject(topic, index)}: timestamp must be milliseconds since the epoch (an ` +
+        `integer from -1 to ${timestampMsMax}), got ${String(timestamp)}`,
     );
   }
   return value;
-}
-
-/** A message as the record-batch encoder takes it; `subject` names it in errors. */
-export function toRecordInput(message: Message, subject: string): RecordInput {
-  if (typeof message !== 'object' || message === null || !('value' in message)) {
-    throw clientError(ClientErrorCode.InvalidRequest, `${subject}: a message needs a value field`);
-  }
-  return {
-    key: toBytes(message.key, 'key', subject),
-    value: toBytes(message.value, 'value', subject),
-    headers: toHeaders(message.headers, subject),
-    timestampMs: toTimestampMs(message.timestamp, subject),
-  };
 }

@@ -1,22 +1,25 @@
 import type { SpoolError } from '@spool/common';
 import {
-  encodeRecordBatch,
+  RecordBatchBuilder,
   recordBatchHeaderSizeBytes,
   type CompressionType,
-  type RecordInput,
+  type RecordHeader,
 } from '@spool/protocol';
+import type { BatchBufferPool } from './batch-buffer-pool';
 
 /**
  * Records of one partition on their way to the gateway as one RecordBatch v2 (Kafka's
- * ProducerBatch). A batch is open while records join it and closed once the sender takes it; it
- * is encoded (and compressed) once, and a retry sends the same bytes again. The batch has one
+ * ProducerBatch). A batch is open while records join it and closed once the sender takes it.
+ * Each record is written into the batch's bytes as it joins (RecordBatchBuilder, Kafka's
+ * MemoryRecordsBuilder), so no record object outlives its `send`; the batch is compressed once,
+ * and a retry sends the same records again. The batch has one
  * promise, `baseOffset`, for all its records: a record's offset is the base offset plus its index.
  * One promise per batch rather than per record: at 100 bytes a record, per-record promises and
  * their closures were a third of the producer's CPU time, in the garbage collector.
  */
 
 export class ProducerBatch {
-  readonly records: RecordInput[] = [];
+  private readonly builder: RecordBatchBuilder;
   /** The encoded size if the records were written with every varint at its widest. */
   private sizeUpperBoundBytes = recordBatchHeaderSizeBytes;
   /** Buffer memory the records hold until the batch is done. */
@@ -57,13 +60,19 @@ export class ProducerBatch {
     readonly topic: string,
     readonly partition: number,
     readonly createdAtMs: number,
+    batchSizeBytes: number,
+    private readonly pool?: BatchBufferPool,
   ) {
+    this.builder = new RecordBatchBuilder({
+      expectedSizeBytesMax: batchSizeBytes + recordBatchHeaderSizeBytes,
+      buffer: pool?.take(),
+    });
     // Callers await baseOffset only for batches they appended to; a failure is theirs to see.
     this.baseOffset.catch(() => {});
   }
 
   get recordCount(): number {
-    return this.records.length;
+    return this.builder.recordCount;
   }
 
   get closed(): boolean {
@@ -83,14 +92,21 @@ export class ProducerBatch {
    * than that still gets a batch of its own, as in Kafka). Returns the record's index in the
    * batch, or -1 if it was not added.
    */
-  tryAppend(record: RecordInput, sizeBytes: number, batchSizeBytes: number): number {
+  tryAppend(
+    timestampMs: number,
+    key: Buffer | null,
+    value: Buffer | null,
+    headers: readonly RecordHeader[] | undefined,
+    sizeBytes: number,
+    batchSizeBytes: number,
+  ): number {
     if (this.isClosed) return -1;
-    if (this.records.length > 0 && this.sizeUpperBoundBytes + sizeBytes > batchSizeBytes) {
-      return -1;
-    }
+    const count = this.builder.recordCount;
+    if (count > 0 && this.sizeUpperBoundBytes + sizeBytes > batchSizeBytes) return -1;
+    this.builder.append(timestampMs, key, value, headers);
     this.sizeUpperBoundBytes += sizeBytes;
     this.reservedBytes += sizeBytes;
-    return this.records.push(record) - 1;
+    return count;
   }
 
   isFull(batchSizeBytes: number): boolean {
@@ -101,11 +117,12 @@ export class ProducerBatch {
     this.isClosed = true;
   }
 
-  /** The batch's bytes, encoded on the first call; throws what the encoder or codec throws. */
+  /**
+   * The batch's bytes (compressed on the first call), header and CRC written; throws what the
+   * codec throws. A view of the batch's buffer: the request encoder copies it.
+   */
   encode(compressionType: CompressionType): Buffer {
-    this.encoded ??= encodeRecordBatch({
-      baseOffset: 0n,
-      records: this.records,
+    this.encoded ??= this.builder.build({
       compressionType,
       producerId: this.producerId,
       producerEpoch: this.producerEpoch,
@@ -115,8 +132,8 @@ export class ProducerBatch {
   }
 
   /**
-   * Stamps (or, after an epoch bump, clears with -1s) the idempotence fields; the bytes are
-   * encoded again with them, since the CRC covers them.
+   * Stamps (or, after an epoch bump, clears with -1s) the idempotence fields; the header is
+   * written again with them, since the CRC covers them.
    */
   stamp(producerId: bigint, producerEpoch: number, baseSequence: number, order: number): void {
     this.producerId = producerId;
@@ -130,6 +147,7 @@ export class ProducerBatch {
   complete(baseOffset: bigint): void {
     if (this.isDone) return;
     this.isDone = true;
+    this.releaseBuffer();
     this.resolveBaseOffset(baseOffset < 0n ? -1n : baseOffset);
     this.resolveDone();
   }
@@ -137,7 +155,17 @@ export class ProducerBatch {
   fail(error: SpoolError): void {
     if (this.isDone) return;
     this.isDone = true;
+    this.releaseBuffer();
     this.rejectBaseOffset(error);
     this.resolveDone();
+  }
+
+  /**
+   * Done: the records are in the log or failed for good, and every request that carried them
+   * was encoded (copied) when it was sent, so the buffer can hold another batch.
+   */
+  private releaseBuffer(): void {
+    this.encoded = undefined;
+    this.pool?.give(this.builder.backingBuffer);
   }
 }

@@ -1,4 +1,5 @@
-import { recordBatchHeaderSizeBytes, type RecordInput } from '@spool/protocol';
+import { recordBatchHeaderSizeBytes } from '@spool/protocol';
+import { BatchBufferPool } from './batch-buffer-pool';
 import { BufferMemory } from './buffer-memory';
 import { ClientLifecycle, ClientState } from './client-lifecycle';
 import {
@@ -10,8 +11,11 @@ import {
 import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
 import { GatewayConnection } from './gateway-connection';
 import {
+  messageSubject,
   recordSizeUpperBoundBytes,
-  toRecordInput,
+  toBytes,
+  toHeaders,
+  toTimestampMs,
   type ProducerRecord,
   type RecordMetadata,
 } from './message';
@@ -50,8 +54,13 @@ export class Producer {
     this.memory = new BufferMemory(this.config.bufferMemoryBytes, this.config.maxBlockMs, () =>
       this.sender.wake(),
     );
-    this.accumulator = new RecordAccumulator(this.config, (batch) =>
-      this.partitioner.onBatchClosed(batch.topic, batch.partition),
+    this.accumulator = new RecordAccumulator(
+      this.config,
+      (batch) => this.partitioner.onBatchClosed(batch.topic, batch.partition),
+      new BatchBufferPool(
+        this.config.batchSizeBytes + recordBatchHeaderSizeBytes,
+        this.config.bufferMemoryBytes,
+      ),
     );
     this.sender = new ProducerSender(
       this.config,
@@ -74,29 +83,33 @@ export class Producer {
 
   /**
    * Sends whose records are still on their way into the accumulator (waiting for metadata or
-   * buffer space). Kafka's send() has appended when it returns, so flush() covers every send
-   * made before it; here send is asynchronous, and flush waits for these first.
+   * buffer space), settled either way. Kafka's send() has appended when it returns, so flush()
+   * covers every send made before it; here send is asynchronous, and flush waits for these first.
    */
   private readonly admitting = new Set<Promise<unknown>>();
 
-  async send(record: ProducerRecord): Promise<RecordMetadata[]> {
-    this.lifecycle.ensureOpen('send');
-    let admitted: () => void = () => undefined;
-    const admission = new Promise<void>((resolve) => (admitted = resolve));
-    this.admitting.add(admission);
+  /**
+   * Resolves with where each message landed once every batch it joined is acknowledged. The
+   * records are written into their batches as they are admitted, and `record` is let go then:
+   * waiting for the acknowledgement holds only the batches.
+   */
+  send(record: ProducerRecord): Promise<RecordMetadata[]> {
     try {
-      return await this.admit(record, () => {
-        this.admitting.delete(admission);
-        admitted();
-      });
-    } finally {
-      this.admitting.delete(admission);
-      admitted();
+      this.lifecycle.ensureOpen('send');
+    } catch (error) {
+      return Promise.reject(error);
     }
+    const admission = this.admit(record);
+    const settled: Promise<void> = admission.then(
+      () => void this.admitting.delete(settled),
+      () => void this.admitting.delete(settled),
+    );
+    this.admitting.add(settled);
+    return admission.then(landedRecords);
   }
 
-  /** Appends the records of one send; calls `appended` once all are in the accumulator. */
-  private async admit(record: ProducerRecord, appended: () => void): Promise<RecordMetadata[]> {
+  /** Appends the records of one send to their batches; resolves once all are in. */
+  private async admit(record: ProducerRecord): Promise<BatchRun[]> {
     if (typeof record?.topic !== 'string' || record.topic === '') {
       throw clientError(ClientErrorCode.InvalidRequest, 'send needs a topic name');
     }
@@ -108,36 +121,65 @@ export class Producer {
     }
     const deadlineMs = Date.now() + this.config.maxBlockMs;
     const topic = record.topic;
+    const messages = record.messages;
     let partitions = await this.metadata.partitions(topic, deadlineMs);
-    // Each record's batch and index in it; its offset is the batch's base offset + the index.
-    const batches: ProducerBatch[] = [];
-    const indexes: number[] = [];
-    for (const [index, message] of record.messages.entries()) {
-      const subject = `topic ${topic} message ${index}`;
-      const input = toRecordInput(message, subject);
-      const sizeBytes = this.checkRecordSize(input, subject);
+    // Consecutive records of one batch make one run: offset = base offset + index in the batch.
+    const runs: BatchRun[] = [];
+    // Kafka stamps a record without a timestamp at send(); one clock read per send, refreshed
+    // after any wait.
+    let nowMs = Date.now();
+    for (let index = 0; index < messages.length; index++) {
+      const message = messages[index];
+      if (typeof message !== 'object' || message === null || !('value' in message)) {
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          `${messageSubject(topic, index)}: a message needs a value field`,
+        );
+      }
+      const key = toBytes(message.key, 'key', topic, index);
+      const value = toBytes(message.value, 'value', topic, index);
+      const headers = toHeaders(message.headers, topic, index);
+      const timestampMs = toTimestampMs(message.timestamp, nowMs, topic, index);
+      const sizeBytes = this.checkRecordSize(
+        recordSizeUpperBoundBytes(key, value, headers),
+        topic,
+        index,
+      );
       if (message.partition !== undefined) {
         partitions = await this.ensurePartitionExists(partitions, message.partition, deadlineMs);
       }
-      const partition = message.partition ?? this.partitioner.partition(input.key, partitions);
+      const partition = message.partition ?? this.partitioner.partition(key, partitions);
       if (!this.memory.tryReserve(sizeBytes)) {
         try {
           await this.memory.reserve(sizeBytes, Math.max(0, deadlineMs - Date.now()));
         } catch (error) {
           throw toSpoolError(error, partitionName(topic, partition));
         }
+        nowMs = Date.now();
       }
       if (!this.lifecycle.isOpen) {
         this.memory.release(sizeBytes);
         this.lifecycle.ensureOpen('send');
       }
-      const batch = this.accumulator.append(topic, partition, input, sizeBytes);
-      batches.push(batch);
-      indexes.push(batch.recordCount - 1);
-      this.sender.wake();
+      const batch = this.accumulator.append(
+        topic,
+        partition,
+        timestampMs,
+        key,
+        value,
+        headers,
+        sizeBytes,
+      );
+      const last = runs.length === 0 ? undefined : runs[runs.length - 1]!;
+      if (last?.batch === batch) {
+        last.count += 1;
+      } else {
+        runs.push({ batch, firstIndex: batch.recordCount - 1, count: 1 });
+        this.sender.wake();
+      }
     }
-    appended();
-    return recordMetadata(batches, indexes);
+    this.sender.wake();
+    return runs;
   }
 
   /** KafkaJS's sendBatch: several topics in one call; results in the order given. */
@@ -173,8 +215,7 @@ export class Producer {
     this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
   }
 
-  private checkRecordSize(input: RecordInput, subject: string): number {
-    const sizeBytes = recordSizeUpperBoundBytes(input);
+  private checkRecordSize(sizeBytes: number, topic: string, index: number): number {
     const batchSizeBytes = sizeBytes + recordBatchHeaderSizeBytes;
     if (
       sizeBytes > this.config.bufferMemoryBytes ||
@@ -182,9 +223,9 @@ export class Producer {
     ) {
       throw clientError(
         ClientErrorCode.MessageTooLarge,
-        `${subject}: the record is up to ${sizeBytes} bytes when encoded, larger than ` +
-          `bufferMemoryBytes=${this.config.bufferMemoryBytes} or maxRequestSizeBytes=` +
-          `${this.config.maxRequestSizeBytes} allow`,
+        `${messageSubject(topic, index)}: the record is up to ${sizeBytes} bytes when encoded, ` +
+          `larger than bufferMemoryBytes=${this.config.bufferMemoryBytes} or ` +
+          `maxRequestSizeBytes=${this.config.maxRequestSizeBytes} allow`,
       );
     }
     return sizeBytes;
@@ -214,28 +255,44 @@ export class Producer {
   }
 }
 
+/** Consecutive records of one send that joined the same batch. */
+interface BatchRun {
+  readonly batch: ProducerBatch;
+  /** The index in the batch of the run's first record. */
+  readonly firstIndex: number;
+  count: number;
+}
+
+/** BigInt(index) for the indexes a batch usually has, made once rather than per record. */
+const smallIndexes: bigint[] = [];
+function bigIndex(index: number): bigint {
+  if (index >= 65_536) return BigInt(index);
+  return (smallIndexes[index] ??= BigInt(index));
+}
+
 /**
  * Where each record landed, in the order sent, once every batch they joined is acknowledged;
  * the first batch to fail rejects with its error (as a Promise.all of the records would).
  */
-async function recordMetadata(
-  batches: readonly ProducerBatch[],
-  indexes: readonly number[],
-): Promise<RecordMetadata[]> {
-  const distinct: ProducerBatch[] = [];
-  for (const batch of batches) if (distinct.at(-1) !== batch) distinct.push(batch);
-  const baseOffsets = new Map<ProducerBatch, bigint>();
-  await Promise.all(
-    [...new Set(distinct)].map((batch) =>
-      batch.baseOffset.then((baseOffset) => baseOffsets.set(batch, baseOffset)),
-    ),
-  );
-  return batches.map((batch, position) => {
-    const baseOffset = baseOffsets.get(batch)!;
-    return {
-      topic: batch.topic,
-      partition: batch.partition,
-      offset: baseOffset < 0n ? -1n : baseOffset + BigInt(indexes[position]!),
-    };
+async function landedRecords(runs: readonly BatchRun[]): Promise<RecordMetadata[]> {
+  const baseOffsets =
+    runs.length === 1
+      ? [await runs[0]!.batch.baseOffset]
+      : await Promise.all(runs.map((run) => run.batch.baseOffset));
+  let total = 0;
+  for (const run of runs) total += run.count;
+  const landed = new Array<RecordMetadata>(total);
+  let position = 0;
+  runs.forEach((run, runIndex) => {
+    const { topic, partition } = run.batch;
+    const baseOffset = baseOffsets[runIndex]!;
+    for (let index = run.firstIndex; index < run.firstIndex + run.count; index++) {
+      landed[position++] = {
+        topic,
+        partition,
+        offset: baseOffset < 0n ? -1n : baseOffset + bigIndex(index),
+      };
+    }
   });
+  return landed;
 }

@@ -1,4 +1,5 @@
-import type { RecordInput } from '@spool/protocol';
+import type { RecordHeader } from '@spool/protocol';
+import type { BatchBufferPool } from './batch-buffer-pool';
 import { ProducerBatch } from './producer-batch';
 
 /**
@@ -47,28 +48,48 @@ interface PartitionQueue {
 
 export class RecordAccumulator {
   private readonly queues = new Map<string, PartitionQueue>();
+  /** The queue the last record joined: consecutive records mostly go to the same partition. */
+  private lastQueue: PartitionQueue | undefined;
   /** Where the next drain starts, so no partition always comes last in a full request. */
   private drainStart = 0;
 
   constructor(
     private readonly limits: AccumulatorLimits,
     private readonly onBatchClosed: (batch: ProducerBatch) => void,
+    private readonly pool?: BatchBufferPool,
   ) {}
 
   /**
    * Appends a record to its partition's open batch, opening a new one if needed. Returns the
    * batch; the record is its last (index `recordCount - 1`).
    */
-  append(topic: string, partition: number, record: RecordInput, sizeBytes: number): ProducerBatch {
-    const queue = this.queueOf(topic, partition);
-    const last = queue.batches.at(-1);
-    if (last !== undefined && last.tryAppend(record, sizeBytes, this.limits.batchSizeBytes) >= 0) {
+  append(
+    topic: string,
+    partition: number,
+    timestampMs: number,
+    key: Buffer | null,
+    value: Buffer | null,
+    headers: readonly RecordHeader[] | undefined,
+    sizeBytes: number,
+  ): ProducerBatch {
+    const cached = this.lastQueue;
+    const queue =
+      cached !== undefined && cached.partition === partition && cached.topic === topic
+        ? cached
+        : this.queueOf(topic, partition);
+    this.lastQueue = queue;
+    const { batchSizeBytes } = this.limits;
+    const last = queue.batches.length === 0 ? undefined : queue.batches[queue.batches.length - 1]!;
+    if (
+      last !== undefined &&
+      last.tryAppend(timestampMs, key, value, headers, sizeBytes, batchSizeBytes) >= 0
+    ) {
       return last;
     }
     if (last !== undefined && !last.closed) this.closeBatch(last);
-    const batch = new ProducerBatch(topic, partition, Date.now());
+    const batch = new ProducerBatch(topic, partition, Date.now(), batchSizeBytes, this.pool);
     queue.batches.push(batch);
-    batch.tryAppend(record, sizeBytes, this.limits.batchSizeBytes);
+    batch.tryAppend(timestampMs, key, value, headers, sizeBytes, batchSizeBytes);
     return batch;
   }
 
@@ -132,9 +153,7 @@ export class RecordAccumulator {
     } else if (requeue) {
       queue.batches.unshift(batch);
     }
-    if (queue.batches.length === 0 && queue.inFlight === 0) {
-      this.queues.delete(keyOf(batch.topic, batch.partition));
-    }
+    if (queue.batches.length === 0 && queue.inFlight === 0) this.deleteQueue(queue);
   }
 
   /** Takes a queued batch out (it failed for good while waiting). */
@@ -143,9 +162,12 @@ export class RecordAccumulator {
     if (queue === undefined) return;
     const index = queue.batches.indexOf(batch);
     if (index >= 0) queue.batches.splice(index, 1);
-    if (queue.batches.length === 0 && queue.inFlight === 0) {
-      this.queues.delete(keyOf(batch.topic, batch.partition));
-    }
+    if (queue.batches.length === 0 && queue.inFlight === 0) this.deleteQueue(queue);
+  }
+
+  private deleteQueue(queue: PartitionQueue): void {
+    this.queues.delete(keyOf(queue.topic, queue.partition));
+    if (this.lastQueue === queue) this.lastQueue = undefined;
   }
 
   /** Removes every queued batch (not those in flight), for a producer that gives up on them. */

@@ -186,6 +186,10 @@ export type { DecodedRecord, RecordHeader, RecordInput } from './record-batch/re
 export { uncompressedRecordsBytesMaxDefault } from './record-batch/record-reader';
 export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
 export {
+  RecordBatchBuilder,
+  type RecordBatchFields,
+} from './record-batch/record-batch-builder';
+export {
   decodeRecordBatch,
   decodeRecordBatches,
   type DecodedRecordBatch,
