@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GrpcServer, SpoolError, createLogger } from '@spool/common';
 import {
   ControllerServiceService,
+  WatchMetadataResponse,
   type BrokerMetadata,
   type WatchMetadataRequest,
-  type WatchMetadataResponse,
 } from '@spool/protocol';
 import { ClusterLink } from './cluster-link';
 
@@ -31,18 +31,7 @@ function metadataMessage(
   snapshot: boolean,
   brokers: BrokerMetadata[],
 ): WatchMetadataResponse {
-  return {
-    metadataVersion,
-    snapshot,
-    brokers,
-    topics: [],
-    deletedTopics: [],
-    deletedBrokers: [],
-    controllerAddress: '',
-    coordinators: [],
-    deletedCoordinators: [],
-    coordinatorShards: [],
-  };
+  return WatchMetadataResponse.fromPartial({ metadataVersion, snapshot, brokers });
 }
 
 /**
