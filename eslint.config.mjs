@@ -27,7 +27,10 @@ export default tseslint.config(
           depConstraints: [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
-            { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: [] },
+            // Shared libs serve every scope; the base ones among them (protocol, common) depend
+            // on nothing of ours, the others only on the base ones.
+            { sourceTag: 'layer:base', onlyDependOnLibsWithTags: [] },
+            { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['layer:base'] },
             { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:client', 'scope:shared'] },
             { sourceTag: 'scope:data', onlyDependOnLibsWithTags: ['scope:data', 'scope:shared'] },
             {

@@ -11,12 +11,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { controllerChannel } from '@spool/cluster-link';
 import { callOnce, createGrpcClient } from '@spool/common';
-import {
-  ProducerIdManager,
-  controllerChannel,
-  controllerProducerIdBlocks,
-} from '@spool/coordinator';
+import { ProducerIdManager, controllerProducerIdBlocks } from '@spool/coordinator';
 import {
   ControllerServiceClient,
   encodeRecordBatch,

@@ -1,6 +1,7 @@
 // Proves the module-boundary rules are active, not merely configured: ESLint, run with the
 // workspace's own config over source placed in real projects, reports a deep import, a relative
-// import across projects, and every forbidden dependency, and stays silent on an allowed one.
+// import across projects, and every forbidden dependency, and stays silent on allowed ones (a
+// shared lib on the base libs, apps of every scope on a shared lib).
 import { ESLint } from 'eslint';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +24,31 @@ describe('module boundaries', () => {
 
   it.each([
     [
+      'a shared lib to use common',
+      'libs/cluster-link',
+      "import { assert as value } from '@spool/common';",
+    ],
+    [
+      'a shared lib to use protocol',
+      'libs/cluster-link',
+      "import { Acks as value } from '@spool/protocol';",
+    ],
+    [
+      'a data app to use a shared lib',
+      'apps/storage-node',
+      "import { ClusterLink as value } from '@spool/cluster-link';",
+    ],
+    [
+      'a client app to use a shared lib',
+      'apps/gateway',
+      "import { ClusterLink as value } from '@spool/cluster-link';",
+    ],
+  ])('allows %s', async (_, project, source) => {
+    expect(await ruleIdsFor(project, source)).toEqual([]);
+  });
+
+  it.each([
+    [
       'the client SDK on the segment store',
       'libs/client',
       "import { projectName as value } from '@spool/segment-store';",
@@ -34,6 +60,16 @@ describe('module boundaries', () => {
     ],
     ['common on protocol', 'libs/common', "import { Acks as value } from '@spool/protocol';"],
     ['protocol on common', 'libs/protocol', "import { assert as value } from '@spool/common';"],
+    [
+      'common on a shared lib',
+      'libs/common',
+      "import { ClusterLink as value } from '@spool/cluster-link';",
+    ],
+    [
+      'a shared lib on a scoped lib',
+      'libs/cluster-link',
+      "import { projectName as value } from '@spool/metadata';",
+    ],
     [
       'an app on another app',
       'apps/controller',

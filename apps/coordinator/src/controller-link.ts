@@ -1,33 +1,27 @@
 /**
  * The coordinator's link to the active controller: a CoordinatorHeartbeat loop that registers
  * this process (its id, endpoints and a new incarnation per start) and learns which
- * __consumer_offsets shards it owns, and a WatchMetadata stream into the metadata cache (topics
- * for assignments, partition leaders for reads and writes, other coordinators' shards). Both go
- * through one LeaderChannel that follows NOT_CONTROLLER to the active controller.
+ * __consumer_offsets shards it owns, on top of the ClusterLink every service keeps (its channel
+ * follows NOT_CONTROLLER to the active controller, and its WatchMetadata stream feeds the
+ * metadata cache: topics for assignments, partition leaders for reads and writes, other
+ * coordinators' shards).
  *
  * A coordinator that cannot reach any controller for a whole session must assume the controller
  * already gave its shards to others, so it reports an empty ownership then and stops serving:
  * two coordinators never knowingly serve one group.
  */
 import { randomUUID } from 'node:crypto';
+import { ClusterLink } from '@spool/cluster-link';
+import { callOnce, type LeaderChannel, type Logger } from '@spool/common';
 import type {
-  LeaderChannel} from '@spool/common';
-import {
-  StreamFollower,
-  callOnce,
-  type Logger,
-} from '@spool/common';
-import type {
-  ControllerServiceClient} from '@spool/protocol';
-import {
   ClusterMetadataCache,
-  type CoordinatorShard,
-  type Endpoint,
-  type TopicMetadata,
-  type WatchMetadataResponse,
+  ControllerServiceClient,
+  CoordinatorShard,
+  Endpoint,
+  TopicMetadata,
 } from '@spool/protocol';
 import { CoordinatorError } from './coordinator-errors';
-import { controllerChannel, controllerProducerIdBlocks } from './controller-producer-id-blocks';
+import { controllerProducerIdBlocks } from './controller-producer-id-blocks';
 import type { ProducerIdBlock } from './producer-id-manager';
 
 /** A controller call gives up after this, so a dead controller cannot hang a step. */
@@ -49,12 +43,10 @@ export interface ControllerLinkOptions {
 
 export class ControllerLink {
   readonly incarnationId = randomUUID();
-  readonly metadata = new ClusterMetadataCache();
-  readonly firstSnapshotApplied: Promise<void>;
-  private readonly channel: LeaderChannel<ControllerServiceClient>;
   /** AllocateProducerIds on the active controller, for this coordinator's ProducerIdManager. */
   readonly allocateProducerIds: () => Promise<ProducerIdBlock>;
-  private readonly follower: StreamFollower<ControllerServiceClient, WatchMetadataResponse>;
+  private readonly cluster: ClusterLink;
+  private readonly channel: LeaderChannel<ControllerServiceClient>;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatIntervalMs = heartbeatIntervalMsInitial;
   private lastHeartbeatOkMs = Date.now();
@@ -64,25 +56,30 @@ export class ControllerLink {
     private readonly options: ControllerLinkOptions,
     private readonly logger: Logger,
   ) {
-    this.channel = controllerChannel(options.controllerAddresses, {
-      attempts: controllerCallAttemptsMax,
-    });
-    this.allocateProducerIds = controllerProducerIdBlocks(this.channel, options.coordinatorId);
-    let firstSnapshot: () => void = () => {};
-    this.firstSnapshotApplied = new Promise((resolve) => (firstSnapshot = resolve));
-    this.follower = new StreamFollower({
-      channel: this.channel,
-      open: (client) => client.watchMetadata({ fromVersion: this.metadata.version }),
-      onMessage: (message: WatchMetadataResponse) => {
-        this.metadata.apply(message);
-        if (message.snapshot) firstSnapshot();
-      },
+    this.cluster = new ClusterLink({
+      controllerAddresses: options.controllerAddresses,
+      controllerCallAttempts: controllerCallAttemptsMax,
       logger,
     });
+    this.channel = this.cluster.channel;
+    this.allocateProducerIds = controllerProducerIdBlocks(this.channel, options.coordinatorId);
+  }
+
+  get metadata(): ClusterMetadataCache {
+    return this.cluster.metadata;
+  }
+
+  get firstSnapshotApplied(): Promise<void> {
+    return this.cluster.firstSnapshotApplied;
+  }
+
+  /** Resolves true once `condition` holds, checked now and after every metadata change. */
+  waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+    return this.cluster.waitUntil(condition, timeoutMs);
   }
 
   start(): void {
-    void this.follower.start();
+    this.cluster.start();
     this.scheduleHeartbeat(0);
   }
 
@@ -140,24 +137,6 @@ export class ControllerLink {
     return response.topic;
   }
 
-  /** Reserves a block of producer ids (the controller's AllocateProducerIds). */
-  /** Resolves true once `condition` holds, checked now and after every metadata change. */
-  waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-    if (condition()) return Promise.resolve(true);
-    if (timeoutMs <= 0) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const finish = (met: boolean): void => {
-        clearTimeout(timer);
-        unsubscribe();
-        resolve(met);
-      };
-      const timer = setTimeout(() => finish(false), timeoutMs);
-      const unsubscribe = this.metadata.onChange(() => {
-        if (condition()) finish(true);
-      });
-    });
-  }
-
   /**
    * Tells the controller this coordinator stops, so its shards move at once instead of after
    * the session timeout. Bounded: the process stops even when no controller answers.
@@ -189,7 +168,6 @@ export class ControllerLink {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.heartbeatTimer);
-    this.follower.stop();
-    this.channel.close();
+    this.cluster.stop();
   }
 }

@@ -3,29 +3,13 @@
  * controller, found and followed through a LeaderChannel (NOT_CONTROLLER answers name the
  * active one), so a controller failover costs a redirect, not an error.
  */
-import { LeaderChannel, callOnce, createGrpcClient } from '@spool/common';
-import { ControllerServiceClient } from '@spool/protocol';
+import { callOnce, type LeaderChannel } from '@spool/common';
+import type { ControllerServiceClient } from '@spool/protocol';
 import { CoordinatorError } from './coordinator-errors';
 import type { ProducerIdBlock } from './producer-id-manager';
 
 /** One block request gets this long per attempt. */
 const allocateDeadlineMs = 5_000;
-
-/** The coordinator's channel to the active controller, for heartbeats, metadata and ids. */
-export function controllerChannel(
-  controllerAddresses: readonly string[],
-  options: { attempts?: number } = {},
-): LeaderChannel<ControllerServiceClient> {
-  return new LeaderChannel(
-    controllerAddresses,
-    (address) => createGrpcClient(ControllerServiceClient, address),
-    {
-      notLeaderCode: 'NOT_CONTROLLER',
-      leaderDetail: 'activeController',
-      ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
-    },
-  );
-}
 
 /** `allocateBlock` for a ProducerIdManager, naming this coordinator in the controller's log. */
 export function controllerProducerIdBlocks(

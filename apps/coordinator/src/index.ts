@@ -15,4 +15,4 @@ export {
   type ProducerIdBlock,
   type ProducerIdManagerOptions,
 } from './producer-id-manager';
-export { controllerChannel, controllerProducerIdBlocks } from './controller-producer-id-blocks';
+export { controllerProducerIdBlocks } from './controller-producer-id-blocks';

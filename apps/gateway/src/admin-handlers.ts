@@ -1,5 +1,5 @@
 /**
- * The admin RPCs, forwarded to the active controller through the metadata link's LeaderChannel
+ * The admin RPCs, forwarded to the active controller through the metadata link's channel
  * (NOT_CONTROLLER answers are followed to the controller they name). The controller's answers
  * pass through unchanged, per-topic errors included.
  *
@@ -46,7 +46,7 @@ export function adminHandlers(link: MetadataLink) {
 
   return {
     createTopics: async (request: CreateTopicsRequest): Promise<CreateTopicsResponse> => {
-      const response = await link.controller.call((client) =>
+      const response = await link.channel.call((client) =>
         callOnce(client, client.createTopics, request, { deadlineMs: controllerCallDeadlineMs }),
       );
       if (!request.validateOnly) {
@@ -62,7 +62,7 @@ export function adminHandlers(link: MetadataLink) {
     },
 
     deleteTopics: async (request: DeleteTopicsRequest): Promise<DeleteTopicsResponse> => {
-      const response = await link.controller.call((client) =>
+      const response = await link.channel.call((client) =>
         callOnce(client, client.deleteTopics, request, { deadlineMs: controllerCallDeadlineMs }),
       );
       const deleted = response.results.filter((result) => !result.error);
@@ -76,7 +76,7 @@ export function adminHandlers(link: MetadataLink) {
     createPartitions: async (
       request: CreatePartitionsRequest,
     ): Promise<CreatePartitionsResponse> => {
-      const response = await link.controller.call((client) =>
+      const response = await link.channel.call((client) =>
         callOnce(client, client.createPartitions, request, {
           deadlineMs: controllerCallDeadlineMs,
         }),
@@ -94,29 +94,29 @@ export function adminHandlers(link: MetadataLink) {
     },
 
     describeTopics: (request: DescribeTopicsRequest): Promise<DescribeTopicsResponse> =>
-      link.controller.call((client) =>
+      link.channel.call((client) =>
         callOnce(client, client.describeTopics, request, { deadlineMs: controllerCallDeadlineMs }),
       ),
 
     listTopics: (request: ListTopicsRequest): Promise<ListTopicsResponse> =>
-      link.controller.call((client) =>
+      link.channel.call((client) =>
         callOnce(client, client.listTopics, request, { deadlineMs: controllerCallDeadlineMs }),
       ),
 
     describeConfigs: (request: DescribeConfigsRequest): Promise<DescribeConfigsResponse> =>
-      link.controller.call((client) =>
+      link.channel.call((client) =>
         callOnce(client, client.describeConfigs, request, {
           deadlineMs: controllerCallDeadlineMs,
         }),
       ),
 
     alterConfigs: (request: AlterConfigsRequest): Promise<AlterConfigsResponse> =>
-      link.controller.call((client) =>
+      link.channel.call((client) =>
         callOnce(client, client.alterConfigs, request, { deadlineMs: controllerCallDeadlineMs }),
       ),
 
     describeCluster: (request: DescribeClusterRequest): Promise<DescribeClusterResponse> =>
-      link.controller.call((client) =>
+      link.channel.call((client) =>
         callOnce(client, client.describeCluster, request, {
           deadlineMs: controllerCallDeadlineMs,
         }),

@@ -15,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorRouter } from './coordinator-router';
 import { groupHandlers } from './group-handlers';
-import { MetadataLink } from './metadata-link';
+import { createMetadataLink } from './metadata-link';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
@@ -98,7 +98,7 @@ describe('group routing', () => {
   const a = new FakeCoordinator('a');
   const b = new FakeCoordinator('b');
   // Never started: the test feeds the metadata cache itself.
-  const link = new MetadataLink(['127.0.0.1:1'], logger);
+  const link = createMetadataLink(['127.0.0.1:1'], logger);
   const router = new CoordinatorRouter(link);
   const handlers = groupHandlers(router);
   const shard = groupPartition('billing', 50);

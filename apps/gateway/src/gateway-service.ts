@@ -16,7 +16,7 @@ import { CoordinatorRouter } from './coordinator-router';
 import { gatewayHandlers } from './gateway-handlers';
 import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
-import { MetadataLink } from './metadata-link';
+import { createMetadataLink } from './metadata-link';
 import { ProduceAdmission } from './produce-admission';
 
 /**
@@ -91,7 +91,7 @@ export function startGateway(
             `most half of grpc.max.message.bytes (${config.grpcMaxMessageBytes})`,
         );
       }
-      const link = new MetadataLink(
+      const link = createMetadataLink(
         config.controllerAddresses,
         logger.child({ component: 'metadata' }),
       );

@@ -1,27 +1,19 @@
 /**
  * This node's control-plane link to the active controller: it registers (a new incarnation id
- * per process, so a restart is told from an impostor), heartbeats, registers again when the
- * controller says it was fenced, and follows WatchMetadata into the metadata cache, resuming
- * after a reconnect and following the active controller wherever it moves.
+ * per process, so a restart is told from an impostor), heartbeats, and registers again when the
+ * controller says it was fenced. Once registered it follows WatchMetadata into the node's
+ * metadata cache through the ClusterLink every service keeps, whose channel all these calls go
+ * through too (it follows the active controller wherever it moves).
  */
 import { randomUUID } from 'node:crypto';
-import type { ClientReadableStream } from '@grpc/grpc-js';
-import {
-  LeaderChannel,
-  backoffMs,
-  callOnce,
-  createGrpcClient,
-  fromGrpcError,
-  sleep,
-  type Logger,
-} from '@spool/common';
-import {
+import { ClusterLink } from '@spool/cluster-link';
+import { backoffMs, callOnce, sleep, type LeaderChannel, type Logger } from '@spool/common';
+import type {
+  AlterPartitionRequest,
+  AlterPartitionResponse,
+  ClusterMetadataCache,
   ControllerServiceClient,
-  type AlterPartitionRequest,
-  type AlterPartitionResponse,
-  type ClusterMetadataCache,
-  type Endpoint,
-  type WatchMetadataResponse,
+  Endpoint,
 } from '@spool/protocol';
 
 export interface ControllerLinkOptions {
@@ -36,27 +28,33 @@ export interface ControllerLinkOptions {
 const controllerCallDeadlineMs = 5_000;
 /** Controlled shutdown tries a few controllers, then the node stops anyway. */
 const controlledShutdownAttempts = 3;
+/** Registration and ISR changes retry over the controllers for as long as it takes. */
+const controllerCallAttemptsMax = 1_000_000;
 
 export class ControllerLink {
   readonly incarnationId = randomUUID();
   private brokerEpochValue = -1n;
+  private readonly cluster: ClusterLink;
   private readonly channel: LeaderChannel<ControllerServiceClient>;
   private heartbeatTimer: NodeJS.Timeout | undefined;
-  private stream: ClientReadableStream<WatchMetadataResponse> | undefined;
   private stopped = false;
-  private firstSnapshot: () => void = () => {};
-  readonly firstSnapshotApplied = new Promise<void>((resolve) => (this.firstSnapshot = resolve));
 
   constructor(
     private readonly options: ControllerLinkOptions,
-    private readonly metadata: ClusterMetadataCache,
+    metadata: ClusterMetadataCache,
     private readonly logger: Logger,
   ) {
-    this.channel = new LeaderChannel(
-      options.controllerAddresses,
-      (address) => createGrpcClient(ControllerServiceClient, address),
-      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController', attempts: 1_000_000 },
-    );
+    this.cluster = new ClusterLink({
+      controllerAddresses: options.controllerAddresses,
+      controllerCallAttempts: controllerCallAttemptsMax,
+      metadata,
+      logger,
+    });
+    this.channel = this.cluster.channel;
+  }
+
+  get firstSnapshotApplied(): Promise<void> {
+    return this.cluster.firstSnapshotApplied;
   }
 
   get brokerEpoch(): bigint {
@@ -71,7 +69,7 @@ export class ControllerLink {
       this.options.heartbeatIntervalMs,
     );
     this.heartbeatTimer.unref();
-    void this.followMetadata();
+    this.cluster.start();
   }
 
   /**
@@ -140,27 +138,6 @@ export class ControllerLink {
     }
   }
 
-  private async followMetadata(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
-      const client = this.channel.client();
-      const ended = await new Promise<unknown>((resolve) => {
-        const stream = client.watchMetadata({ fromVersion: this.metadata.version });
-        this.stream = stream;
-        stream.on('data', (message: WatchMetadataResponse) => {
-          attempt = 0;
-          this.metadata.apply(message);
-          if (message.snapshot) this.firstSnapshot();
-        });
-        stream.on('error', (error) => resolve(fromGrpcError(error as never)));
-        stream.on('end', () => resolve(undefined));
-      });
-      if (this.stopped) return;
-      this.channel.follow(ended);
-      this.logger.debug({ err: ended }, 'metadata stream ended; reconnecting');
-      await sleep(backoffMs(Math.max(1, attempt)));
-    }
-  }
-
   /** A leader's ISR change, through the active controller (used by replication). */
   alterPartition(
     request: Omit<AlterPartitionRequest, 'brokerId' | 'brokerEpoch'>,
@@ -194,7 +171,6 @@ export class ControllerLink {
   stop(): void {
     this.stopped = true;
     clearInterval(this.heartbeatTimer);
-    this.stream?.cancel();
-    this.channel.close();
+    this.cluster.stop();
   }
 }
