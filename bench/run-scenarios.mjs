@@ -21,13 +21,18 @@ import { spawn, execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'apps', 'cli', 'dist', 'main.js');
 const resultsDirectory = path.join(root, 'bench', 'results');
 const clockTicksPerSecond = 100; // Linux's USER_HZ, what /proc/<pid>/stat counts in.
 const gigabyte = 1024 ** 3;
+// The V8 flags the `spool` command runs with (apps/cli/src/node-flags.ts): the bench client and
+// `spool dev` run as a user's `spool` would.
+const { spoolNodeFlags } = await import(
+  pathToFileURL(path.join(root, 'apps', 'cli', 'dist', 'node-flags.js')).href
+);
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -100,6 +105,7 @@ async function startCluster(nodes) {
   const child = spawn(
     process.execPath,
     [
+      ...spoolNodeFlags,
       cli,
       'dev',
       '--nodes',
@@ -154,7 +160,14 @@ async function startCluster(nodes) {
 }
 
 function spool(args) {
-  return run(process.execPath, [cli, ...args, '--gateway', `localhost:${gatewayPort}`, '--json']);
+  return run(process.execPath, [
+    ...spoolNodeFlags,
+    cli,
+    ...args,
+    '--gateway',
+    `localhost:${gatewayPort}`,
+    '--json',
+  ]);
 }
 
 /** Runs one bench command; returns its result with the CPU each service used meanwhile. */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { serviceEntryPoint, type CommandContext, type ServiceName } from './commands';
+import { spoolNodeFlags } from './node-flags';
 
 /**
  * `spool dev`: a whole cluster on one machine, each service a separate process, so what runs
@@ -70,7 +71,10 @@ export async function runDevCluster(context: CommandContext): Promise<number> {
   const launch = (role: ServiceName, id: number, argv: string[]): ClusterProcess => {
     const profiled =
       profileDirectory !== undefined && (role === 'gateway' || role === 'storage-node');
-    const nodeFlags = profiled ? ['--cpu-prof', `--cpu-prof-dir=${profileDirectory}`] : [];
+    const nodeFlags = [
+      ...spoolNodeFlags,
+      ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${profileDirectory}`] : []),
+    ];
     const child = spawn(process.execPath, [...nodeFlags, serviceEntryPoint(role), ...argv], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: process.env,
