@@ -22,7 +22,8 @@ import {
   recordBatchHeaderSizeBytes,
   recordCountPosition,
 } from './record-batch-layout';
-import { sizeOfVarint, writeVarint } from './varint';
+import { sizeOfBytesField, writeBytesField } from './record-writer';
+import { sizeOfVarint, sizeOfVarlongNumber, writeVarint, writeVarlongNumber } from './varint';
 
 /**
  * Kafka's MemoryRecordsBuilder: a producer's batch written record by record, as the records
@@ -57,43 +58,6 @@ export interface RecordBatchFields {
 
 function invalidRecord(problem: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidRecord, `cannot add record: ${problem}`);
-}
-
-function sizeOfVarlongNumber(value: number): number {
-  let zigzag = value >= 0 ? value * 2 : -value * 2 - 1;
-  let sizeBytes = 1;
-  while (zigzag >= 0x80) {
-    zigzag = Math.floor(zigzag / 0x80);
-    sizeBytes += 1;
-  }
-  return sizeBytes;
-}
-
-function writeVarlongNumber(buffer: Buffer, position: number, value: number): number {
-  let zigzag = value >= 0 ? value * 2 : -value * 2 - 1;
-  let next = position;
-  while (zigzag >= 0x80) {
-    buffer[next++] = (zigzag % 0x80) | 0x80;
-    zigzag = Math.floor(zigzag / 0x80);
-  }
-  buffer[next++] = zigzag;
-  return next;
-}
-
-function sizeOfBytesField(bytes: Buffer | null): number {
-  return bytes === null ? 1 : sizeOfVarint(bytes.length) + bytes.length;
-}
-
-function writeBytesField(buffer: Buffer, position: number, bytes: Buffer | null): number {
-  if (bytes === null) {
-    buffer[position] = 1; // zigzag(-1)
-    return position + 1;
-  }
-  const next = writeVarint(buffer, position, bytes.length);
-  // TypedArray#set stays in V8's builtins; Buffer#copy crosses into C++ per call, which at
-  // 100-byte values cost a third more.
-  buffer.set(bytes, next);
-  return next + bytes.length;
 }
 
 export class RecordBatchBuilder {

@@ -52,17 +52,36 @@ export function sizeOfVarint(value: number): number {
   return 5;
 }
 
+/**
+ * sizeOfVarlong for a number whose magnitude is below 2^51 (so its zigzag value, twice that,
+ * is still an exact double): a timestamp delta needs no bigint.
+ */
+export function sizeOfVarlongNumber(value: number): number {
+  let zigzag = value >= 0 ? value * 2 : -value * 2 - 1;
+  let sizeBytes = 1;
+  while (zigzag >= 0x80) {
+    zigzag = Math.floor(zigzag / 0x80);
+    sizeBytes += 1;
+  }
+  return sizeBytes;
+}
+
+/** writeVarlong for a number whose magnitude is below 2^51 (see sizeOfVarlongNumber). */
+export function writeVarlongNumber(buffer: Buffer, position: number, value: number): number {
+  let zigzag = value >= 0 ? value * 2 : -value * 2 - 1;
+  let next = position;
+  while (zigzag >= 0x80) {
+    buffer[next++] = (zigzag % 0x80) | 0x80;
+    zigzag = Math.floor(zigzag / 0x80);
+  }
+  buffer[next++] = zigzag;
+  return next;
+}
+
 export function sizeOfVarlong(value: bigint): number {
   assertInt64(value);
   if (value > -varlongNumberPathMagnitude && value < varlongNumberPathMagnitude) {
-    const number = Number(value);
-    let zigzag = number >= 0 ? number * 2 : -number * 2 - 1;
-    let sizeBytes = 1;
-    while (zigzag >= 0x80) {
-      zigzag = Math.floor(zigzag / 0x80);
-      sizeBytes += 1;
-    }
-    return sizeBytes;
+    return sizeOfVarlongNumber(Number(value));
   }
   let zigzag = BigInt.asUintN(64, (value << 1n) ^ (value >> 63n));
   let sizeBytes = 1;
@@ -91,14 +110,7 @@ export function writeVarlong(buffer: Buffer, position: number, value: bigint): n
   assertInt64(value);
   let next = position;
   if (value > -varlongNumberPathMagnitude && value < varlongNumberPathMagnitude) {
-    const number = Number(value);
-    let zigzag = number >= 0 ? number * 2 : -number * 2 - 1;
-    while (zigzag >= 0x80) {
-      buffer[next++] = (zigzag % 0x80) | 0x80;
-      zigzag = Math.floor(zigzag / 0x80);
-    }
-    buffer[next++] = zigzag;
-    return next;
+    return writeVarlongNumber(buffer, position, Number(value));
   }
   let zigzag = BigInt.asUintN(64, (value << 1n) ^ (value >> 63n));
   while (zigzag >= 0x80n) {
