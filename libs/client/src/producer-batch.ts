@@ -1,4 +1,4 @@
-import type { SpoolError } from '@spool/common';
+import { assert, type SpoolError } from '@spool/common';
 import {
   RecordBatchBuilder,
   recordBatchHeaderSizeBytes,
@@ -122,6 +122,8 @@ export class ProducerBatch {
    * codec throws. A view of the batch's buffer: the request encoder copies it.
    */
   encode(compressionType: CompressionType): Buffer {
+    // Its buffer may already hold another batch's records.
+    assert(!this.isDone, 'a batch that is done is never sent again');
     this.encoded ??= this.builder.build({
       compressionType,
       producerId: this.producerId,
