@@ -4,10 +4,19 @@
 // is given every partition; offsets commit and fetch; DescribeGroup reports the lag from the
 // partition leaders' high watermarks (and the owner's metrics the lag per partition, sum and max);
 // a commit from a stale member epoch (a zombie) or an unknown member is refused.
+// The owner checkpoints its shard every few commits (the live state rewritten, the records
+// before it deleted), so the partition's log start moves past 0.
 // Then the coordinator that owns the group is SIGKILLed: the other takes its shard within the
-// coordinator session timeout (plus the replay), serves the committed offsets, which are read
-// continuously during the failover and never go backwards, and the member keeps its partitions.
-import { encodeRecordBatch, groupPartition, type OffsetFetchResponse } from '@spool/protocol';
+// coordinator session timeout (plus the replay, from the checkpoint), serves the committed
+// offsets, which are read continuously during the failover and never go backwards, and the
+// member keeps its partitions.
+import { callOnce } from '@spool/common';
+import {
+  OffsetSpec,
+  encodeRecordBatch,
+  groupPartition,
+  type OffsetFetchResponse,
+} from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './support/controller-client';
 import { GatewayTestClient, startGatewayProcess } from './support/gateway-client';
@@ -20,6 +29,7 @@ const coordinatorSessionTimeoutMs = 3_000;
 const shardCount = 12;
 const topic = 'orders';
 const groupId = 'billing';
+const checkpointIntervalRecords = 10;
 
 let cluster: StorageTestCluster | undefined;
 const processes: ServiceProcess[] = [];
@@ -46,6 +56,9 @@ async function startCoordinator(controllerPort: number, coordinatorId: string) {
     '30000',
     '--group-consumer-heartbeat-interval-ms',
     '1000',
+    // Checkpoints every few commits, so the takeover below replays from a checkpoint.
+    '--offsets-checkpoint-interval-records',
+    String(checkpointIntervalRecords),
   ]);
   processes.push(coordinator);
   return coordinator;
@@ -218,7 +231,31 @@ describe('coordinator', () => {
       offsets: [{ topic, partition: 0, offset: 9n, metadata: '', leaderEpoch: -1 }],
     });
     expect(unknown.results[0]!.error?.code).toBe('UNKNOWN_MEMBER_ID');
-    await commit(member.memberEpoch, [3n, 5n, 7n, 10n]);
+    // Enough commits for a few checkpoints: the owner rewrites the live state and deletes the
+    // records before it, so the shard's partition no longer starts at 0.
+    for (let round = 0; round < 8; round++) await commit(member.memberEpoch, [3n, 5n, 7n, 10n]);
+    const offsetsLogStart = await eventually(async () => {
+      const leader = await cluster!.leaderOf('__consumer_offsets', shard);
+      const client = cluster!.storageClient(leader);
+      try {
+        const listed = await callOnce(client, client.listOffsets, {
+          partitions: [
+            {
+              topic: '__consumer_offsets',
+              partition: shard,
+              spec: OffsetSpec.OFFSET_SPEC_EARLIEST,
+              timestampMs: 0n,
+            },
+          ],
+        });
+        const start = listed.results[0]!.offset;
+        if (start === 0n) throw new Error('no checkpoint has deleted anything yet');
+        return start;
+      } finally {
+        client.close();
+      }
+    }, 10_000);
+    expect(offsetsLogStart).toBeGreaterThan(0n);
 
     // Offsets are read continuously from here: they must never go backwards.
     const highest = new Map<number, bigint>();

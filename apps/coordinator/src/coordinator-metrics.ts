@@ -23,6 +23,8 @@ export interface GroupLag {
 export class CoordinatorMetrics {
   readonly rebalances: Counter<'group'>;
   readonly offsetCommits: Counter<'group'>;
+  readonly offsetsCheckpoints: Counter;
+  readonly offsetsCheckpointEntries: Counter;
   private readonly lag: Gauge<'group' | 'topic' | 'partition'>;
   private readonly lagSum: Gauge<'group'>;
   private readonly lagMax: Gauge<'group'>;
@@ -72,6 +74,18 @@ export class CoordinatorMetrics {
       name: 'spool_offset_commits_total',
       help: 'Offsets committed (one per partition), by group.',
       labelNames: ['group'],
+      registers: [registry],
+    });
+    this.offsetsCheckpoints = new Counter({
+      name: 'spool_offsets_checkpoints_total',
+      help:
+        'Checkpoints of __consumer_offsets shards: live state rewritten and the records before ' +
+        'it deleted, so a takeover replays only that.',
+      registers: [registry],
+    });
+    this.offsetsCheckpointEntries = new Counter({
+      name: 'spool_offsets_checkpoint_entries_total',
+      help: 'Entries (group records and committed offsets) written by offsets checkpoints.',
       registers: [registry],
     });
     this.lag = new Gauge({

@@ -26,6 +26,8 @@ export interface CoordinatorRuntimeOptions {
   readonly metrics: Registry;
   /** False leaves out per-partition lag series (sum and max per group stay). */
   readonly metricsPerPartition?: boolean;
+  /** Entries written to a shard between checkpoints (ShardManager, point 4). */
+  readonly offsetsCheckpointIntervalRecords?: number;
 }
 
 export class CoordinatorParts {
@@ -38,7 +40,11 @@ export class CoordinatorParts {
   constructor(options: CoordinatorRuntimeOptions) {
     const { logger } = options;
     // The link and the shard manager call parts built after them; none runs before start().
-    const late: { shards?: ShardManager; maintenance?: GroupMaintenance } = {};
+    const late: {
+      shards?: ShardManager;
+      maintenance?: GroupMaintenance;
+      metrics?: CoordinatorMetrics;
+    } = {};
     this.link = new ControllerLink(
       {
         coordinatorId: options.coordinatorId,
@@ -57,6 +63,11 @@ export class CoordinatorParts {
       timeouts: options.timeouts,
       logger: logger.child({ component: 'shards' }),
       onLoaded: (shard) => late.maintenance?.onShardLoaded(shard),
+      checkpointIntervalEntries: options.offsetsCheckpointIntervalRecords,
+      onCheckpoint: (_shard, entries) => {
+        late.metrics?.offsetsCheckpoints.inc();
+        late.metrics?.offsetsCheckpointEntries.inc(entries);
+      },
     });
     late.shards = shards;
     this.shards = shards;
@@ -76,6 +87,7 @@ export class CoordinatorParts {
       },
       options.metricsPerPartition ?? true,
     );
+    late.metrics = metrics;
     const groups = new GroupCoordinator({
       link: this.link,
       shards,

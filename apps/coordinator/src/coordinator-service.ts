@@ -3,6 +3,7 @@ import { ConfigError, startService, type RunningService, type SettingsSchema } f
 import { CoordinatorServiceService, protoDescriptorSetPath } from '@spool/protocol';
 import { coordinatorHandlers, type CoordinatorRuntime } from './coordinator-rpc';
 import { CoordinatorParts } from './coordinator-runtime';
+import { checkpointIntervalEntriesDefault } from './shard-manager';
 
 /**
  * The coordinator service: owns consumer groups (members, assignments, committed offsets) and
@@ -54,6 +55,16 @@ export const coordinatorSettings = {
     max: 3_600_000,
     description: 'How often members are told to heartbeat (group.consumer.heartbeat.interval.ms).',
   },
+  offsetsCheckpointIntervalRecords: {
+    type: 'integer',
+    default: checkpointIntervalEntriesDefault,
+    min: 10,
+    max: 100_000_000,
+    description:
+      'Records written to a __consumer_offsets partition before its coordinator checkpoints it ' +
+      "(rewrites the groups' live state and deletes the records before it), so a takeover " +
+      'replays only the live state and what followed.',
+  },
 } as const satisfies SettingsSchema;
 
 export const coordinatorDefaultPorts = { grpcPort: 9094, metricsPort: 9194 } as const;
@@ -104,6 +115,7 @@ export function startCoordinator(
           logger,
           metrics,
           metricsPerPartition: config.metricsPerPartition,
+          offsetsCheckpointIntervalRecords: config.offsetsCheckpointIntervalRecords,
         });
         runtime = parts.runtime;
         parts.start();

@@ -53,6 +53,8 @@ function topic(name: string, partitions: number, internal = false): TopicMetadat
 /** __consumer_offsets as a list of stored batches per partition; `orders` has fixed offsets. */
 class FakeLeaders {
   readonly logs = new Map<number, Buffer[]>();
+  /** Per partition: offsets below are deleted (DeleteRecords). */
+  readonly logStarts = new Map<number, bigint>();
   private endOf(partition: number): bigint {
     return BigInt(
       (this.logs.get(partition) ?? []).reduce(
@@ -86,7 +88,11 @@ class FakeLeaders {
       leaderEpoch: 0,
     });
     if (name === consumerOffsetsTopic)
-      return result(spec === OffsetSpec.OFFSET_SPEC_EARLIEST ? 0n : this.endOf(partition));
+      return result(
+        spec === OffsetSpec.OFFSET_SPEC_EARLIEST
+          ? (this.logStarts.get(partition) ?? 0n)
+          : this.endOf(partition),
+      );
     // orders: records 10 to 99, one per millisecond from timestamp 1000.
     if (spec === OffsetSpec.OFFSET_SPEC_EARLIEST) return result(10n);
     if (spec === OffsetSpec.OFFSET_SPEC_LATEST) return result(100n);
@@ -98,9 +104,19 @@ class FakeLeaders {
     return new Map(partitions.map(({ topic, partition }) => [`${topic}\u0000${partition}`, 100n]));
   }
 
+  async deleteRecordsBefore(_topic: string, partition: number, offset: bigint): Promise<bigint> {
+    // Whole batches go, as a log drops whole segments; reads below the start are refused.
+    this.logStarts.set(partition, offset);
+    return offset;
+  }
+
   async fetch(_topic: string, partition: number, fetchOffset: bigint) {
+    const logStart = this.logStarts.get(partition) ?? 0n;
+    if (fetchOffset < logStart)
+      throw new Error(`OFFSET_OUT_OF_RANGE: ${fetchOffset} < ${logStart}`);
     const batches = (this.logs.get(partition) ?? []).filter(
       (batch) =>
+        batch.readBigInt64BE(0) >= logStart &&
         batch.readBigInt64BE(0) + BigInt(batch.readInt32BE(lastOffsetDeltaPosition)) >= fetchOffset,
     );
     const records = Buffer.concat(batches);
@@ -117,7 +133,12 @@ class FakeLeaders {
   }
 }
 
-function startCoordinator(leaders: FakeLeaders, owned: number[], shardEpoch: number) {
+function startCoordinator(
+  leaders: FakeLeaders,
+  owned: number[],
+  shardEpoch: number,
+  checkpointIntervalEntries?: number,
+) {
   const metadata = new ClusterMetadataCache();
   metadata.apply({
     metadataVersion: 1n,
@@ -147,6 +168,7 @@ function startCoordinator(leaders: FakeLeaders, owned: number[], shardEpoch: num
     timeouts: { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 1_000 },
     logger,
     onLoaded: () => {},
+    checkpointIntervalEntries,
   });
   const metrics = new CoordinatorMetrics(new Registry(), {
     groups: () => [],
@@ -321,5 +343,77 @@ describe('group coordinator', () => {
     const replayed = await third.groups.offsetFetch({ groupId, partitions: [] });
     expect(replayed.offsets.map((offset) => offset.offset)).toEqual([42n]);
     for (const coordinator of [first, second, third]) coordinator.shards.stop();
+  });
+
+  it('checkpoints a shard so a takeover replays its live state, not its history', async () => {
+    const leaders = new FakeLeaders();
+    const first = startCoordinator(leaders, [shard], 1, 20);
+    await loaded(first.shards, 1);
+    const joined = await first.groups.heartbeat(join);
+    for (let offset = 1n; offset <= 60n; offset++) {
+      await first.groups.offsetCommit({
+        groupId,
+        memberId: joined.memberId,
+        memberEpoch: joined.memberEpoch,
+        offsets: [
+          { topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 },
+          { topic: 'orders', partition: 1, offset: offset * 2n, metadata: '', leaderEpoch: -1 },
+        ],
+      });
+      // Checkpoints are taken between writes, when none is pending.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const logStart = leaders.logStarts.get(shard) ?? 0n;
+    // 120 committed offsets and the group's records were written; the log now starts at a
+    // checkpoint not long before its end.
+    expect(logStart).toBeGreaterThan(60n);
+
+    const second = startCoordinator(leaders, [shard], 2, 20);
+    await loaded(second.shards, 1);
+    const served = await second.groups.offsetFetch({ groupId, partitions: [] });
+    expect(served.offsets.map((offset) => offset.offset)).toEqual([60n, 120n]);
+    const members = (await second.groups.describeGroup({ groupId })).members;
+    expect(members.map((member) => member.memberId)).toEqual([joined.memberId]);
+    for (const coordinator of [first, second]) coordinator.shards.stop();
+  });
+
+  it('deletes nothing when another writer appended since its own last write', async () => {
+    const leaders = new FakeLeaders();
+    const first = startCoordinator(leaders, [shard], 1, 10);
+    await loaded(first.shards, 1);
+    const joined = await first.groups.heartbeat(join);
+    // A newer owner (which the first has not heard of) wrote its marker and a commit.
+    await leaders.append(
+      consumerOffsetsTopic,
+      shard,
+      encodeOffsetsBatch(
+        [
+          { kind: 'shard-epoch', coordinatorId: 'newer' },
+          {
+            kind: 'offset',
+            groupId: 'other-group',
+            topic: 'orders',
+            partition: 0,
+            committed: { offset: 9n, metadata: '', commitTimestampMs: 1n, leaderEpoch: -1 },
+          },
+        ],
+        2,
+        Date.now(),
+      ),
+    );
+    for (let offset = 1n; offset <= 15n; offset++) {
+      await first.groups.offsetCommit({
+        groupId,
+        memberId: joined.memberId,
+        memberEpoch: joined.memberEpoch,
+        offsets: [{ topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 }],
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The first checkpoint's marker did not land after the first owner's own last write.
+    expect(leaders.logStarts.get(shard) ?? 0n).toBe(0n);
+    first.shards.stop();
   });
 });

@@ -41,6 +41,36 @@ export class OffsetsShard {
   private replayEpoch = 0;
   private writeTail: Promise<unknown> = Promise.resolve();
   private pendingWrites = 0;
+  /**
+   * Entries written since the last checkpoint (or, after a load, replayed): what a takeover
+   * would replay beyond the checkpoint. See ShardManager's checkpoints.
+   */
+  entriesSinceCheckpoint = 0;
+  /** Entries the last checkpoint wrote: the shard's live state. */
+  lastCheckpointEntries = 0;
+  /** A checkpoint is queued or being written. */
+  checkpointing = false;
+  /**
+   * Where this owner's next record lands if nobody else writes to the partition: one past its
+   * own last record (its epoch marker, after a load).
+   */
+  nextOffsetAfterOwnWrites: bigint | undefined;
+  /**
+   * Some record since the load was not this owner's: one of its appends did not land at
+   * nextOffsetAfterOwnWrites. A checkpoint then deletes nothing (ShardManager, point 4).
+   */
+  othersWrote = false;
+
+  /** Records where an append of `recordCount` records by this owner landed. */
+  noteOwnWrite(baseOffset: bigint, recordCount: number): void {
+    if (
+      this.nextOffsetAfterOwnWrites !== undefined &&
+      baseOffset !== this.nextOffsetAfterOwnWrites
+    ) {
+      this.othersWrote = true;
+    }
+    this.nextOffsetAfterOwnWrites = baseOffset + BigInt(recordCount);
+  }
 
   constructor(
     readonly partition: number,
@@ -62,8 +92,34 @@ export class OffsetsShard {
     this.stateValue = next;
   }
 
+  /** Writes queued or in progress. */
+  get pendingWriteCount(): number {
+    return this.pendingWrites;
+  }
+
+  /**
+   * The entries that rebuild this shard's memory as it is now: each group's snapshotRecords()
+   * and every committed offset. Exact only while no write is pending: a group applies its
+   * changes before their records are written, and offsets after.
+   */
+  checkpointEntries(): OffsetsEntry[] {
+    assert(this.pendingWrites === 0, 'a checkpoint is taken only with no write pending');
+    const entries: OffsetsEntry[] = [];
+    for (const group of this.groups.values()) {
+      for (const record of group.snapshotRecords()) entries.push({ kind: 'group', record });
+    }
+    for (const [groupId, committed] of this.offsets) {
+      for (const offset of committed.values()) {
+        const { topic, partition, ...value } = offset;
+        entries.push({ kind: 'offset', groupId, topic, partition, committed: value });
+      }
+    }
+    return entries;
+  }
+
   /** Applies one replayed record, unless a zombie wrote it (see the file comment). */
   replay(replayed: ReplayedEntry, nowMs: number): boolean {
+    this.entriesSinceCheckpoint += 1;
     if (replayed.shardEpoch < this.replayEpoch) return false;
     this.replayEpoch = replayed.shardEpoch;
     this.apply(replayed.entry, nowMs);

@@ -163,6 +163,39 @@ export class PartitionLeaders {
     });
   }
 
+  /**
+   * Makes the partition's records below `offset` unreadable (Kafka's DeleteRecords); answers
+   * the new log start offset.
+   */
+  deleteRecordsBefore(
+    topic: string,
+    partition: number,
+    offset: bigint,
+    deadlineMs: number,
+  ): Promise<bigint> {
+    return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
+      const client = this.storageClient(leaderId);
+      if (client === undefined) {
+        throw new CoordinatorError(
+          'LEADER_NOT_AVAILABLE',
+          `broker ${leaderId} has no grpc endpoint`,
+        );
+      }
+      const response = await callOnce(
+        client,
+        client.deleteRecords,
+        { partitions: [{ topic, partition, offset }], timeoutMs: remainingMs },
+        { deadlineMs: remainingMs + 1_000 },
+      );
+      const result = response.results[0];
+      if (result === undefined) {
+        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
+      }
+      if (result.error !== undefined) throw codedError(result.error);
+      return result.lowWatermark;
+    });
+  }
+
   /** One partition's offset by spec (earliest, the high watermark, or for a timestamp). */
   listOffset(
     topic: string,

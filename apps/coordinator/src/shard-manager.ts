@@ -13,6 +13,17 @@
  *    next heartbeat) stops serving at once: its groups answer NOT_COORDINATOR.
  * 3. A load that fails is retried with backoff while the shard is still ours; a write that fails
  *    for good unloads the shard and loads it again (step 1), since memory may be ahead of the log.
+ * 4. Checkpoints keep a takeover's replay, and the partition, as small as the shard's live state
+ *    rather than its whole history (Kafka compacts __consumer_offsets for the same reason): once
+ *    `checkpointIntervalEntries` entries (or, if more, as many as the last checkpoint held) were
+ *    written since the last one, and no write is pending (so memory equals the log), the shard
+ *    writes every group's snapshotRecords() and every committed offset, behind an epoch marker,
+ *    then deletes the records before the marker (DeleteRecords). Replaying the old records and
+ *    then the checkpoint rebuilds the same state, so a crash at any point loses nothing. The
+ *    deletion is fenced: it happens only if every record since this owner's load was its own
+ *    (each of its appends landed right after the one before). Otherwise another coordinator
+ *    (the shard's new owner, while this one has not yet heard it lost it) wrote there, and its
+ *    records must stay.
  */
 import { backoffMs, sleep, type Logger } from '@spool/common';
 import {
@@ -32,6 +43,10 @@ import type { PartitionLeaders } from './partition-leaders';
 export const offsetsWriteTimeoutMs = 10_000;
 /** How long one read step of a load may take before the load is retried. */
 const loadStepTimeoutMs = 15_000;
+/** Point 4: the default number of entries written between checkpoints. */
+export const checkpointIntervalEntriesDefault = 10_000;
+/** Entries per batch of a checkpoint: well under the topic's max.message.bytes. */
+const checkpointBatchEntriesMax = 500;
 
 export interface ShardManagerOptions {
   readonly coordinatorId: string;
@@ -44,6 +59,10 @@ export interface ShardManagerOptions {
    * replayed group must see the topics once (ConsumerGroup.onTopicsChanged).
    */
   readonly onLoaded: (shard: OffsetsShard) => void;
+  /** Point 4; checkpointIntervalEntriesDefault if absent. */
+  readonly checkpointIntervalEntries?: number;
+  /** Called after each checkpoint with the entries written and the new log start offset. */
+  readonly onCheckpoint?: (shard: OffsetsShard, entries: number, logStartOffset: bigint) => void;
 }
 
 export class ShardManager {
@@ -196,6 +215,7 @@ export class ShardManager {
     );
     position = await this.replayRange(shard, position, markerOffset);
     if (shard.state !== ShardState.Loading) return;
+    shard.noteOwnWrite(markerOffset, 1);
     shard.transitionTo([ShardState.Loading], ShardState.Active);
     this.options.onLoaded(shard);
     this.options.logger.info(
@@ -304,12 +324,14 @@ export class ShardManager {
         );
       }
       try {
-        await this.options.leaders.append(
+        const baseOffset = await this.options.leaders.append(
           consumerOffsetsTopic,
           shard.partition,
           encodeOffsetsBatch(entries, shard.shardEpoch, Date.now()),
           Date.now() + offsetsWriteTimeoutMs,
         );
+        shard.noteOwnWrite(baseOffset, entries.length);
+        shard.entriesSinceCheckpoint += entries.length;
       } catch (error) {
         this.options.logger.error(
           { err: error, shard: shard.partition },
@@ -326,6 +348,8 @@ export class ShardManager {
         );
       }
       afterWrite();
+      // Point 4, once this write has left the queue.
+      setImmediate(() => this.maybeCheckpoint(shard));
     });
     if (queued === undefined) {
       return Promise.reject(
@@ -336,6 +360,79 @@ export class ShardManager {
       );
     }
     return queued;
+  }
+
+  /** Point 4. */
+  private maybeCheckpoint(shard: OffsetsShard): void {
+    if (this.stopped || shard.state !== ShardState.Active || shard.checkpointing) return;
+    if (shard.pendingWriteCount > 0) return; // The last write to finish tries again.
+    const intervalEntries =
+      this.options.checkpointIntervalEntries ?? checkpointIntervalEntriesDefault;
+    if (shard.entriesSinceCheckpoint < Math.max(intervalEntries, shard.lastCheckpointEntries)) {
+      return;
+    }
+    // Taken now, in the same turn as it is queued: no change can come between.
+    const entries: OffsetsEntry[] = [
+      { kind: 'shard-epoch', coordinatorId: this.options.coordinatorId },
+      ...shard.checkpointEntries(),
+    ];
+    shard.checkpointing = true;
+    const queued = shard.enqueueWrite(() => this.writeCheckpoint(shard, entries));
+    void (queued ?? Promise.resolve())
+      .catch((error: unknown) => {
+        // The log is still right: a checkpoint only restates what is already there.
+        this.options.logger.warn(
+          { err: error, shard: shard.partition },
+          'an offsets checkpoint failed; the next write tries again',
+        );
+      })
+      .finally(() => (shard.checkpointing = false));
+  }
+
+  private async writeCheckpoint(shard: OffsetsShard, entries: OffsetsEntry[]): Promise<void> {
+    if (shard.state !== ShardState.Active) return;
+    const { leaders, logger } = this.options;
+    const expectedOffset = shard.nextOffsetAfterOwnWrites;
+    let markerOffset: bigint | undefined;
+    for (let start = 0; start < entries.length; start += checkpointBatchEntriesMax) {
+      const chunk = entries.slice(start, start + checkpointBatchEntriesMax);
+      const baseOffset = await leaders.append(
+        consumerOffsetsTopic,
+        shard.partition,
+        encodeOffsetsBatch(chunk, shard.shardEpoch, Date.now()),
+        Date.now() + offsetsWriteTimeoutMs,
+      );
+      markerOffset ??= baseOffset;
+      shard.noteOwnWrite(baseOffset, chunk.length);
+    }
+    shard.entriesSinceCheckpoint = 0;
+    shard.lastCheckpointEntries = entries.length;
+    if (shard.othersWrote || markerOffset === undefined || markerOffset !== expectedOffset) {
+      logger.warn(
+        {
+          shard: shard.partition,
+          markerOffset: markerOffset?.toString(),
+          expectedOffset: expectedOffset?.toString(),
+        },
+        'another writer appended to this offsets shard; its records are kept (no deletion)',
+      );
+      return;
+    }
+    const logStartOffset = await leaders.deleteRecordsBefore(
+      consumerOffsetsTopic,
+      shard.partition,
+      markerOffset,
+      Date.now() + offsetsWriteTimeoutMs,
+    );
+    logger.info(
+      {
+        shard: shard.partition,
+        entries: entries.length,
+        logStartOffset: logStartOffset.toString(),
+      },
+      'offsets shard checkpointed',
+    );
+    this.options.onCheckpoint?.(shard, entries.length, logStartOffset);
   }
 
   stop(): void {
