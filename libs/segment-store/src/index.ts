@@ -15,6 +15,7 @@ export {
 export type { FileSlice, SegmentFileHandle } from './file-slice';
 export {
   activeTransferPath,
+  inlineCopyBytesMax,
   type TransferPath,
   writeTo,
   type WriteToOptions,
