@@ -25,14 +25,13 @@
 // sendfile, each a round trip through the libuv pool, and four descriptor calls) was most of
 // the leader's CPU and, on a busy machine, milliseconds of each replication round trip.
 import { assert } from '@spool/common';
-import fs from 'node:fs';
 import type net from 'node:net';
 import tls from 'node:tls';
 import { copySlice } from './copy-transfer';
-import { SegmentStoreError } from './errors';
-import { ensureSliceWithinFile, sliceEndedEarlyError, type FileSlice } from './file-slice';
+import { ensureSliceWithinFile, type FileSlice } from './file-slice';
 import { loadSendfileBinding, type SendfileBindingLoad } from './native-sendfile';
 import { sendfileSlice } from './sendfile-transfer';
+import { readSliceInto } from './slice-read';
 import { enqueueTransfer } from './socket-transfer-queue';
 import { ensureSocketWritable, waitForWriteQueueEmpty, writeToSocket } from './socket-writes';
 import type { TransferProgress } from './transfer-progress';
@@ -94,28 +93,7 @@ export async function writeTo(
 async function copyInlineLocked(socket: net.Socket, slice: FileSlice): Promise<number> {
   ensureSocketWritable(socket);
   const bytes = Buffer.allocUnsafe(slice.sizeBytes);
-  let bytesRead = 0;
-  while (bytesRead < slice.sizeBytes) {
-    let read: number;
-    try {
-      read = fs.readSync(
-        slice.file.fd,
-        bytes,
-        bytesRead,
-        slice.sizeBytes - bytesRead,
-        slice.position + bytesRead,
-      );
-    } catch (error) {
-      throw new SegmentStoreError(
-        'KAFKA_STORAGE_ERROR',
-        `Read of ${slice.sizeBytes} bytes at position ${slice.position} of segment file ` +
-          `${slice.file.path} failed`,
-        { cause: error, filePath: slice.file.path },
-      );
-    }
-    if (read === 0) throw await sliceEndedEarlyError(slice, slice.position + bytesRead);
-    bytesRead += read;
-  }
+  readSliceInto(slice, bytes, 0);
   try {
     await writeToSocket(socket, bytes);
   } catch (error) {

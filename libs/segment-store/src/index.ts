@@ -20,6 +20,7 @@ export {
   writeTo,
   type WriteToOptions,
 } from './file-records';
+export { readSliceInto } from './slice-read';
 export { isTransferPending, socketTransfersPendingMax } from './socket-transfer-queue';
 
 // The partition log
