@@ -2,7 +2,7 @@
 // inlineCopyBytesMax go in the same single write as the header (the peer wakes once), larger
 // ones follow the header through writeTo; both decode to the same partitions and bytes, and a
 // file truncated under a small response fails it before anything is written.
-import { DataPortApiKey } from '@spool/protocol';
+import { DataPortApiKey, type DataPortResponse } from '@spool/protocol';
 import { inlineCopyBytesMax } from '@spool/segment-store';
 import { once } from 'node:events';
 import fs from 'node:fs';
@@ -61,6 +61,12 @@ function countWrites(socket: net.Socket): { readonly count: number } {
   return counter;
 }
 
+/** The records of each partition of a FETCH response. */
+function recordsOf(response: DataPortResponse | undefined): Buffer[] {
+  if (response?.apiKey !== DataPortApiKey.Fetch) throw new Error('not a FETCH response');
+  return response.body.partitions.map((partition) => partition.records);
+}
+
 function fixtureOf(batchCount: number): SegmentFixture {
   const fixture = createSegmentFixture(batchCount);
   cleanups.push(() => fixture.remove());
@@ -84,9 +90,7 @@ describe('sendFetchResponse', () => {
     expect(writes.count).toBe(1);
     const [response] = responsesIn(await received());
     expect(response!.correlationId).toBe(7);
-    expect(response!.apiKey).toBe(DataPortApiKey.Fetch);
-    const partitions = (response!.body as { partitions: Array<{ records: Buffer }> }).partitions;
-    expect(partitions.map((partition) => partition.records)).toEqual([
+    expect(recordsOf(response)).toEqual([
       Buffer.concat(fixture.batches.slice(0, 4)),
       Buffer.alloc(0),
       Buffer.concat(fixture.batches.slice(4, 10)),
@@ -110,8 +114,7 @@ describe('sendFetchResponse', () => {
 
     expect(writes.count).toBeGreaterThan(1);
     const [response] = responsesIn(await received());
-    const partitions = (response!.body as { partitions: Array<{ records: Buffer }> }).partitions;
-    expect(partitions[0]!.records).toEqual(
+    expect(recordsOf(response)[0]).toEqual(
       Buffer.concat(
         Array.from({ length: repeats }, () => fixture.content.subarray(0, slice.sizeBytes)),
       ),
