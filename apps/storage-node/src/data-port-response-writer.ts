@@ -3,8 +3,9 @@
 // (sendfile), so record bytes never enter JavaScript; a response whose records fit
 // inlineCopyBytesMax (a tail fetch) is read into memory and written whole, in one write.
 // writeTo's contract (segment-store file-records.ts) is kept by the caller: one response at a
-// time per socket, nothing else written while a slice moves. Once the header is out, the frame can only be completed or the
-// connection closed: a failure after it leaves the peer inside a frame it cannot finish.
+// time per socket, nothing else written while a slice moves. Once the header is out, the frame
+// can only be completed or the connection closed: a failure after it leaves the peer inside a
+// frame it cannot finish.
 import { assert, SpoolError } from '@spool/common';
 import { dataPortPartitionsMax, encodeFetchResponseHeader } from '@spool/protocol';
 import { inlineCopyBytesMax, readSliceInto, writeTo } from '@spool/segment-store';

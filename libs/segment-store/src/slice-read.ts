@@ -9,11 +9,12 @@ import fs from 'node:fs';
 import { FileTruncatedError, SegmentStoreError } from './errors';
 import type { FileSlice } from './file-slice';
 
-/** Copies the bytes of `slice` into `target` at `targetOffset`; throws FILE_TRUNCATED when short. */
+/** Copies the bytes of `slice` into `target` at `targetOffset`; FILE_TRUNCATED when it reads short. */
 export function readSliceInto(slice: FileSlice, target: Buffer, targetOffset: number): void {
   if (targetOffset < 0 || targetOffset + slice.sizeBytes > target.length) {
     throw new RangeError(
-      `a slice of ${slice.sizeBytes} bytes does not fit a ${target.length}-byte buffer at ${targetOffset}`,
+      `a slice of ${slice.sizeBytes} bytes does not fit a ${target.length}-byte buffer ` +
+        `at ${targetOffset}`,
     );
   }
   let bytesRead = 0;
