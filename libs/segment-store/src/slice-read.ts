@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { FileTruncatedError, SegmentStoreError } from './errors';
 import type { FileSlice } from './file-slice';
 
-/** Copies the bytes of `slice` into `target` at `targetOffset`; FILE_TRUNCATED when it reads short. */
+/** Copies the bytes of `slice` into `target` at `targetOffset`; FILE_TRUNCATED if short. */
 export function readSliceInto(slice: FileSlice, target: Buffer, targetOffset: number): void {
   if (targetOffset < 0 || targetOffset + slice.sizeBytes > target.length) {
     throw new RangeError(
