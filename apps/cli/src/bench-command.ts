@@ -18,7 +18,8 @@ import type { CommandContext } from './commands';
  * - produce: records/s, MB/s and the latency from `send` to acknowledgement;
  * - consume: records/s, MB/s from the first offset asked for, and the wait for each batch;
  * - e2e: records produced at --throughput R and consumed in this process; the latency is from
- *   the send to the consumer's hands (the send time travels in the value);
+ *   the time each record was due at that rate to the consumer's hands (the time travels in the
+ *   value), so a producer that cannot hold the rate shows it as latency;
  * - seek: read-by-offset latency: --reads random offsets, each the time from seek to its record.
  */
 export { benchUsage } from './bench-options';
@@ -214,9 +215,10 @@ async function benchEndToEnd(
       }
     });
     const work = produceWork(settings.records, new Throttle(settings.throughputRecordsPerSec));
-    const produced = produceAll(spool, settings, work, undefined, () => {
+    // Each record carries the time it was due at the fixed rate (see Throttle.dueAtMs).
+    const produced = produceAll(spool, settings, work, undefined, (index) => {
       const value = Buffer.allocUnsafe(settings.recordSizeBytes).fill(0x2e);
-      value.writeDoubleLE(performance.now(), 0);
+      value.writeDoubleLE(work.throttle.dueAtMs(index), 0);
       return value;
     });
     await Promise.all([produced, withTimeout(consumed, settings, tally)]);

@@ -18,11 +18,25 @@ const outstandingChunksMax = 512;
 
 /** Holds a rate of `recordsPerSec` by sleeping whenever the records sent run ahead of it. */
 export class Throttle {
-  private readonly startedAtMs = performance.now();
+  /** Set at the first admit, so connecting the producers does not count as falling behind. */
+  private startedAtMs: number | undefined;
   constructor(private readonly recordsPerSec: number | undefined) {}
+
+  /**
+   * When record `index` was due at the fixed rate (now at the latest; now without a rate). The
+   * e2e latency counts from here, so a producer that falls behind the rate shows its lag in the
+   * latency instead of hiding it (coordinated omission: a record stamped when the loop finally
+   * got to it would not count the time it should already have been on its way).
+   */
+  dueAtMs(index: number): number {
+    const nowMs = performance.now();
+    if (this.recordsPerSec === undefined || this.startedAtMs === undefined) return nowMs;
+    return Math.min(nowMs, this.startedAtMs + (index / this.recordsPerSec) * 1000);
+  }
 
   async admit(recordsSoFar: number): Promise<void> {
     if (this.recordsPerSec === undefined) return;
+    this.startedAtMs ??= performance.now();
     const dueAtMs = this.startedAtMs + (recordsSoFar / this.recordsPerSec) * 1000;
     const waitMs = dueAtMs - performance.now();
     if (waitMs >= 1) await new Promise((resolve) => setTimeout(resolve, waitMs));

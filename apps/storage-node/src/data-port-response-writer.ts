@@ -1,12 +1,14 @@
 // Puts data-port responses on a connection's socket. A FETCH response is its header frame (every
 // partition header, one socket.write) followed by each partition's slices moved with writeTo
-// (sendfile), so record bytes never enter JavaScript. writeTo's contract (segment-store
-// file-records.ts) is kept by the caller: one response at a time per socket, nothing else
-// written while a slice moves. Once the header is out, the frame can only be completed or the
-// connection closed: a failure after it leaves the peer inside a frame it cannot finish.
+// (sendfile), so record bytes never enter JavaScript; a response whose records fit
+// inlineCopyBytesMax (a tail fetch) is read into memory and written whole, in one write.
+// writeTo's contract (segment-store file-records.ts) is kept by the caller: one response at a
+// time per socket, nothing else written while a slice moves. Once the header is out, the frame
+// can only be completed or the connection closed: a failure after it leaves the peer inside a
+// frame it cannot finish.
 import { assert, SpoolError } from '@spool/common';
 import { dataPortPartitionsMax, encodeFetchResponseHeader } from '@spool/protocol';
-import { writeTo } from '@spool/segment-store';
+import { inlineCopyBytesMax, readSliceInto, writeTo } from '@spool/segment-store';
 import type net from 'node:net';
 import type { FetchResult } from './data-port-handlers';
 
@@ -60,6 +62,11 @@ export async function sendFetchResponse(
     await writeFrame(socket, header);
     return;
   }
+  const recordsSizeBytes = result.partitions.reduce((sum, { sizeBytes }) => sum + sizeBytes, 0);
+  if (recordsSizeBytes <= inlineCopyBytesMax) {
+    await sendInlineFetchResponse(socket, header, recordsSizeBytes, result, onPartitionSent);
+    return;
+  }
   ensureWritable(socket);
   // writeTo waits until Node's queue (this header) is empty before its sendfile.
   socket.write(header);
@@ -69,6 +76,35 @@ export async function sendFetchResponse(
     for (const slice of partition.slices) sentBytes += await writeTo(socket, slice);
     assert(sentBytes === partition.sizeBytes, 'writeTo moved a whole partition');
     onPartitionSent(partition.topic, sentBytes);
+  }
+}
+
+/**
+ * A small response (a tail fetch: a follower's, or a caught-up consumer's) as one frame in one
+ * write: the records are read into it synchronously (segment-store readSliceInto), so the peer
+ * wakes once for the whole response, not for its header and then for each slice. A truncated
+ * file is found before anything is written.
+ */
+async function sendInlineFetchResponse(
+  socket: net.Socket,
+  header: Buffer,
+  recordsSizeBytes: number,
+  result: FetchResult,
+  onPartitionSent: PartitionSentCallback,
+): Promise<void> {
+  const frame = Buffer.allocUnsafe(header.length + recordsSizeBytes);
+  header.copy(frame, 0);
+  let position = header.length;
+  for (const partition of result.partitions) {
+    for (const slice of partition.slices) {
+      readSliceInto(slice, frame, position);
+      position += slice.sizeBytes;
+    }
+  }
+  assert(position === frame.length, 'an inline response holds every slice');
+  await writeFrame(socket, frame);
+  for (const partition of result.partitions) {
+    if (partition.sizeBytes > 0) onPartitionSent(partition.topic, partition.sizeBytes);
   }
 }
 

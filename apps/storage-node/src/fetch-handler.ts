@@ -17,7 +17,7 @@ import type {
   DataPortOffsetForLeaderEpochResponse,
 } from '@spool/protocol';
 import type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data-port-handlers';
-import type { PartitionReplica } from './partition-replica';
+import { waitForAnyChange, type PartitionReplica } from './partition-replica';
 import type { ReplicaManager } from './replica-manager';
 import type { StorageMetrics } from './storage-metrics';
 
@@ -134,24 +134,9 @@ export function createFetchHandlers(options: FetchHandlerOptions): DataPortHandl
             return result;
           }
           // Nothing yet: let go of the files and wait for any involved partition to change.
+          // The read above and this registration run in one turn, so no change falls between.
           result.release();
-          const seen = new Map(
-            [...involved.values()].map((replica) => [replica, replica.changeCount]),
-          );
-          const waitAborted = new AbortController();
-          const onAbort = (): void => waitAborted.abort();
-          signal.addEventListener('abort', onAbort, { once: true });
-          await Promise.race(
-            [...seen].map(([replica, count]) =>
-              replica.waitUntil(
-                () => replica.changeCount !== count,
-                remainingMs,
-                waitAborted.signal,
-              ),
-            ),
-          );
-          waitAborted.abort();
-          signal.removeEventListener('abort', onAbort);
+          await waitForAnyChange(involved.values(), remainingMs, signal);
         }
       } catch (error) {
         outcome = { error };

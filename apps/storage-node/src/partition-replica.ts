@@ -242,6 +242,19 @@ export class PartitionReplica {
     });
   }
 
+  /**
+   * Calls `callback` once, at the next append, HW move or role change; returns the function that
+   * cancels it. For waits on several partitions at once (waitForAnyChange).
+   */
+  onNextChange(callback: () => void): () => void {
+    const waiter = (): void => {
+      this.waiters.delete(waiter);
+      callback();
+    };
+    this.waiters.add(waiter);
+    return () => this.waiters.delete(waiter);
+  }
+
   /** Writes the HW beside the log (atomically), for the next start. */
   checkpointHighWatermark(): void {
     const file = path.join(this.log.directory, highWatermarkFile);
@@ -261,4 +274,30 @@ function readHighWatermark(log: Log): bigint {
   if (checkpointed > log.logEndOffset) return log.logEndOffset;
   if (checkpointed < log.logStartOffset) return log.logStartOffset;
   return checkpointed;
+}
+
+/**
+ * A delayed fetch's wait (Kafka's fetch purgatory): resolves at the first change of any of
+ * `replicas` after the call, after `timeoutMs`, or when `signal` aborts, whichever comes first.
+ * One timer and one callback per replica, all removed at the first event; no AbortController
+ * per wait (aborting one builds a DOMException with a stack, a cost a follower paid per fetch).
+ */
+export function waitForAnyChange(
+  replicas: Iterable<PartitionReplica>,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  if (timeoutMs <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const cancels: Array<() => void> = [];
+    const finish = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', finish);
+      for (const cancel of cancels) cancel();
+      resolve();
+    };
+    const timer = setTimeout(finish, timeoutMs);
+    signal.addEventListener('abort', finish, { once: true });
+    for (const replica of replicas) cancels.push(replica.onNextChange(finish));
+  });
 }

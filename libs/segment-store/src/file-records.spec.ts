@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   activeTransferPath,
   type FileSlice,
+  inlineCopyBytesMax,
   FileTruncatedError,
   type SegmentFileHandle,
   SegmentStoreError,
@@ -337,6 +338,68 @@ for (const transferPath of ['sendfile', 'copy'] as const satisfies readonly Tran
     });
   });
 }
+
+describe('writeTo without a forced path', () => {
+  it(`copies slices up to ${inlineCopyBytesMax} bytes inline, in order with the others`, async () => {
+    const connection = await connectLoopback();
+    try {
+      const slices = [
+        { file: dataFile, position: 17, sizeBytes: 300 },
+        { file: dataFile, position: 2 * mebibyte, sizeBytes: 3 * mebibyte + 1 },
+        { file: dataFile, position: 5, sizeBytes: inlineCopyBytesMax },
+        { file: dataFile, position: 11, sizeBytes: inlineCopyBytesMax + 1 },
+        { file: dataFile, position: 9 * mebibyte, sizeBytes: 1 },
+      ];
+      const prefix = randomBytes(1000);
+      const totalBytes = prefix.length + slices.reduce((sum, slice) => sum + slice.sizeBytes, 0);
+      const received = receive(connection.receiver, totalBytes);
+      connection.sender.write(prefix);
+      const written = await Promise.all(slices.map((slice) => writeTo(connection.sender, slice)));
+      expect(written).toEqual(slices.map((slice) => slice.sizeBytes));
+      expect(await received).toEqual({
+        sizeBytes: totalBytes,
+        sha256: sha256(prefix, ...slices.map(bytesOf)),
+      });
+      // Node counts what went through its own queue: the inline copies, not what sendfile moved.
+      const inlineBytes = slices
+        .filter((slice) => slice.sizeBytes <= inlineCopyBytesMax)
+        .reduce((sum, slice) => sum + slice.sizeBytes, 0);
+      const expectedBytesWritten =
+        activeTransferPath() === 'sendfile' ? prefix.length + inlineBytes : totalBytes;
+      expect(connection.sender.bytesWritten).toBe(expectedBytesWritten);
+    } finally {
+      await closeLoopback(connection);
+    }
+  });
+
+  it('rejects a small slice of a truncated file before writing, and the socket stays usable', async () => {
+    const file = writeTemporaryFile('truncated-inline.log', dataFileContent.subarray(0, 4096));
+    const connection = await connectLoopback();
+    try {
+      truncateFile(file.path, 1000);
+      const failure = await writeTo(connection.sender, {
+        file,
+        position: 500,
+        sizeBytes: 1000,
+      }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(FileTruncatedError);
+      expect(failure).toMatchObject({ code: 'FILE_TRUNCATED', fileSizeBytes: 1000 });
+      expect(connection.sender.destroyed).toBe(false);
+      expect(connection.sender.bytesWritten).toBe(0);
+
+      const slice = { file: dataFile, position: 9, sizeBytes: 4096 };
+      const received = receive(connection.receiver, slice.sizeBytes);
+      await writeTo(connection.sender, slice);
+      expect(await received).toEqual({
+        sizeBytes: slice.sizeBytes,
+        sha256: sha256(bytesOf(slice)),
+      });
+    } finally {
+      fs.closeSync(file.fd);
+      await closeLoopback(connection);
+    }
+  });
+});
 
 describe('writeTo queue bound', () => {
   it(`refuses more than ${socketTransfersPendingMax} pending transfers on one socket`, async () => {

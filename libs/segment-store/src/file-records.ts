@@ -19,6 +19,11 @@
 // 5. The file handle must stay open until the promise settles; the slice does not own it.
 //
 // The path (sendfile or copy) is chosen once, when this module loads, and logged in one line.
+// Whatever the path, a slice of at most `inlineCopyBytesMax` is read synchronously and written
+// through Node's queue (the inline copy below): a tail fetch, a follower's or a caught-up
+// consumer's, moves a few KiB, and for those the sendfile path's fixed cost (an fstat and a
+// sendfile, each a round trip through the libuv pool, and four descriptor calls) was most of
+// the leader's CPU and, on a busy machine, milliseconds of each replication round trip.
 import { assert } from '@spool/common';
 import type net from 'node:net';
 import tls from 'node:tls';
@@ -26,12 +31,20 @@ import { copySlice } from './copy-transfer';
 import { ensureSliceWithinFile, type FileSlice } from './file-slice';
 import { loadSendfileBinding, type SendfileBindingLoad } from './native-sendfile';
 import { sendfileSlice } from './sendfile-transfer';
+import { readSliceInto } from './slice-read';
 import { enqueueTransfer } from './socket-transfer-queue';
-import { ensureSocketWritable, waitForWriteQueueEmpty } from './socket-writes';
+import { ensureSocketWritable, waitForWriteQueueEmpty, writeToSocket } from './socket-writes';
 import type { TransferProgress } from './transfer-progress';
 
 /** `sendfile`: zero-copy through the native addon. `copy`: fs.read and socket.write. */
 export type TransferPath = 'sendfile' | 'copy';
+
+/**
+ * Slices up to this size are copied inline unless a path is forced. The log's read already read
+ * the batch headers of the slice synchronously (the same pages, in the page cache); copying 64
+ * KiB costs microseconds, less than the calls the sendfile path makes to set itself up.
+ */
+export const inlineCopyBytesMax = 64 * 1024;
 
 export interface WriteToOptions {
   /**
@@ -64,7 +77,31 @@ export async function writeTo(
   ensureSliceValid(slice);
   const path = chooseTransferPath(socket, options.path);
   if (slice.sizeBytes === 0) return 0;
+  if (options.path === undefined && slice.sizeBytes <= inlineCopyBytesMax) {
+    return enqueueTransfer(socket, () => copyInlineLocked(socket, slice));
+  }
   return enqueueTransfer(socket, () => transferLocked(socket, slice, path));
+}
+
+/**
+ * The inline copy, with the socket's transfer queue held: read the whole slice synchronously,
+ * then one socket.write. Bytes queued in Node before it (a response header) go out first, as
+ * Node's queue keeps order; no sendfile runs on this socket meanwhile (the transfer queue). A
+ * read that comes up short means the file was truncated since the slice was taken: nothing was
+ * written yet, so the socket stays usable (contract point 4).
+ */
+async function copyInlineLocked(socket: net.Socket, slice: FileSlice): Promise<number> {
+  ensureSocketWritable(socket);
+  const bytes = Buffer.allocUnsafe(slice.sizeBytes);
+  readSliceInto(slice, bytes, 0);
+  try {
+    await writeToSocket(socket, bytes);
+  } catch (error) {
+    // Contract point 4: the write may have put part of the slice on the wire.
+    socket.destroy();
+    throw error;
+  }
+  return slice.sizeBytes;
 }
 
 /** Runs with the socket's transfer queue held: nothing else of ours writes to it meanwhile. */

@@ -15,10 +15,12 @@ export {
 export type { FileSlice, SegmentFileHandle } from './file-slice';
 export {
   activeTransferPath,
+  inlineCopyBytesMax,
   type TransferPath,
   writeTo,
   type WriteToOptions,
 } from './file-records';
+export { readSliceInto } from './slice-read';
 export { isTransferPending, socketTransfersPendingMax } from './socket-transfer-queue';
 
 // The partition log
