@@ -129,6 +129,7 @@ export {
   type ReadCursor,
   readVarint,
   readVarlong,
+  readVarlongAsNumber,
   sizeOfVarint,
   sizeOfVarlong,
   skipVarlong,
@@ -183,11 +184,16 @@ export {
   registerCompressionCodec,
 } from './record-batch/compression-codec';
 export type { DecodedRecord, RecordHeader, RecordInput } from './record-batch/record';
-export { uncompressedRecordsBytesMaxDefault } from './record-batch/record-reader';
+export {
+  type RecordFields,
+  type RecordReader,
+  uncompressedRecordsBytesMaxDefault,
+} from './record-batch/record-reader';
 export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
 export {
   decodeRecordBatch,
   decodeRecordBatches,
+  openRecordBatch,
   type DecodedRecordBatch,
   type DecodeRecordBatchOptions,
 } from './record-batch/record-batch-decoder';

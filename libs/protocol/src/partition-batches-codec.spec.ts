@@ -4,11 +4,7 @@
 // skips unknown fields alike, returns views rather than copies, and fails on truncated input.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  AppendRequest,
-  PartitionBatches,
-  ProduceRequest,
-} from './index';
+import { AppendRequest, PartitionBatches, ProduceRequest } from './index';
 import { decodeBatchesRequest, encodeBatchesRequest } from './partition-batches-codec';
 import type { BatchesRequest } from './partition-batches-codec';
 
@@ -87,5 +83,4 @@ describe('partition batches codec', () => {
     });
     expect(() => decodeBatchesRequest(bytes.subarray(0, 50))).toThrow(/premature EOF/);
   });
-
 });

@@ -9,11 +9,12 @@ import { ProtocolError } from '../errors';
 import type { CompressionCodec } from './compression-codec';
 import { compressionCodecFor, registerCompressionCodec } from './compression-codec';
 import type { RecordInput } from './record';
-import { decodeRecordBatch, decodeRecordBatches } from './record-batch-decoder';
+import { decodeRecordBatch, decodeRecordBatches, openRecordBatch } from './record-batch-decoder';
 import type { RecordBatchInput } from './record-batch-encoder';
 import { encodeRecordBatch } from './record-batch-encoder';
 import { CompressionType, TimestampType } from './record-batch-layout';
 import { validateRecordBatch } from './record-batch-validator';
+import type { RecordFields } from './record-reader';
 
 /** Stands in for the SDK's lz4: any reversible transformation proves the plumbing. */
 const xorLz4Codec: CompressionCodec = {
@@ -137,6 +138,36 @@ describe('decodeRecordBatch', () => {
         });
       }),
       { numRuns: 50 },
+    );
+  });
+
+  it('reads into one RecordFields what decodeRecordBatch returns record by record', () => {
+    fc.assert(
+      fc.property(batchArbitrary, (input) => {
+        const encoded = encodeRecordBatch(input);
+        const { records } = decodeRecordBatch(encoded);
+        const { header, reader } = openRecordBatch(encoded);
+        const fields: RecordFields = {
+          offset: 0n,
+          timestampMs: 0n,
+          key: null,
+          value: null,
+          headers: [],
+          offsetDelta: 0,
+        };
+        for (let index = 0; index < header.recordCount; index++) {
+          expect(reader.readInto(fields)).toBe(fields);
+          const { sequence, ...expected } = records[index]!;
+          expect(sequence).toBeTypeOf('number');
+          expect({ ...fields, offsetDelta: undefined }).toEqual({
+            ...expected,
+            offsetDelta: undefined,
+          });
+          expect(fields.offset - header.baseOffset).toBe(BigInt(fields.offsetDelta));
+        }
+        reader.finish();
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -5,7 +5,7 @@ import type { RecordBatchHeader } from './record-batch-header';
 import { incrementSequence } from './record-batch-header';
 import { CompressionType, noSequence, TimestampType } from './record-batch-layout';
 import type { ReadCursor } from './varint';
-import { readVarint, readVarlong, skipVarlong } from './varint';
+import { readVarint, readVarlong, readVarlongAsNumber, skipVarlong } from './varint';
 
 /**
  * Walks the records section of one batch (layout in record-writer.ts), either materialising
@@ -24,6 +24,33 @@ import { readVarint, readVarlong, skipVarlong } from './varint';
 /** The most bytes a compressed records section may inflate to: a bound on a zip bomb. */
 export const uncompressedRecordsBytesMaxDefault = 64 * 1024 * 1024;
 
+/**
+ * One record's fields as `readInto` fills them: one object for every record of a batch, so a
+ * consumer that builds its own record objects allocates nothing more per record than those and
+ * the offset (timestamps repeat within a batch and are shared; so is an empty header list).
+ */
+export interface RecordFields {
+  offset: bigint;
+  timestampMs: bigint;
+  key: Buffer | null;
+  value: Buffer | null;
+  /** A shared, frozen empty list for a record without headers. */
+  headers: readonly RecordHeader[];
+  /** The record's offset relative to the batch's base offset. */
+  offsetDelta: number;
+}
+
+/** Offset deltas as bigints, made once: a record's offset then costs one bigint, not two. */
+const offsetDeltaBigints: bigint[] = [];
+const offsetDeltaBigintsMax = 1 << 16;
+
+function offsetDeltaBigint(offsetDelta: number): bigint {
+  if (offsetDelta >= offsetDeltaBigintsMax) return BigInt(offsetDelta);
+  return (offsetDeltaBigints[offsetDelta] ??= BigInt(offsetDelta));
+}
+
+const noHeaders: readonly RecordHeader[] = Object.freeze([]);
+
 /** Errors that already name their batch and record, so `withContext` leaves them alone. */
 const errorsWithContext = new WeakSet<ProtocolError>();
 
@@ -38,6 +65,9 @@ export class RecordReader {
   private readonly lastOffsetDelta: number;
   private previousOffsetDelta = -1;
   private recordIndex = 0;
+  /** The last timestamp delta read, and its timestamp: records of a batch often share one. */
+  private previousTimestampDeltaMs = Number.NaN;
+  private previousTimestampMs = 0n;
 
   /** Reads `records[start, end)`, the (uncompressed) records section of `header`'s batch. */
   constructor(header: RecordBatchHeader, records: Buffer, start: number, end: number) {
@@ -72,33 +102,65 @@ export class RecordReader {
   }
 
   read(): DecodedRecord {
+    const fields = this.readInto(scratchFields);
+    const offsetDelta = fields.offsetDelta;
+    return {
+      offset: fields.offset,
+      timestampMs: fields.timestampMs,
+      key: fields.key,
+      value: fields.value,
+      headers: fields.headers === noHeaders ? [] : (fields.headers as RecordHeader[]),
+      sequence:
+        this.baseSequence < 0 ? noSequence : incrementSequence(this.baseSequence, offsetDelta),
+    };
+  }
+
+  /** Reads the next record into `into` (reused from record to record) and returns it. */
+  readInto(into: RecordFields): RecordFields {
     try {
       const recordEnd = this.beginRecord();
-      const timestampDelta = readVarlong(this.cursor);
+      const timestampMs = this.readTimestamp();
       const offsetDelta = this.readOffsetDelta();
-      const key = this.readBytesField('key');
-      const value = this.readBytesField('value');
+      into.key = this.readBytesField('key');
+      into.value = this.readBytesField('value');
       const headerCount = this.readHeaderCount();
-      const headers: RecordHeader[] = [];
-      for (let index = 0; index < headerCount; index++) {
-        const keySizeBytes = this.skipBytesField('header key', false);
-        const keyEnd = this.cursor.position;
-        const headerKey = this.cursor.buffer.toString('utf8', keyEnd - keySizeBytes, keyEnd);
-        headers.push({ key: headerKey, value: this.readBytesField('header value') });
+      let headers = noHeaders;
+      if (headerCount > 0) {
+        const read: RecordHeader[] = [];
+        for (let index = 0; index < headerCount; index++) {
+          const keySizeBytes = this.skipBytesField('header key', false);
+          const keyEnd = this.cursor.position;
+          const headerKey = this.cursor.buffer.toString('utf8', keyEnd - keySizeBytes, keyEnd);
+          read.push({ key: headerKey, value: this.readBytesField('header value') });
+        }
+        headers = read;
       }
       this.endRecord(recordEnd);
-      return {
-        offset: this.baseOffset + BigInt(offsetDelta),
-        timestampMs: this.logAppendTimeMs ?? this.baseTimestampMs + timestampDelta,
-        key,
-        value,
-        headers,
-        sequence:
-          this.baseSequence < 0 ? noSequence : incrementSequence(this.baseSequence, offsetDelta),
-      };
+      into.offset = this.baseOffset + offsetDeltaBigint(offsetDelta);
+      into.timestampMs = timestampMs;
+      into.headers = headers;
+      into.offsetDelta = offsetDelta;
+      return into;
     } catch (error) {
       throw this.withContext(error);
     }
+  }
+
+  /** The record's timestamp: its own, or the batch's log append time if the batch has that. */
+  private readTimestamp(): bigint {
+    let timestampDeltaMs = readVarlongAsNumber(this.cursor);
+    if (timestampDeltaMs === this.previousTimestampDeltaMs) return this.previousTimestampMs;
+    let timestampMs: bigint;
+    if (Number.isNaN(timestampDeltaMs)) {
+      const wide = readVarlong(this.cursor);
+      timestampDeltaMs = Number.NaN;
+      timestampMs = this.logAppendTimeMs ?? this.baseTimestampMs + wide;
+    } else {
+      timestampMs = this.logAppendTimeMs ?? this.baseTimestampMs + BigInt(timestampDeltaMs);
+    }
+    this.previousTimestampDeltaMs = timestampDeltaMs;
+    this.previousTimestampMs = timestampMs;
+    return timestampMs;
   }
 
   /** Checks that the records read so far used up the whole section. */
@@ -210,6 +272,16 @@ export class RecordReader {
     return new ProtocolError(error.code, `${this.describe()}: ${error.message}`, { cause: error });
   }
 }
+
+/** `read`'s scratch: it copies the fields out before anything else can read into it. */
+const scratchFields: RecordFields = {
+  offset: 0n,
+  timestampMs: 0n,
+  key: null,
+  value: null,
+  headers: noHeaders,
+  offsetDelta: 0,
+};
 
 /**
  * A reader over the records of a framed batch, inflating them first if the batch is
