@@ -6,7 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { ConsumeResponse, FetchedPartition, FetchResponse, GatewayServiceService } from './index';
-import { decodeFetchedPartitions, encodeFetchedPartitions } from './fetched-partitions-codec';
+import {
+  SerializeScratch,
+  decodeFetchedPartitions,
+  encodeFetchedPartitions,
+} from './fetched-partitions-codec';
 
 const int64 = fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n });
 const response = fc.record({
@@ -71,6 +75,30 @@ describe('fetched partitions codec', () => {
     expect(decoded).toEqual(ConsumeResponse.decode(message));
     expect([...decoded.partitions[0]!.records]).toEqual([7]);
     expect(decoded.partitions[0]!.records.buffer).toBe(message.buffer);
+  });
+
+  it('writes into a scratch buffer again and again, up to its bound', () => {
+    // Sizes past Buffer's 4 KiB pool, so that each buffer has its own memory.
+    const scratch = new SerializeScratch(64 * 1024);
+    const small = ConsumeResponse.fromPartial({
+      partitions: [{ topic: 'a', records: Buffer.alloc(10_000, 1) }],
+    });
+    const other = ConsumeResponse.fromPartial({
+      partitions: [{ topic: 'b', records: Buffer.alloc(12_000, 2) }],
+    });
+    const first = encodeFetchedPartitions(small, scratch);
+    expect(first.equals(encodeFetchedPartitions(small))).toBe(true);
+    const second = encodeFetchedPartitions(other, scratch);
+    expect(second.equals(encodeFetchedPartitions(other))).toBe(true);
+    // The same memory: the first result is gone once the second is written.
+    expect(second.buffer).toBe(first.buffer);
+    expect(first.equals(encodeFetchedPartitions(small))).toBe(false);
+    const large = ConsumeResponse.fromPartial({
+      partitions: [{ topic: 'c', records: Buffer.alloc(100_000, 3) }],
+    });
+    const third = encodeFetchedPartitions(large, scratch);
+    expect(third.buffer).not.toBe(first.buffer);
+    expect(third.equals(encodeFetchedPartitions(large))).toBe(true);
   });
 
   it('fails on a truncated message', () => {

@@ -35,8 +35,37 @@ const partitionsTag = (1 << 3) | wireLengthDelimited;
 const recordsTag = (6 << 3) | wireLengthDelimited;
 const emptyRecords = Buffer.alloc(0);
 
-/** One buffer; each partition's records copied into it once. */
-export function encodeFetchedPartitions(message: FetchedPartitions): Buffer {
+/**
+ * A buffer that a serializer writes each message into, again and again, for a caller that is
+ * done with the message before the next is serialized. grpc-js's server is such a caller: it
+ * copies what a response serializer returns behind the 5-byte gRPC message prefix before
+ * `serializeMessage` returns, and never looks at it again. A gateway pushing a megabyte per
+ * Consume response then allocates (and collects) one megabyte buffer per push fewer.
+ */
+export class SerializeScratch {
+  private buffer = Buffer.alloc(0);
+
+  /** `sizeBytesMax`: a larger message gets a buffer of its own, so the scratch stays bounded. */
+  constructor(private readonly sizeBytesMax: number) {}
+
+  /** A buffer of `sizeBytes`, valid until the next call. */
+  take(sizeBytes: number): Buffer {
+    if (sizeBytes > this.sizeBytesMax) return Buffer.allocUnsafe(sizeBytes);
+    if (sizeBytes > this.buffer.length) {
+      this.buffer = Buffer.allocUnsafe(Math.min(this.sizeBytesMax, 2 * sizeBytes));
+    }
+    return this.buffer.subarray(0, sizeBytes);
+  }
+}
+
+/**
+ * One buffer, each partition's records copied into it once: a buffer of its own, or with
+ * `scratch` one that the next call overwrites.
+ */
+export function encodeFetchedPartitions(
+  message: FetchedPartitions,
+  scratch?: SerializeScratch,
+): Buffer {
   const partitions = message.partitions;
   const heads: Uint8Array[] = new Array<Uint8Array>(partitions.length);
   const bodySizes: number[] = new Array<number>(partitions.length);
@@ -51,7 +80,7 @@ export function encodeFetchedPartitions(message: FetchedPartitions): Buffer {
     bodySizes[index] = bodySize;
     sizeBytes += 1 + varintSizeBytes(bodySize) + bodySize;
   }
-  const buffer = Buffer.allocUnsafe(sizeBytes);
+  const buffer = scratch === undefined ? Buffer.allocUnsafe(sizeBytes) : scratch.take(sizeBytes);
   let position = 0;
   for (let index = 0; index < partitions.length; index++) {
     buffer[position++] = partitionsTag;

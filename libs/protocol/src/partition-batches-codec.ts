@@ -42,7 +42,11 @@ import {
   writeInt32,
   writeVarint,
 } from './protobuf-wire';
-import { decodeFetchedPartitions, encodeFetchedPartitions } from './fetched-partitions-codec';
+import {
+  SerializeScratch,
+  decodeFetchedPartitions,
+  encodeFetchedPartitions,
+} from './fetched-partitions-codec';
 
 /** The fields ProduceRequest and AppendRequest share (they are the same message on the wire). */
 export interface BatchesRequest {
@@ -159,6 +163,13 @@ export const StorageServiceService: typeof GeneratedStorageServiceService = {
   },
 };
 
+/**
+ * Responses are serialized only by grpc-js's server, which copies each before the next (see
+ * SerializeScratch), and on one thread: one scratch serves every Fetch and Consume response.
+ * Kept to 8 MiB: a larger response allocates its own, a cost small beside its copies.
+ */
+const responseScratch = new SerializeScratch(8 * 1024 * 1024);
+
 export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
   ...GeneratedGatewayServiceService,
   produce: {
@@ -169,12 +180,14 @@ export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
   // Responses that carry records to consumers: fetched-partitions-codec.ts.
   fetch: {
     ...GeneratedGatewayServiceService.fetch,
-    responseSerialize: (value: FetchResponse): Buffer => encodeFetchedPartitions(value),
+    responseSerialize: (value: FetchResponse): Buffer =>
+      encodeFetchedPartitions(value, responseScratch),
     responseDeserialize: (value: Buffer): FetchResponse => decodeFetchedPartitions(value),
   },
   consume: {
     ...GeneratedGatewayServiceService.consume,
-    responseSerialize: (value: ConsumeResponse): Buffer => encodeFetchedPartitions(value),
+    responseSerialize: (value: ConsumeResponse): Buffer =>
+      encodeFetchedPartitions(value, responseScratch),
     responseDeserialize: (value: Buffer): ConsumeResponse => decodeFetchedPartitions(value),
   },
 };
