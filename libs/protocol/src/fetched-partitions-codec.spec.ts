@@ -3,9 +3,17 @@
 // empty records included) it writes the same bytes as the generated encoder, decodes what the
 // generated encoder wrote to equal values, keeps the last records field and unknown fields as the
 // generated decoder does, returns records as views, and the services use it both ways.
+import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ConsumeResponse, FetchedPartition, FetchResponse, GatewayServiceService } from './index';
+import {
+  ConsumeResponse,
+  FetchedPartition,
+  FetchResponse,
+  GatewayServiceClient,
+  GatewayServiceService,
+  type ConsumeRequest,
+} from './index';
 import {
   SerializeScratch,
   decodeFetchedPartitions,
@@ -118,6 +126,48 @@ describe('fetched partitions codec', () => {
       const decoded = method.responseDeserialize(generated);
       expect(decoded).toEqual(value);
       expect(decoded.partitions[0]!.records.buffer).toBe(generated.buffer);
+    }
+  });
+
+  // The scratch buffer relies on grpc-js copying each response before it serializes the next: a
+  // grpc-js that kept the serializer's output (compression, a deferred copy) fails this test.
+  it('reaches a grpc-js client intact when responses are written back to back', async () => {
+    const fills = [1, 2, 3, 4];
+    const server = new grpc.Server();
+    server.addService(GatewayServiceService, {
+      consume: (call: grpc.ServerDuplexStream<ConsumeRequest, ConsumeResponse>) => {
+        // No waiting for drain: grpc-js queues the later ones while it sends the first.
+        for (const fill of fills) {
+          call.write(
+            ConsumeResponse.fromPartial({
+              partitions: [{ topic: 't', records: Buffer.alloc(256 * 1024, fill) }],
+            }),
+          );
+        }
+        call.end();
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    const client = new GatewayServiceClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const received = await new Promise<number[][]>((resolve, reject) => {
+        const call = client.consume();
+        const contents: number[][] = [];
+        call.on('data', (response: ConsumeResponse) => {
+          contents.push([...new Set(response.partitions[0]!.records)]);
+        });
+        call.on('error', reject);
+        call.on('end', () => resolve(contents));
+        call.end();
+      });
+      expect(received).toEqual(fills.map((fill) => [fill]));
+    } finally {
+      client.close();
+      server.forceShutdown();
     }
   });
 });
