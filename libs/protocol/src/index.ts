@@ -129,6 +129,7 @@ export {
   type ReadCursor,
   readVarint,
   readVarlong,
+  readVarlongAsNumber,
   sizeOfVarint,
   sizeOfVarlong,
   skipVarlong,
@@ -183,7 +184,11 @@ export {
   registerCompressionCodec,
 } from './record-batch/compression-codec';
 export type { DecodedRecord, RecordHeader, RecordInput } from './record-batch/record';
-export { uncompressedRecordsBytesMaxDefault } from './record-batch/record-reader';
+export {
+  type RecordFields,
+  type RecordReader,
+  uncompressedRecordsBytesMaxDefault,
+} from './record-batch/record-reader';
 export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
 export {
   RecordBatchBuilder,
@@ -192,6 +197,7 @@ export {
 export {
   decodeRecordBatch,
   decodeRecordBatches,
+  openRecordBatch,
   type DecodedRecordBatch,
   type DecodeRecordBatchOptions,
 } from './record-batch/record-batch-decoder';

@@ -22,9 +22,9 @@ import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import type { Acks } from './generated/spool/v1/common';
 import type { GatewayServiceClient as GeneratedGatewayServiceClient } from './generated/spool/v1/gateway';
 import {
-  ConsumeResponse,
-  FetchResponse,
   GatewayServiceService as GeneratedGatewayServiceService,
+  type ConsumeResponse,
+  type FetchResponse,
   type ProduceRequest,
 } from './generated/spool/v1/gateway';
 import type { StorageServiceClient as GeneratedStorageServiceClient } from './generated/spool/v1/storage';
@@ -33,55 +33,26 @@ import {
   type AppendRequest,
   type PartitionBatches,
 } from './generated/spool/v1/storage';
+import {
+  WireReader,
+  int32SizeBytes,
+  varintSizeBytes,
+  wireLengthDelimited,
+  wireVarint,
+  writeInt32,
+  writeVarint,
+} from './protobuf-wire';
+import {
+  SerializeScratch,
+  decodeFetchedPartitions,
+  encodeFetchedPartitions,
+} from './fetched-partitions-codec';
 
 /** The fields ProduceRequest and AppendRequest share (they are the same message on the wire). */
 export interface BatchesRequest {
   partitions: PartitionBatches[];
   acks: Acks;
   timeoutMs: number;
-}
-
-const wireVarint = 0;
-const wireFixed64 = 1;
-const wireLengthDelimited = 2;
-const wireFixed32 = 5;
-
-/** Bytes of an unsigned varint below 2^32. */
-function varintSizeBytes(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
-
-/** protobuf's int32: a negative value is sign-extended to 64 bits, so ten bytes. */
-function int32SizeBytes(value: number): number {
-  return value < 0 ? 10 : varintSizeBytes(value);
-}
-
-function writeVarint(buffer: Buffer, position: number, value: number): number {
-  let rest = value >>> 0;
-  while (rest >= 0x80) {
-    buffer[position++] = (rest & 0x7f) | 0x80;
-    rest >>>= 7;
-  }
-  buffer[position++] = rest;
-  return position;
-}
-
-function writeInt32(buffer: Buffer, position: number, value: number): number {
-  if (value >= 0) return writeVarint(buffer, position, value);
-  // Low 32 bits in five groups of seven, then the sign extension: 0xff x4 and 0x01.
-  let rest = value >>> 0;
-  for (let group = 0; group < 4; group++) {
-    buffer[position++] = (rest & 0x7f) | 0x80;
-    rest >>>= 7;
-  }
-  buffer[position++] = rest | 0x70 | 0x80;
-  for (let group = 0; group < 4; group++) buffer[position++] = 0xff;
-  buffer[position++] = 0x01;
-  return position;
 }
 
 function partitionBodySizeBytes(partition: PartitionBatches, topicBytes: number): number {
@@ -136,63 +107,6 @@ export function encodeBatchesRequest(request: BatchesRequest): Buffer {
   }
   if (position !== size) throw new Error(`encoded ${position} bytes, sized ${size}`);
   return buffer;
-}
-
-/** A cursor over a message, failing as protobufjs's reader does on truncated input. */
-class WireReader {
-  position: number;
-  constructor(
-    readonly buffer: Buffer,
-    start: number,
-    readonly end: number,
-  ) {
-    this.position = start;
-  }
-
-  /** A varint as protobuf's int32/uint32 read it: the low 32 bits, as signed or not. */
-  varint32(): number {
-    let value = 0;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.position >= this.end) throw new RangeError('premature EOF in a varint');
-      const byte = this.buffer[this.position++]!;
-      if (shift < 32) value |= (byte & 0x7f) << shift;
-      if (byte < 0x80) return value;
-    }
-    throw new Error('invalid varint: longer than 10 bytes');
-  }
-
-  lengthDelimited(): { start: number; end: number } {
-    const length = this.varint32() >>> 0;
-    const start = this.position;
-    if (start + length > this.end)
-      throw new RangeError('premature EOF in a length-delimited field');
-    this.position = start + length;
-    return { start, end: start + length };
-  }
-
-  skip(wireType: number): void {
-    switch (wireType) {
-      case wireVarint:
-        this.varint32();
-        return;
-      case wireFixed64:
-        this.advance(8);
-        return;
-      case wireLengthDelimited:
-        this.lengthDelimited();
-        return;
-      case wireFixed32:
-        this.advance(4);
-        return;
-      default:
-        throw new Error(`cannot skip wire type ${wireType}`);
-    }
-  }
-
-  private advance(bytes: number): void {
-    if (this.position + bytes > this.end) throw new RangeError('premature EOF');
-    this.position += bytes;
-  }
 }
 
 function decodePartitionBatches(buffer: Buffer, start: number, end: number): PartitionBatches {
@@ -250,13 +164,11 @@ export const StorageServiceService: typeof GeneratedStorageServiceService = {
 };
 
 /**
- * The generated serializers wrap the writer's output in `Buffer.from`, a second copy of every
- * record byte; the writer's output is a fresh, exactly sized array, so a view of it is enough.
- * Used for the responses that carry records to consumers.
+ * Responses are serialized only by grpc-js's server, which copies each before the next (see
+ * SerializeScratch), and on one thread: one scratch serves every Fetch and Consume response.
+ * Kept to 8 MiB: a larger response allocates its own, a cost small beside its copies.
  */
-function bufferView(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
+const responseScratch = new SerializeScratch(8 * 1024 * 1024);
 
 export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
   ...GeneratedGatewayServiceService,
@@ -265,15 +177,18 @@ export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
     requestSerialize: (value: ProduceRequest): Buffer => encodeBatchesRequest(value),
     requestDeserialize: (value: Buffer): ProduceRequest => decodeBatchesRequest(value),
   },
+  // Responses that carry records to consumers: fetched-partitions-codec.ts.
   fetch: {
     ...GeneratedGatewayServiceService.fetch,
     responseSerialize: (value: FetchResponse): Buffer =>
-      bufferView(FetchResponse.encode(value).finish()),
+      encodeFetchedPartitions(value, responseScratch),
+    responseDeserialize: (value: Buffer): FetchResponse => decodeFetchedPartitions(value),
   },
   consume: {
     ...GeneratedGatewayServiceService.consume,
     responseSerialize: (value: ConsumeResponse): Buffer =>
-      bufferView(ConsumeResponse.encode(value).finish()),
+      encodeFetchedPartitions(value, responseScratch),
+    responseDeserialize: (value: Buffer): ConsumeResponse => decodeFetchedPartitions(value),
   },
 };
 

@@ -9,11 +9,12 @@ import { ProtocolError } from '../errors';
 import type { CompressionCodec } from './compression-codec';
 import { compressionCodecFor, registerCompressionCodec } from './compression-codec';
 import type { RecordInput } from './record';
-import { decodeRecordBatch, decodeRecordBatches } from './record-batch-decoder';
+import { decodeRecordBatch, decodeRecordBatches, openRecordBatch } from './record-batch-decoder';
 import type { RecordBatchInput } from './record-batch-encoder';
 import { encodeRecordBatch } from './record-batch-encoder';
-import { CompressionType, TimestampType } from './record-batch-layout';
+import { CompressionType, crcPosition, TimestampType } from './record-batch-layout';
 import { validateRecordBatch } from './record-batch-validator';
+import type { RecordFields } from './record-reader';
 
 /** Stands in for the SDK's lz4: any reversible transformation proves the plumbing. */
 const xorLz4Codec: CompressionCodec = {
@@ -138,6 +139,90 @@ describe('decodeRecordBatch', () => {
       }),
       { numRuns: 50 },
     );
+  });
+
+  it('reads into one RecordFields what decodeRecordBatch returns record by record', () => {
+    fc.assert(
+      fc.property(batchArbitrary, (input) => {
+        const encoded = encodeRecordBatch(input);
+        const { records } = decodeRecordBatch(encoded);
+        const { header, reader } = openRecordBatch(encoded);
+        const fields: RecordFields = {
+          offset: 0n,
+          timestampMs: 0n,
+          key: null,
+          value: null,
+          headers: [],
+          offsetDelta: 0,
+        };
+        for (let index = 0; index < header.recordCount; index++) {
+          expect(reader.readInto(fields)).toBe(fields);
+          const { sequence, ...expected } = records[index]!;
+          expect(sequence).toBeTypeOf('number');
+          expect({ ...fields, offsetDelta: undefined }).toEqual({
+            ...expected,
+            offsetDelta: undefined,
+          });
+          expect(fields.offset - header.baseOffset).toBe(BigInt(fields.offsetDelta));
+        }
+        reader.finish();
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  // readInto's fast path makes its own checks; the deep validation (RecordReader.skip) is the
+  // reference: a record section it accepts decodes, one it refuses fails with a ProtocolError.
+  it('accepts and refuses damaged records exactly as the deep validation does', () => {
+    const damage = fc.array(fc.record({ at: fc.nat(), byte: fc.nat(255) }), {
+      minLength: 1,
+      maxLength: 3,
+    });
+    fc.assert(
+      fc.property(batchArbitrary, damage, (input, flips) => {
+        const encoded = encodeRecordBatch({ ...input, compressionType: CompressionType.None });
+        const recordsStart = 61;
+        if (encoded.length <= recordsStart) return;
+        for (const { at, byte } of flips) {
+          encoded[recordsStart + (at % (encoded.length - recordsStart))] = byte;
+        }
+        const header = openRecordBatch(encoded, 0, { verifyCrc: false }).header;
+        encoded.writeUInt32BE(header.computeCrc(), crcPosition);
+        let validationError: unknown;
+        try {
+          validateRecordBatch(encoded, 0, {
+            maxBatchSizeBytes: encoded.length,
+            origin: 'log',
+            deep: true,
+          });
+        } catch (error) {
+          validationError = error;
+        }
+        if (validationError === undefined) {
+          expect(decodeRecordBatch(encoded).records).toHaveLength(header.recordCount);
+        } else {
+          expect(validationError).toBeInstanceOf(ProtocolError);
+          expect(() => decodeRecordBatch(encoded)).toThrow(ProtocolError);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('refuses a record whose length says more than its fields use', () => {
+    const encoded = encodeRecordBatch({
+      baseOffset: 0n,
+      records: [{ key: null, value: Buffer.from('abc'), timestampMs: 1n }],
+    });
+    // One byte more in the record's length, in batchLength, and at the end; a CRC to match.
+    const recordsStart = 61;
+    const longer = Buffer.concat([encoded, Buffer.from([0])]);
+    expect(longer[recordsStart]! & 0x80).toBe(0);
+    longer[recordsStart] = longer[recordsStart]! + 2;
+    longer.writeInt32BE(longer.readInt32BE(8) + 1, 8);
+    const header = openRecordBatch(longer, 0, { verifyCrc: false }).header;
+    longer.writeUInt32BE(header.computeCrc(), crcPosition);
+    expect(() => decodeRecordBatch(longer)).toThrow(/fields end at byte position/);
   });
 
   it('reports producer sequences per record, wrapping past Int32 max', () => {

@@ -1,6 +1,10 @@
 import type { DecodedRecord } from './record';
 import type { RecordBatchHeader } from './record-batch-header';
-import { openRecordReader, uncompressedRecordsBytesMaxDefault } from './record-reader';
+import {
+  openRecordReader,
+  uncompressedRecordsBytesMaxDefault,
+  type RecordReader,
+} from './record-reader';
 import {
   checkRecordBatchCrc,
   checkRecordBatchFields,
@@ -27,12 +31,16 @@ export interface DecodedRecordBatch {
   records: DecodedRecord[];
 }
 
-/** Decodes the batch at `position`; keys and values are views into `buffer` (or its inflation). */
-export function decodeRecordBatch(
+/**
+ * Checks the batch at `position` as decodeRecordBatch does and returns a reader over its records,
+ * for a caller that reads `header.recordCount` records with `readInto` (no object per record),
+ * then calls `finish`.
+ */
+export function openRecordBatch(
   buffer: Buffer,
   position = 0,
   options: DecodeRecordBatchOptions = {},
-): DecodedRecordBatch {
+): { header: RecordBatchHeader; reader: RecordReader } {
   const header = checkRecordBatchFraming(buffer, position);
   if (options.verifyCrc ?? true) checkRecordBatchCrc(header);
   checkRecordBatchFields(header, 'log');
@@ -40,6 +48,16 @@ export function decodeRecordBatch(
     header,
     options.uncompressedBytesMax ?? uncompressedRecordsBytesMaxDefault,
   );
+  return { header, reader };
+}
+
+/** Decodes the batch at `position`; keys and values are views into `buffer` (or its inflation). */
+export function decodeRecordBatch(
+  buffer: Buffer,
+  position = 0,
+  options: DecodeRecordBatchOptions = {},
+): DecodedRecordBatch {
+  const { header, reader } = openRecordBatch(buffer, position, options);
   const records: DecodedRecord[] = [];
   const recordCount = header.recordCount;
   for (let index = 0; index < recordCount; index++) records.push(reader.read());

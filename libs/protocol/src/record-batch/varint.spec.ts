@@ -9,6 +9,7 @@ import type { ReadCursor } from './varint';
 import {
   readVarint,
   readVarlong,
+  readVarlongAsNumber,
   sizeOfVarint,
   sizeOfVarlong,
   skipVarlong,
@@ -154,6 +155,30 @@ describe('varlong (int64)', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('reads up to seven bytes as a number, and leaves longer ones to readVarlong', () => {
+    const anyInt64 = fc.oneof(
+      fc.bigInt({ min: int64Min, max: int64Max }),
+      fc.bigInt({ min: -(2n ** 49n), max: 2n ** 49n }),
+      fc.bigInt({ min: -1000n, max: 1000n }),
+    );
+    fc.assert(
+      fc.property(anyInt64, (value) => {
+        const bytes = encodeVarlong(value);
+        const cursor = cursorOver(bytes);
+        const number = readVarlongAsNumber(cursor);
+        if (bytes.length <= 7) {
+          expect(number).toBe(Number(value));
+          expect(cursor.position).toBe(bytes.length);
+        } else {
+          expect(number).toBeNaN();
+          expect(cursor.position).toBe(0);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    expectInvalidRecord(() => readVarlongAsNumber(cursorOver([0x80])), /truncated/);
   });
 
   it('rejects truncated varlongs, short and long, without moving the cursor', () => {

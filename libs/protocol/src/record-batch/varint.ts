@@ -197,6 +197,30 @@ export function readVarlong(cursor: ReadCursor): bigint {
   return BigInt.asIntN(64, (value >> 1n) ^ -(value & 1n));
 }
 
+/**
+ * readVarlong without the bigint, for the per-record hot path: a value of at most seven bytes
+ * (49 bits, every timestamp delta a real producer writes) as a number; for a longer encoding,
+ * NaN with the cursor unmoved, so the caller reads it again with readVarlong.
+ */
+export function readVarlongAsNumber(cursor: ReadCursor): number {
+  const { buffer, limit } = cursor;
+  const start = cursor.position;
+  let next = start;
+  let low = 0;
+  let multiplier = 1;
+  for (let index = 0; index < 7; index++) {
+    if (next >= limit) throw truncated('varlong', start, limit);
+    const byte = buffer[next++];
+    low += (byte & 0x7f) * multiplier;
+    if ((byte & 0x80) === 0) {
+      cursor.position = next;
+      return low % 2 === 0 ? low / 2 : -(low + 1) / 2;
+    }
+    multiplier *= 0x80;
+  }
+  return Number.NaN;
+}
+
 /** Steps over a varlong with the same checks as readVarlong, without building its value. */
 export function skipVarlong(cursor: ReadCursor): void {
   const { buffer, limit } = cursor;
