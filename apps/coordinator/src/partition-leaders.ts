@@ -134,8 +134,16 @@ export class PartitionLeaders {
     }
   }
 
-  /** Appends record batches with acks=all; answers the base offset the leader assigned. */
-  append(topic: string, partition: number, records: Buffer, deadlineMs: number): Promise<bigint> {
+  /**
+   * One single-partition call to the partition's leader (re-routed as withLeader does): the
+   * leader's only result, or its error thrown as a coded error.
+   */
+  private callLeader<Result extends { error?: ProtoError | undefined }>(
+    topic: string,
+    partition: number,
+    deadlineMs: number,
+    call: (client: StorageServiceClient, remainingMs: number) => Promise<{ results: Result[] }>,
+  ): Promise<Result> {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = this.storageClient(leaderId);
       if (client === undefined) {
@@ -144,7 +152,24 @@ export class PartitionLeaders {
           `broker ${leaderId} has no grpc endpoint`,
         );
       }
-      const response = await callOnce(
+      const result = (await call(client, remainingMs)).results[0];
+      if (result === undefined) {
+        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
+      }
+      if (result.error !== undefined) throw codedError(result.error);
+      return result;
+    });
+  }
+
+  /** Appends record batches with acks=all; answers the base offset the leader assigned. */
+  async append(
+    topic: string,
+    partition: number,
+    records: Buffer,
+    deadlineMs: number,
+  ): Promise<bigint> {
+    const result = await this.callLeader(topic, partition, deadlineMs, (client, remainingMs) =>
+      callOnce(
         client,
         client.append,
         {
@@ -153,47 +178,30 @@ export class PartitionLeaders {
           timeoutMs: remainingMs,
         },
         { deadlineMs: remainingMs + 1_000 },
-      );
-      const result = response.results[0];
-      if (result === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
-      }
-      if (result.error !== undefined) throw codedError(result.error);
-      return result.baseOffset;
-    });
+      ),
+    );
+    return result.baseOffset;
   }
 
   /**
    * Makes the partition's records below `offset` unreadable (Kafka's DeleteRecords); answers
    * the new log start offset.
    */
-  deleteRecordsBefore(
+  async deleteRecordsBefore(
     topic: string,
     partition: number,
     offset: bigint,
     deadlineMs: number,
   ): Promise<bigint> {
-    return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
-      const client = this.storageClient(leaderId);
-      if (client === undefined) {
-        throw new CoordinatorError(
-          'LEADER_NOT_AVAILABLE',
-          `broker ${leaderId} has no grpc endpoint`,
-        );
-      }
-      const response = await callOnce(
+    const result = await this.callLeader(topic, partition, deadlineMs, (client, remainingMs) =>
+      callOnce(
         client,
         client.deleteRecords,
         { partitions: [{ topic, partition, offset }], timeoutMs: remainingMs },
         { deadlineMs: remainingMs + 1_000 },
-      );
-      const result = response.results[0];
-      if (result === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
-      }
-      if (result.error !== undefined) throw codedError(result.error);
-      return result.lowWatermark;
-    });
+      ),
+    );
+    return result.lowWatermark;
   }
 
   /** One partition's offset by spec (earliest, the high watermark, or for a timestamp). */
@@ -204,27 +212,14 @@ export class PartitionLeaders {
     deadlineMs: number,
     timestampMs = 0n,
   ): Promise<ListOffsetsResult> {
-    return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
-      const client = this.storageClient(leaderId);
-      if (client === undefined) {
-        throw new CoordinatorError(
-          'LEADER_NOT_AVAILABLE',
-          `broker ${leaderId} has no grpc endpoint`,
-        );
-      }
-      const response = await callOnce(
+    return this.callLeader(topic, partition, deadlineMs, (client, remainingMs) =>
+      callOnce(
         client,
         client.listOffsets,
         { partitions: [{ topic, partition, spec, timestampMs }] },
         { deadlineMs: remainingMs },
-      );
-      const result = response.results[0];
-      if (result === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
-      }
-      if (result.error !== undefined) throw codedError(result.error);
-      return result;
-    });
+      ),
+    );
   }
 
   /** High watermarks of many partitions, concurrently; a partition that fails is left out. */

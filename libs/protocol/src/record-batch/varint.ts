@@ -166,22 +166,16 @@ export function readVarint(cursor: ReadCursor): number {
  * covers every timestamp delta a real producer writes; longer encodings continue in bigint.
  */
 export function readVarlong(cursor: ReadCursor): bigint {
+  const short = readVarlongAsNumber(cursor);
+  if (!Number.isNaN(short)) return BigInt(short);
+  // Eight bytes or more: the first seven again (every one had its continuation bit), then on.
   const { buffer, limit } = cursor;
   const start = cursor.position;
-  let next = start;
-  let low = 0;
-  let multiplier = 1;
+  let value = 0n;
   for (let index = 0; index < 7; index++) {
-    if (next >= limit) throw truncated('varlong', start, limit);
-    const byte = buffer[next++];
-    low += (byte & 0x7f) * multiplier;
-    if ((byte & 0x80) === 0) {
-      cursor.position = next;
-      return BigInt(low % 2 === 0 ? low / 2 : -(low + 1) / 2);
-    }
-    multiplier *= 0x80;
+    value |= BigInt(buffer[start + index]! & 0x7f) << BigInt(7 * index);
   }
-  let value = BigInt(low);
+  let next = start + 7;
   let shift = 49n;
   for (;;) {
     if (next >= limit) throw truncated('varlong', start, limit);
