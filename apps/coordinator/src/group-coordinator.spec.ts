@@ -104,7 +104,11 @@ class FakeLeaders {
     return new Map(partitions.map(({ topic, partition }) => [`${topic}\u0000${partition}`, 100n]));
   }
 
+  /** When set, DeleteRecords fails (a leader that cannot be reached, say). */
+  refuseDeletes = false;
+
   async deleteRecordsBefore(_topic: string, partition: number, offset: bigint): Promise<bigint> {
+    if (this.refuseDeletes) throw new Error('LEADER_NOT_AVAILABLE: refused by the test');
     // Whole batches go, as a log drops whole segments; reads below the start are refused.
     this.logStarts.set(partition, offset);
     return offset;
@@ -415,5 +419,33 @@ describe('group coordinator', () => {
     // The first checkpoint's marker did not land after the first owner's own last write.
     expect(leaders.logStarts.get(shard) ?? 0n).toBe(0n);
     first.shards.stop();
+  });
+
+  it('replays checkpoints whose deletions never happened after the records they restate', async () => {
+    const leaders = new FakeLeaders();
+    leaders.refuseDeletes = true;
+    const first = startCoordinator(leaders, [shard], 1, 10);
+    await loaded(first.shards, 1);
+    const joined = await first.groups.heartbeat(join);
+    for (let offset = 1n; offset <= 40n; offset++) {
+      await first.groups.offsetCommit({
+        groupId,
+        memberId: joined.memberId,
+        memberEpoch: joined.memberEpoch,
+        offsets: [{ topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 }],
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(leaders.logStarts.get(shard) ?? 0n).toBe(0n);
+
+    // The whole history, checkpoints (restating the group epoch and members) included.
+    const second = startCoordinator(leaders, [shard], 2, 10);
+    await loaded(second.shards, 1);
+    const served = await second.groups.offsetFetch({ groupId, partitions: [] });
+    expect(served.offsets.map((offset) => offset.offset)).toEqual([40n]);
+    const described = await second.groups.describeGroup({ groupId });
+    expect(described.members.map((member) => member.memberId)).toEqual([joined.memberId]);
+    for (const coordinator of [first, second]) coordinator.shards.stop();
   });
 });

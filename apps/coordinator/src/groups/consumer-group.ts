@@ -269,7 +269,14 @@ export class ConsumerGroup {
   /** Rebuilds the group after a coordinator takeover; replayed members get a fresh session. */
   replay(record: GroupRecord, nowMs: number): void {
     assert(record.groupId === this.groupId, 'replayed record belongs to this group');
-    this.model.apply(record, nowMs);
+    // A checkpoint (snapshotRecords) restates the epoch the group already has when the records
+    // before it were not deleted: the same state again, not a new epoch. (Live, epochs only grow.)
+    const restated =
+      record.type === 'group-epoch' &&
+      !this.model.dead &&
+      record.groupEpoch === this.model.groupEpoch &&
+      record.assignor === this.model.assignor;
+    if (!restated) this.model.apply(record, nowMs);
     this.model.subscriptions.forgetMetadata();
   }
 
