@@ -24,10 +24,13 @@ import type { MetadataLink } from './metadata-link';
 import { handleDeleteRecords, handleListOffsets } from './offset-handlers';
 import type { ProduceAdmission } from './produce-admission';
 import { handleProduce } from './produce-handler';
+import type { AppendPipeline } from './append-pipeline';
 
 export interface GatewayHandlerDependencies {
   readonly link: MetadataLink;
   readonly storageClient: (brokerId: number) => StorageServiceClient | undefined;
+  /** The leader's append stream (append-pipeline.ts), on which produces are sent. */
+  readonly appendPipeline: (brokerId: number) => AppendPipeline | undefined;
   readonly coordinators: CoordinatorRouter;
   readonly fetcher: LeaderFetcher;
   readonly admission: ProduceAdmission;
@@ -44,7 +47,7 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
     produce: (request: ProduceRequest, call: ServerUnaryCall<ProduceRequest, unknown>) =>
       handleProduce(request, call.getPeer(), {
         link,
-        storageClient,
+        appendPipeline: dependencies.appendPipeline,
         admission,
         logger: dependencies.logger,
       }),

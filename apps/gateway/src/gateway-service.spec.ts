@@ -5,7 +5,7 @@
 // sees them, bounds produce bytes in flight per connection, answers a group RPC with
 // COORDINATOR_NOT_AVAILABLE when no coordinator owns the group, counts all of it in its metrics,
 // and stops cleanly.
-import type { ServerWritableStream } from '@grpc/grpc-js';
+import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   GrpcServer,
@@ -23,6 +23,8 @@ import {
   encodeRecordBatch,
   type AppendRequest,
   type AppendResponse,
+  type AppendStreamRequest,
+  type AppendStreamResponse,
   type WatchMetadataRequest,
   type WatchMetadataResponse,
 } from '@spool/protocol';
@@ -88,37 +90,52 @@ class FakeStorageNode {
   async start(): Promise<void> {
     this.server.addService(StorageServiceService, {
       ...refuseAll(StorageServiceService),
-      append: async (request: AppendRequest): Promise<AppendResponse> => {
-        await this.stall;
-        return {
-          results: request.partitions.map((partition) => {
-            const name = `${partition.topic}-${partition.partition}`;
-            const base = {
-              topic: partition.topic,
-              partition: partition.partition,
-              baseOffset: -1n,
-              lastOffset: -1n,
-              logAppendTimeMs: -1n,
-              logStartOffset: -1n,
-            };
-            if (!this.leads.has(name)) {
-              return {
-                ...base,
-                error: {
-                  code: 'NOT_LEADER_OR_FOLLOWER',
-                  message: `broker ${this.brokerId} does not lead ${name}`,
-                  retriable: true,
-                },
-              };
-            }
-            this.appended.push(name);
-            const baseOffset = this.nextOffset++;
-            return { ...base, error: undefined, baseOffset, lastOffset: baseOffset };
-          }),
-        };
-      },
+      append: (request: AppendRequest) => this.append(request),
+      // As the storage node's AppendStreams: each request answered with its id when done.
+      appendStream: (call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>) =>
+        new Promise<void>((resolve) => {
+          call.on('data', (request: AppendStreamRequest) => {
+            void this.append(request).then((response) => {
+              if (!call.cancelled)
+                call.write({ correlationId: request.correlationId, ...response });
+            });
+          });
+          call.on('end', () => resolve());
+          call.on('cancelled', () => resolve());
+          call.on('error', () => resolve());
+        }),
     });
     this.port = await this.server.listen('127.0.0.1', 0);
+  }
+
+  private async append(request: AppendRequest): Promise<AppendResponse> {
+    await this.stall;
+    return {
+      results: request.partitions.map((partition) => {
+        const name = `${partition.topic}-${partition.partition}`;
+        const base = {
+          topic: partition.topic,
+          partition: partition.partition,
+          baseOffset: -1n,
+          lastOffset: -1n,
+          logAppendTimeMs: -1n,
+          logStartOffset: -1n,
+        };
+        if (!this.leads.has(name)) {
+          return {
+            ...base,
+            error: {
+              code: 'NOT_LEADER_OR_FOLLOWER',
+              message: `broker ${this.brokerId} does not lead ${name}`,
+              retriable: true,
+            },
+          };
+        }
+        this.appended.push(name);
+        const baseOffset = this.nextOffset++;
+        return { ...base, error: undefined, baseOffset, lastOffset: baseOffset };
+      }),
+    };
   }
 
   async stop(): Promise<void> {

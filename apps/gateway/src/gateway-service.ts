@@ -10,6 +10,7 @@ import {
   StorageServiceClient,
   protoDescriptorSetPath,
 } from '@spool/protocol';
+import { AppendPipeline } from './append-pipeline';
 import { BrokerResources } from './broker-resources';
 import { ConsumeStreams } from './consume-streams';
 import { CoordinatorRouter } from './coordinator-router';
@@ -95,11 +96,18 @@ export function startGateway(
         config.controllerAddresses,
         logger.child({ component: 'metadata' }),
       );
+      // Per leader: its gRPC client, and the append stream produces are pipelined on.
       const storageClients = new BrokerResources(
         link.metadata,
         'grpc',
-        (host, port) => createGrpcClient(StorageServiceClient, `${host}:${port}`),
-        (client) => client.close(),
+        (host, port) => {
+          const client = createGrpcClient(StorageServiceClient, `${host}:${port}`);
+          return { client, appends: new AppendPipeline(client, `leader ${host}:${port}`) };
+        },
+        ({ client, appends }) => {
+          appends.close();
+          client.close();
+        },
       );
       const fetcher = new LeaderFetcher(link.metadata);
       const coordinators = new CoordinatorRouter(link);
@@ -124,7 +132,8 @@ export function startGateway(
         GatewayServiceService,
         gatewayHandlers({
           link,
-          storageClient: (brokerId) => storageClients.get(brokerId),
+          storageClient: (brokerId) => storageClients.get(brokerId)?.client,
+          appendPipeline: (brokerId) => storageClients.get(brokerId)?.appends,
           coordinators,
           fetcher,
           admission,

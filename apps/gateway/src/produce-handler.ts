@@ -9,9 +9,10 @@
  *    max.message.bytes). A partition that fails is answered with the error and not written; the
  *    other partitions of the request go on. Records are never decoded.
  * 3. The valid partitions go to their leaders (sendToLeaders: grouped, concurrent, re-routed
- *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout.
+ *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout,
+ *    each leader's share as one message on that leader's append stream (append-pipeline.ts).
  */
-import { callOnce, type Logger } from '@spool/common';
+import type { Logger } from '@spool/common';
 import {
   Acks,
   splitRecordBatches,
@@ -20,8 +21,8 @@ import {
   type ProduceRequest,
   type ProduceResponse,
   type ProtoError,
-  type StorageServiceClient,
 } from '@spool/protocol';
+import type { AppendPipeline } from './append-pipeline';
 import { GatewayError, protoErrorOf } from './gateway-errors';
 import { sendToLeaders } from './leader-router';
 import type { MetadataLink } from './metadata-link';
@@ -39,7 +40,8 @@ const appendCallSlackMs = 2_000;
 
 export interface ProduceDependencies {
   readonly link: MetadataLink;
-  readonly storageClient: (brokerId: number) => StorageServiceClient | undefined;
+  /** The leader's append stream (append-pipeline.ts). */
+  readonly appendPipeline: (brokerId: number) => AppendPipeline | undefined;
   readonly admission: ProduceAdmission;
   readonly logger: Logger;
 }
@@ -138,18 +140,16 @@ export async function handleProduce(
       deadlineMs,
       {
         send: async (leaderId, partitions, remainingMs) => {
-          const client = dependencies.storageClient(leaderId);
-          if (client === undefined) {
+          const appends = dependencies.appendPipeline(leaderId);
+          if (appends === undefined) {
             throw new GatewayError(
               'LEADER_NOT_AVAILABLE',
               `the gRPC endpoint of broker ${leaderId} is not in the metadata`,
             );
           }
-          const response = await callOnce(
-            client,
-            client.append,
+          const response = await appends.append(
             { partitions, acks: request.acks, timeoutMs: remainingMs },
-            { deadlineMs: remainingMs + appendCallSlackMs },
+            remainingMs + appendCallSlackMs,
           );
           return response.results;
         },

@@ -6,10 +6,13 @@ import {
   type RunningService,
   type SettingsSchema,
 } from '@spool/common';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
 import {
   ClusterMetadataCache,
   StorageServiceService,
   protoDescriptorSetPath,
+  type AppendStreamRequest,
+  type AppendStreamResponse,
 } from '@spool/protocol';
 import { resolveBrokerId } from './broker-identity';
 import { rackFromNodeLabel } from './node-rack';
@@ -24,6 +27,7 @@ import type { PartitionReplica } from './partition-replica';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
 import { startSlowDiskTestHook } from './slow-disk-test-hook';
+import { AppendStreams } from './append-streams';
 import { storageHandlers } from './storage-rpc';
 
 /**
@@ -268,14 +272,21 @@ export function startStorageNode(
       readiness.satisfy('local logs');
       nodeLogger.info({ logs: opened, dataDir: config.dataDir }, 'local logs open');
 
-      grpc.addService(
-        StorageServiceService,
-        storageHandlers(
-          () => replicas,
-          (topic, name) => metadata.topicConfig(topic, name),
-          storageMetrics,
-        ),
+      const handlers = storageHandlers(
+        () => replicas,
+        (topic, name) => metadata.topicConfig(topic, name),
+        storageMetrics,
       );
+      const appendStreams = new AppendStreams(
+        handlers.append,
+        context.requestMetrics,
+        nodeLogger.child({ component: 'append-streams' }),
+      );
+      grpc.addService(StorageServiceService, {
+        ...handlers,
+        appendStream: (call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>) =>
+          appendStreams.serve(call),
+      });
       const dataPort = new DataPortServer({
         logger: nodeLogger,
         registry: metrics,
@@ -361,6 +372,9 @@ export function startStorageNode(
           clearInterval(isrTimer);
           await replication.fetchers?.stop();
           link.stop();
+          // Once the leaderships are gone: the gateways' append streams finish what they
+          // started and end, so the drain that follows does not wait for them.
+          appendStreams.stop();
         });
       });
 

@@ -14,6 +14,8 @@ export {
 export {
   AppendRequest,
   AppendResponse,
+  AppendStreamRequest,
+  AppendStreamResponse,
   DeleteRecordsPartition,
   DeleteRecordsRequest,
   DeleteRecordsResponse,
@@ -190,10 +192,7 @@ export {
   uncompressedRecordsBytesMaxDefault,
 } from './record-batch/record-reader';
 export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
-export {
-  RecordBatchBuilder,
-  type RecordBatchFields,
-} from './record-batch/record-batch-builder';
+export { RecordBatchBuilder, type RecordBatchFields } from './record-batch/record-batch-builder';
 export {
   decodeRecordBatch,
   decodeRecordBatches,

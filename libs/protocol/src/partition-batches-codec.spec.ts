@@ -4,7 +4,7 @@
 // skips unknown fields alike, returns views rather than copies, and fails on truncated input.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { AppendRequest, PartitionBatches, ProduceRequest } from './index';
+import { AppendRequest, AppendStreamRequest, PartitionBatches, ProduceRequest } from './index';
 import { decodeBatchesRequest, encodeBatchesRequest } from './partition-batches-codec';
 import type { BatchesRequest } from './partition-batches-codec';
 
@@ -36,6 +36,12 @@ describe('partition batches codec', () => {
       'partitions',
       'timeoutMs',
     ]);
+    expect(Object.keys(AppendStreamRequest.fromPartial({})).sort()).toEqual([
+      'acks',
+      'correlationId',
+      'partitions',
+      'timeoutMs',
+    ]);
     expect(Object.keys(PartitionBatches.fromPartial({})).sort()).toEqual([
       'partition',
       'records',
@@ -48,6 +54,20 @@ describe('partition batches codec', () => {
       fc.property(request, (value) => {
         const generated = Buffer.from(AppendRequest.encode(value).finish());
         expect(encodeBatchesRequest(value).equals(generated)).toBe(true);
+      }),
+    );
+  });
+
+  it('encodes and decodes AppendStreamRequest (field 15, the correlation id) as generated', () => {
+    const correlationId = fc.integer({ min: 0, max: 0xffffffff });
+    fc.assert(
+      fc.property(request, correlationId, (value, id) => {
+        const streamed = { ...value, correlationId: id };
+        const generated = Buffer.from(AppendStreamRequest.encode(streamed).finish());
+        expect(encodeBatchesRequest(streamed).equals(generated)).toBe(true);
+        expect({ correlationId: 0, ...decodeBatchesRequest(generated) }).toEqual(
+          AppendStreamRequest.decode(generated),
+        );
       }),
     );
   });

@@ -31,6 +31,7 @@ import type { StorageServiceClient as GeneratedStorageServiceClient } from './ge
 import {
   StorageServiceService as GeneratedStorageServiceService,
   type AppendRequest,
+  type AppendStreamRequest,
   type PartitionBatches,
 } from './generated/spool/v1/storage';
 import {
@@ -48,11 +49,15 @@ import {
   encodeFetchedPartitions,
 } from './fetched-partitions-codec';
 
-/** The fields ProduceRequest and AppendRequest share (they are the same message on the wire). */
+/**
+ * The fields ProduceRequest, AppendRequest and AppendStreamRequest share (the same message on
+ * the wire); AppendStreamRequest adds field 15, the correlation id.
+ */
 export interface BatchesRequest {
   partitions: PartitionBatches[];
   acks: Acks;
   timeoutMs: number;
+  correlationId?: number;
 }
 
 function partitionBodySizeBytes(partition: PartitionBatches, topicBytes: number): number {
@@ -74,6 +79,8 @@ export function encodeBatchesRequest(request: BatchesRequest): Buffer {
   for (const bodySize of bodySizes) size += 1 + varintSizeBytes(bodySize) + bodySize;
   if (request.acks !== 0) size += 1 + int32SizeBytes(request.acks);
   if (request.timeoutMs !== 0) size += 1 + int32SizeBytes(request.timeoutMs);
+  const correlationId = request.correlationId ?? 0;
+  if (correlationId !== 0) size += 1 + varintSizeBytes(correlationId);
   const buffer = Buffer.allocUnsafe(size);
   let position = 0;
   request.partitions.forEach((partition, index) => {
@@ -104,6 +111,10 @@ export function encodeBatchesRequest(request: BatchesRequest): Buffer {
   if (request.timeoutMs !== 0) {
     buffer[position++] = (3 << 3) | wireVarint;
     position = writeInt32(buffer, position, request.timeoutMs);
+  }
+  if (correlationId !== 0) {
+    buffer[position++] = (15 << 3) | wireVarint;
+    position = writeVarint(buffer, position, correlationId);
   }
   if (position !== size) throw new Error(`encoded ${position} bytes, sized ${size}`);
   return buffer;
@@ -145,6 +156,8 @@ export function decodeBatchesRequest(buffer: Buffer): BatchesRequest {
       request.acks = (reader.varint32() | 0) as Acks;
     } else if (tag === ((3 << 3) | wireVarint)) {
       request.timeoutMs = reader.varint32() | 0;
+    } else if (tag === ((15 << 3) | wireVarint)) {
+      request.correlationId = reader.varint32() >>> 0;
     } else {
       if ((tag & 7) === 4 || tag === 0) break;
       reader.skip(tag & 7);
@@ -160,6 +173,14 @@ export const StorageServiceService: typeof GeneratedStorageServiceService = {
     ...GeneratedStorageServiceService.append,
     requestSerialize: (value: AppendRequest): Buffer => encodeBatchesRequest(value),
     requestDeserialize: (value: Buffer): AppendRequest => decodeBatchesRequest(value),
+  },
+  appendStream: {
+    ...GeneratedStorageServiceService.appendStream,
+    requestSerialize: (value: AppendStreamRequest): Buffer => encodeBatchesRequest(value),
+    requestDeserialize: (value: Buffer): AppendStreamRequest => {
+      const request = decodeBatchesRequest(value);
+      return { ...request, correlationId: request.correlationId ?? 0 };
+    },
   },
 };
 

@@ -10,8 +10,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -29,6 +31,22 @@ export interface AppendRequest {
   acks: Acks;
   /** How long an acks=all append may wait for replication before REQUEST_TIMED_OUT. */
   timeoutMs: number;
+}
+
+/**
+ * AppendRequest's fields under the same numbers (one codec reads and writes both), and the id
+ * its answer carries.
+ */
+export interface AppendStreamRequest {
+  partitions: PartitionBatches[];
+  acks: Acks;
+  timeoutMs: number;
+  correlationId: number;
+}
+
+export interface AppendStreamResponse {
+  correlationId: number;
+  results: PartitionAppendResult[];
 }
 
 export interface PartitionBatches {
@@ -203,6 +221,224 @@ export const AppendRequest: MessageFns<AppendRequest> = {
     message.partitions = object.partitions?.map((e) => PartitionBatches.fromPartial(e)) || [];
     message.acks = object.acks ?? 0;
     message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseAppendStreamRequest(): AppendStreamRequest {
+  return { partitions: [], acks: 0, timeoutMs: 0, correlationId: 0 };
+}
+
+export const AppendStreamRequest: MessageFns<AppendStreamRequest> = {
+  encode(message: AppendStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.partitions) {
+      PartitionBatches.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.acks !== 0) {
+      writer.uint32(16).int32(message.acks);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).int32(message.timeoutMs);
+    }
+    if (message.correlationId !== 0) {
+      writer.uint32(120).uint32(message.correlationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AppendStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAppendStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.partitions.push(PartitionBatches.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.acks = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = reader.int32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.correlationId = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AppendStreamRequest {
+    return {
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => PartitionBatches.fromJSON(e))
+        : [],
+      acks: isSet(object.acks) ? acksFromJSON(object.acks) : 0,
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      correlationId: isSet(object.correlationId)
+        ? globalThis.Number(object.correlationId)
+        : isSet(object.correlation_id)
+        ? globalThis.Number(object.correlation_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: AppendStreamRequest): unknown {
+    const obj: any = {};
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => PartitionBatches.toJSON(e));
+    }
+    if (message.acks !== 0) {
+      obj.acks = acksToJSON(message.acks);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.correlationId !== 0) {
+      obj.correlationId = Math.round(message.correlationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AppendStreamRequest>, I>>(base?: I): AppendStreamRequest {
+    return AppendStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AppendStreamRequest>, I>>(object: I): AppendStreamRequest {
+    const message = createBaseAppendStreamRequest();
+    message.partitions = object.partitions?.map((e) => PartitionBatches.fromPartial(e)) || [];
+    message.acks = object.acks ?? 0;
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.correlationId = object.correlationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseAppendStreamResponse(): AppendStreamResponse {
+  return { correlationId: 0, results: [] };
+}
+
+export const AppendStreamResponse: MessageFns<AppendStreamResponse> = {
+  encode(message: AppendStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.correlationId !== 0) {
+      writer.uint32(8).uint32(message.correlationId);
+    }
+    for (const v of message.results) {
+      PartitionAppendResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AppendStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAppendStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.correlationId = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.results.push(PartitionAppendResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AppendStreamResponse {
+    return {
+      correlationId: isSet(object.correlationId)
+        ? globalThis.Number(object.correlationId)
+        : isSet(object.correlation_id)
+        ? globalThis.Number(object.correlation_id)
+        : 0,
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => PartitionAppendResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AppendStreamResponse): unknown {
+    const obj: any = {};
+    if (message.correlationId !== 0) {
+      obj.correlationId = Math.round(message.correlationId);
+    }
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => PartitionAppendResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AppendStreamResponse>, I>>(base?: I): AppendStreamResponse {
+    return AppendStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AppendStreamResponse>, I>>(object: I): AppendStreamResponse {
+    const message = createBaseAppendStreamResponse();
+    message.correlationId = object.correlationId ?? 0;
+    message.results = object.results?.map((e) => PartitionAppendResult.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1430,6 +1666,23 @@ export const StorageServiceService = {
     responseSerialize: (value: AppendResponse): Buffer => Buffer.from(AppendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AppendResponse => AppendResponse.decode(value),
   },
+  /**
+   * Append, pipelined on one long-lived stream (the gateway keeps one per leader, as a Kafka
+   * client keeps one connection per broker): each request carries a correlation id and is
+   * answered with it as soon as it is done, in completion order, so an acks=all wait holds back
+   * no other request. A unary Append costs an HTTP/2 stream, headers and trailers every time;
+   * here a request is one message.
+   */
+  appendStream: {
+    path: "/spool.v1.StorageService/AppendStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: AppendStreamRequest): Buffer => Buffer.from(AppendStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AppendStreamRequest => AppendStreamRequest.decode(value),
+    responseSerialize: (value: AppendStreamResponse): Buffer =>
+      Buffer.from(AppendStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AppendStreamResponse => AppendStreamResponse.decode(value),
+  },
   /** Answers the earliest offset, the high watermark, or the offset for a timestamp. */
   listOffsets: {
     path: "/spool.v1.StorageService/ListOffsets" as const,
@@ -1456,6 +1709,14 @@ export const StorageServiceService = {
 export interface StorageServiceServer extends UntypedServiceImplementation {
   /** Appends record batches (Kafka RecordBatch v2 bytes) to partitions this node leads. */
   append: handleUnaryCall<AppendRequest, AppendResponse>;
+  /**
+   * Append, pipelined on one long-lived stream (the gateway keeps one per leader, as a Kafka
+   * client keeps one connection per broker): each request carries a correlation id and is
+   * answered with it as soon as it is done, in completion order, so an acks=all wait holds back
+   * no other request. A unary Append costs an HTTP/2 stream, headers and trailers every time;
+   * here a request is one message.
+   */
+  appendStream: handleBidiStreamingCall<AppendStreamRequest, AppendStreamResponse>;
   /** Answers the earliest offset, the high watermark, or the offset for a timestamp. */
   listOffsets: handleUnaryCall<ListOffsetsRequest, ListOffsetsResponse>;
   /** Advances the log start offset, making earlier records unreadable (Kafka's DeleteRecords). */
@@ -1479,6 +1740,19 @@ export interface StorageServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AppendResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Append, pipelined on one long-lived stream (the gateway keeps one per leader, as a Kafka
+   * client keeps one connection per broker): each request carries a correlation id and is
+   * answered with it as soon as it is done, in completion order, so an acks=all wait holds back
+   * no other request. A unary Append costs an HTTP/2 stream, headers and trailers every time;
+   * here a request is one message.
+   */
+  appendStream(): ClientDuplexStream<AppendStreamRequest, AppendStreamResponse>;
+  appendStream(options: Partial<CallOptions>): ClientDuplexStream<AppendStreamRequest, AppendStreamResponse>;
+  appendStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<AppendStreamRequest, AppendStreamResponse>;
   /** Answers the earliest offset, the high watermark, or the offset for a timestamp. */
   listOffsets(
     request: ListOffsetsRequest,
