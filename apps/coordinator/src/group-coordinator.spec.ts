@@ -219,6 +219,33 @@ const everyPartition = [
   { topic: 'orders', partition: 1 },
 ];
 
+/**
+ * Commits offsets 1..`count` of orders-0 (and `offset * 2` of orders-1 with `both`) one commit at
+ * a time, letting checkpoints run between them (they are taken when no write is pending).
+ */
+async function commitOneByOne(
+  groups: GroupCoordinator,
+  member: { memberId: string; memberEpoch: number },
+  count: bigint,
+  both = false,
+): Promise<void> {
+  for (let offset = 1n; offset <= count; offset++) {
+    await groups.offsetCommit({
+      groupId,
+      memberId: member.memberId,
+      memberEpoch: member.memberEpoch,
+      offsets: [
+        { topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 },
+        ...(both
+          ? [{ topic: 'orders', partition: 1, offset: offset * 2n, metadata: '', leaderEpoch: -1 }]
+          : []),
+      ],
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 describe('group coordinator', () => {
   it('serves, refuses to delete or reset a non-empty group, then resets and deletes it', async () => {
     const leaders = new FakeLeaders();
@@ -354,20 +381,7 @@ describe('group coordinator', () => {
     const first = startCoordinator(leaders, [shard], 1, 20);
     await loaded(first.shards, 1);
     const joined = await first.groups.heartbeat(join);
-    for (let offset = 1n; offset <= 60n; offset++) {
-      await first.groups.offsetCommit({
-        groupId,
-        memberId: joined.memberId,
-        memberEpoch: joined.memberEpoch,
-        offsets: [
-          { topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 },
-          { topic: 'orders', partition: 1, offset: offset * 2n, metadata: '', leaderEpoch: -1 },
-        ],
-      });
-      // Checkpoints are taken between writes, when none is pending.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await commitOneByOne(first.groups, joined, 60n, true);
     const logStart = leaders.logStarts.get(shard) ?? 0n;
     // 120 committed offsets and the group's records were written; the log now starts at a
     // checkpoint not long before its end.
@@ -406,16 +420,7 @@ describe('group coordinator', () => {
         Date.now(),
       ),
     );
-    for (let offset = 1n; offset <= 15n; offset++) {
-      await first.groups.offsetCommit({
-        groupId,
-        memberId: joined.memberId,
-        memberEpoch: joined.memberEpoch,
-        offsets: [{ topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 }],
-      });
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await commitOneByOne(first.groups, joined, 15n);
     // The first checkpoint's marker did not land after the first owner's own last write.
     expect(leaders.logStarts.get(shard) ?? 0n).toBe(0n);
     first.shards.stop();
@@ -427,16 +432,7 @@ describe('group coordinator', () => {
     const first = startCoordinator(leaders, [shard], 1, 10);
     await loaded(first.shards, 1);
     const joined = await first.groups.heartbeat(join);
-    for (let offset = 1n; offset <= 40n; offset++) {
-      await first.groups.offsetCommit({
-        groupId,
-        memberId: joined.memberId,
-        memberEpoch: joined.memberEpoch,
-        offsets: [{ topic: 'orders', partition: 0, offset, metadata: '', leaderEpoch: -1 }],
-      });
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await commitOneByOne(first.groups, joined, 40n);
     expect(leaders.logStarts.get(shard) ?? 0n).toBe(0n);
 
     // The whole history, checkpoints (restating the group epoch and members) included.
