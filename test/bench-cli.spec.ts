@@ -2,7 +2,8 @@
 // (1 storage node) `bench produce --records 20000 --json` prints progress on stderr and a last JSON
 // line whose counts are exact and whose figures are consistent (p50 <= p99 <= p99.9 <= max, MB/s
 // from the bytes and the time); `bench consume --from-beginning` reads those 20,000 records back
-// and `bench e2e` at a fixed rate sees every record it sent, with a positive latency.
+// and `bench e2e` at a fixed rate, after a warm-up it leaves out, sees every record it sent, with a
+// positive latency.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,7 @@ interface BenchLine {
   p99Ms: number;
   p999Ms: number;
   maxMs: number;
+  settings: Record<string, string | number | boolean>;
 }
 
 const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
@@ -152,11 +154,15 @@ describe('spool bench against spool dev', () => {
         '64',
         '--acks',
         '1',
+        '--warmup-seconds',
+        '1',
         ...gateway,
       ]);
       expect(endToEnd.exitCode).toBe(0);
       const endToEndLine = lastJsonLine(endToEnd.stdout);
+      // The warm-up's 1,000 records are sent and consumed first, and left out of every figure.
       expectConsistent(endToEndLine, 'e2e', 2000);
+      expect(endToEndLine.settings.warmupRecords).toBe(1000);
       expect(endToEndLine.p50Ms).toBeGreaterThan(0);
       // The progress line comes once a second on stderr; at 1,000 records/s the run lasts ~2 s.
       expect(endToEnd.stderr).toMatch(/records\/s \([\d.]+ MB\/s\)/);

@@ -1,12 +1,7 @@
 import type { Admin, Consumer, Spool } from '@spool/client';
 import { parseBenchArgs, type BenchSettings } from './bench-options';
-import {
-  makeProducer,
-  produceWork,
-  runProducer,
-  Throttle,
-  type ProduceWork,
-} from './bench-produce';
+import { benchEndToEnd } from './bench-e2e';
+import { produceAll, produceWork, Throttle } from './bench-produce';
 import { BenchTally, formatBenchResult, startProgress, type BenchResult } from './bench-report';
 import { connectSpool } from './cli-options';
 import type { CommandContext } from './commands';
@@ -17,14 +12,14 @@ import type { CommandContext } from './commands';
  *
  * - produce: records/s, MB/s and the latency from `send` to acknowledgement;
  * - consume: records/s, MB/s from the first offset asked for, and the wait for each batch;
- * - e2e: records produced at --throughput R and consumed in this process; the latency is from
+ * - e2e: records produced at --throughput R and consumed in this process (bench-e2e.ts); the latency is from
  *   the time each record was due at that rate to the consumer's hands (the time travels in the
  *   value), so a producer that cannot hold the rate shows it as latency;
  * - seek: read-by-offset latency: --reads random offsets, each the time from seek to its record.
  */
 export { benchUsage } from './bench-options';
 
-/** How long the e2e and seek consumers may wait for a record before the run fails. */
+/** How long the seek consumer may wait for a record before the run fails. */
 const recordWaitMsMax = 30_000;
 
 export async function runBenchCommand(context: CommandContext): Promise<number> {
@@ -43,7 +38,13 @@ export async function runBenchCommand(context: CommandContext): Promise<number> 
         result = await benchConsume(spool, settings, tally);
         break;
       case 'e2e':
-        result = await benchEndToEnd(spool, settings, tally);
+        result = await benchEndToEnd(
+          spool,
+          parsed.global.gateway,
+          settings,
+          tally,
+          producerSettings(settings),
+        );
         break;
       case 'seek':
         result = await benchSeek(spool, settings, tally);
@@ -88,24 +89,6 @@ async function ensureTopic(spool: Spool, settings: BenchSettings): Promise<void>
     });
   } finally {
     await admin.disconnect();
-  }
-}
-
-async function produceAll(
-  spool: Spool,
-  settings: BenchSettings,
-  work: ProduceWork,
-  tally: BenchTally | undefined,
-  valueOf: ((index: number) => Buffer) | null,
-): Promise<void> {
-  const producers = Array.from({ length: settings.producers }, () => makeProducer(spool, settings));
-  try {
-    await Promise.all(producers.map((producer) => producer.connect()));
-    await Promise.all(
-      producers.map((producer) => runProducer(producer, settings, work, tally, valueOf)),
-    );
-  } finally {
-    await Promise.all(producers.map((producer) => producer.disconnect().catch(() => {})));
   }
 }
 
@@ -193,68 +176,6 @@ async function endOffsets(
 ): Promise<{ partition: number; low: bigint; high: bigint }[]> {
   const offsets = await admin.fetchTopicOffsets(topic);
   return offsets.map(({ partition, low, high }) => ({ partition, low, high }));
-}
-
-async function benchEndToEnd(
-  spool: Spool,
-  settings: BenchSettings,
-  tally: BenchTally,
-): Promise<BenchResult> {
-  const admin = spool.admin();
-  const consumer = spool.consumer({ autoOffsetReset: 'latest' });
-  try {
-    // The consumer starts where the log ends now, so every record it sees is one sent below.
-    const offsets = await endOffsets(admin, settings.topic);
-    consumer.assign(
-      offsets.map(({ partition, high }) => ({ topic: settings.topic, partition, offset: high })),
-    );
-    const consumed = untilConsumed(consumer, settings.records, (messages) => {
-      const nowMs = performance.now();
-      for (const message of messages) {
-        tally.add(1, message.value!.length, nowMs - message.value!.readDoubleLE(0));
-      }
-    });
-    const work = produceWork(settings.records, new Throttle(settings.throughputRecordsPerSec));
-    // Each record carries the time it was due at the fixed rate (see Throttle.dueAtMs).
-    const produced = produceAll(spool, settings, work, undefined, (index) => {
-      const value = Buffer.allocUnsafe(settings.recordSizeBytes).fill(0x2e);
-      value.writeDoubleLE(work.throttle.dueAtMs(index), 0);
-      return value;
-    });
-    await Promise.all([produced, withTimeout(consumed, settings, tally)]);
-  } finally {
-    await consumer.disconnect().catch(() => {});
-    await admin.disconnect().catch(() => {});
-  }
-  return tally.result('e2e', 'from send to the consumer', producerSettings(settings));
-}
-
-/** The e2e consumer fails the run when records stop arriving for recordWaitMsMax. */
-async function withTimeout(
-  consumed: Promise<void>,
-  settings: BenchSettings,
-  tally: BenchTally,
-): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  let seen = -1;
-  const stalled = new Promise<never>((_, reject) => {
-    timer = setInterval(() => {
-      if (tally.records === seen) {
-        reject(
-          new Error(
-            `no record of ${settings.topic} arrived for ${recordWaitMsMax} ms ` +
-              `(${tally.records} of ${settings.records} consumed)`,
-          ),
-        );
-      }
-      seen = tally.records;
-    }, recordWaitMsMax);
-  });
-  try {
-    await Promise.race([consumed, stalled]);
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 /** Read-by-offset: each read seeks one partition to a random offset and waits for its record. */

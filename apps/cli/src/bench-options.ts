@@ -1,4 +1,5 @@
 import type { AcksSetting, CompressionName } from '@spool/client';
+import { endToEndValueBytesMin } from './bench-e2e-consumer';
 import { UsageError } from './cli-errors';
 import {
   choiceFlag,
@@ -17,7 +18,8 @@ export const benchUsage =
   'spool bench produce|consume|e2e|seek --topic T [--records N] [--record-size B] ' +
   '[--throughput R|-1] [--acks 0|1|all] [--batch-size B] [--linger-ms MS] ' +
   '[--compression none|gzip|snappy|lz4|zstd] [--partitions P [--replication-factor R]] ' +
-  '[--producers N] [--max-in-flight N] [--keys] [--from-beginning] [--group G] [--reads N] [--json]';
+  '[--producers N] [--max-in-flight N] [--keys] [--from-beginning] [--group G] [--reads N] ' +
+  '[--warmup-seconds S] [--json]';
 
 export const benchModes = ['produce', 'consume', 'e2e', 'seek'] as const;
 export type BenchMode = (typeof benchModes)[number];
@@ -49,6 +51,8 @@ export interface BenchSettings {
   readonly group: string | undefined;
   /** reads: random read-by-offset lookups (seek). */
   readonly reads: number;
+  /** warmupSeconds: e2e sends this long at the rate first, unmeasured (bench-e2e.ts). */
+  readonly warmupSeconds: number;
 }
 
 export function parseBenchArgs(
@@ -74,6 +78,7 @@ export function parseBenchArgs(
       'from-beginning': { type: 'boolean', default: false },
       group: { type: 'string' },
       reads: { type: 'string' },
+      'warmup-seconds': { type: 'string' },
     },
     environment,
   );
@@ -91,8 +96,15 @@ export function parseBenchArgs(
     throw new UsageError('bench e2e needs --throughput R: end-to-end latency at a fixed rate');
   }
   const recordSizeBytes = integerFlag(values, 'record-size', { min: 0, max: 64 * 1024 * 1024 });
-  if (mode === 'e2e' && recordSizeBytes !== undefined && recordSizeBytes < 8) {
-    throw new UsageError('--record-size must be 8 or more for e2e: the send time is in the value');
+  if (mode === 'e2e' && recordSizeBytes !== undefined && recordSizeBytes < endToEndValueBytesMin) {
+    throw new UsageError(
+      `--record-size must be ${endToEndValueBytesMin} or more for e2e: ` +
+        'the due time and the warm-up flag are in the value',
+    );
+  }
+  const warmupSeconds = integerFlag(values, 'warmup-seconds', { min: 0, max: 3_600 });
+  if (warmupSeconds !== undefined && mode !== 'e2e') {
+    throw new UsageError('--warmup-seconds is a flag of bench e2e only');
   }
   const acks = choiceFlag(values, 'acks', acksChoices) ?? 'all';
   const group = values.group as string | undefined;
@@ -122,6 +134,7 @@ export function parseBenchArgs(
       fromBeginning: values['from-beginning'] === true,
       group,
       reads: integerFlag(values, 'reads', { min: 1, max: 10_000_000 }) ?? 1_000,
+      warmupSeconds: warmupSeconds ?? 0,
     },
   };
 }

@@ -67,6 +67,8 @@ export function makeProducer(spool: Spool, settings: BenchSettings): Producer {
 export interface ProduceWork {
   /** Hands out the next `count` records across producers: the index of the first, or -1. */
   claim(count: number): number;
+  /** Records to send in all, across producers. */
+  readonly total: number;
   readonly throttle: Throttle;
 }
 
@@ -74,6 +76,7 @@ export function produceWork(total: number, throttle: Throttle): ProduceWork {
   let claimed = 0;
   return {
     throttle,
+    total,
     claim(count) {
       if (claimed >= total) return -1;
       const first = claimed;
@@ -102,7 +105,7 @@ export async function runProducer(
   for (;;) {
     const first = work.claim(chunkRecords);
     if (first < 0 || failure !== undefined) break;
-    const count = Math.min(chunkRecords, settings.records - first);
+    const count = Math.min(chunkRecords, work.total - first);
     await work.throttle.admit(first);
     const messages: Message[] = new Array<Message>(count);
     let bytes = 0;
@@ -135,4 +138,23 @@ export async function runProducer(
     wake = undefined;
   }
   if (failure !== undefined) throw failure.error;
+}
+
+/** Runs `settings.producers` producers over `work` until it is all acknowledged. */
+export async function produceAll(
+  spool: Spool,
+  settings: BenchSettings,
+  work: ProduceWork,
+  tally: BenchTally | undefined,
+  valueOf: ((index: number) => Buffer) | null,
+): Promise<void> {
+  const producers = Array.from({ length: settings.producers }, () => makeProducer(spool, settings));
+  try {
+    await Promise.all(producers.map((producer) => producer.connect()));
+    await Promise.all(
+      producers.map((producer) => runProducer(producer, settings, work, tally, valueOf)),
+    );
+  } finally {
+    await Promise.all(producers.map((producer) => producer.disconnect().catch(() => {})));
+  }
 }

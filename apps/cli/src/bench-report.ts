@@ -23,10 +23,10 @@ export interface BenchResult extends LatencySummary {
 
 /** Counts shared by the workers of one run, read by the progress line and the result. */
 export class BenchTally {
-  readonly latency = new LatencyHistogram();
+  latency = new LatencyHistogram();
   records = 0;
   bytes = 0;
-  readonly startedAtMs = performance.now();
+  startedAtMs = performance.now();
   private windowStartMs = this.startedAtMs;
   private windowRecords = 0;
   private windowBytes = 0;
@@ -42,6 +42,14 @@ export class BenchTally {
       this.latency.recordMs(latencyMs, count);
       this.windowLatency.recordMs(latencyMs, count);
     }
+  }
+
+  /** Starts the figures again from now: what came before was a warm-up. */
+  restart(): void {
+    this.latency = new LatencyHistogram();
+    this.records = 0;
+    this.bytes = 0;
+    this.startedAtMs = performance.now();
   }
 
   /** The figures since the previous call, as one progress line. */
