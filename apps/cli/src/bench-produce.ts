@@ -28,8 +28,7 @@ export class Throttle {
    * latency instead of hiding it (coordinated omission: a record stamped when the loop finally
    * got to it would not count the time it should already have been on its way).
    */
-  dueAtMs(index: number): number {
-    const nowMs = performance.now();
+  dueAtMs(index: number, nowMs = performance.now()): number {
     if (this.recordsPerSec === undefined || this.startedAtMs === undefined) return nowMs;
     return Math.min(nowMs, this.startedAtMs + (index / this.recordsPerSec) * 1000);
   }
@@ -87,7 +86,7 @@ export function produceWork(total: number, throttle: Throttle): ProduceWork {
 }
 
 /**
- * One producer's loop. `valueOf` makes each record's value (the e2e mode writes the send time
+ * One producer's loop. `valuesOf` makes the values of one send's records (the e2e mode writes the due time
  * into it); null means the same random value for every record (Kafka's perf tool does the same).
  */
 export async function runProducer(
@@ -95,7 +94,7 @@ export async function runProducer(
   settings: BenchSettings,
   work: ProduceWork,
   tally: BenchTally | undefined,
-  valueOf: ((index: number) => Buffer) | null,
+  valuesOf: ((first: number, count: number) => readonly Buffer[]) | null,
 ): Promise<void> {
   const sharedValue = randomBytes(settings.recordSizeBytes);
   const chunkRecords = recordsPerSend(settings);
@@ -108,10 +107,11 @@ export async function runProducer(
     const count = Math.min(chunkRecords, work.total - first);
     await work.throttle.admit(first);
     const messages: Message[] = new Array<Message>(count);
+    const values = valuesOf?.(first, count);
     let bytes = 0;
     for (let index = 0; index < count; index++) {
       const key = settings.keys ? String(first + index) : null;
-      messages[index] = { key, value: valueOf === null ? sharedValue : valueOf(first + index) };
+      messages[index] = { key, value: values === undefined ? sharedValue : values[index]! };
       bytes += settings.recordSizeBytes + (key?.length ?? 0);
     }
     const sentAtMs = performance.now();
@@ -146,13 +146,13 @@ export async function produceAll(
   settings: BenchSettings,
   work: ProduceWork,
   tally: BenchTally | undefined,
-  valueOf: ((index: number) => Buffer) | null,
+  valuesOf: ((first: number, count: number) => readonly Buffer[]) | null,
 ): Promise<void> {
   const producers = Array.from({ length: settings.producers }, () => makeProducer(spool, settings));
   try {
     await Promise.all(producers.map((producer) => producer.connect()));
     await Promise.all(
-      producers.map((producer) => runProducer(producer, settings, work, tally, valueOf)),
+      producers.map((producer) => runProducer(producer, settings, work, tally, valuesOf)),
     );
   } finally {
     await Promise.all(producers.map((producer) => producer.disconnect().catch(() => {})));

@@ -19,6 +19,10 @@ export interface BenchResult extends LatencySummary {
   /** What the latency figures measure, in words, since each mode measures something else. */
   readonly latency: string;
   readonly settings: Readonly<Record<string, string | number | boolean>>;
+  /** e2e only: the publish latency (send to acknowledgement, per send) beside the e2e one. */
+  readonly publishP50Ms?: number;
+  readonly publishP99Ms?: number;
+  readonly publishMaxMs?: number;
 }
 
 /** Counts shared by the workers of one run, read by the progress line and the result. */
@@ -132,5 +136,12 @@ export function formatBenchResult(result: BenchResult, json: boolean): string {
     ['p99.9', `${result.p999Ms.toFixed(2)} ms`],
     ['max', `${result.maxMs.toFixed(2)} ms`],
   ];
+  if (result.publishP99Ms !== undefined) {
+    rows.push([
+      'publish p50 / p99 / max',
+      `${result.publishP50Ms!.toFixed(2)} / ${result.publishP99Ms.toFixed(2)} / ` +
+        `${result.publishMaxMs!.toFixed(2)} ms`,
+    ]);
+  }
   return formatTable([`bench ${result.mode}`, ''], rows);
 }
