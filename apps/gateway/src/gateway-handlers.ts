@@ -12,6 +12,8 @@ import {
   type FetchRequest,
   type ListOffsetsRequest,
   type ProduceRequest,
+  type ProduceStreamRequest,
+  type ProduceStreamResponse,
   type StorageServiceClient,
 } from '@spool/protocol';
 import { adminHandlers } from './admin-handlers';
@@ -24,6 +26,7 @@ import type { MetadataLink } from './metadata-link';
 import { handleDeleteRecords, handleListOffsets } from './offset-handlers';
 import type { ProduceAdmission } from './produce-admission';
 import { handleProduce } from './produce-handler';
+import type { ProduceStreams } from './produce-streams';
 import type { AppendPipeline } from './append-pipeline';
 
 export interface GatewayHandlerDependencies {
@@ -35,6 +38,7 @@ export interface GatewayHandlerDependencies {
   readonly fetcher: LeaderFetcher;
   readonly admission: ProduceAdmission;
   readonly consumeStreams: ConsumeStreams;
+  readonly produceStreams: ProduceStreams;
   readonly fetchMaxBytes: number;
   readonly logger: Logger;
 }
@@ -51,6 +55,8 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
         admission,
         logger: dependencies.logger,
       }),
+    produceStream: (call: ServerDuplexStream<ProduceStreamRequest, ProduceStreamResponse>) =>
+      dependencies.produceStreams.serve(call),
     fetch: (request: FetchRequest) =>
       handleFetch(request, { link, fetcher, fetchMaxBytes: dependencies.fetchMaxBytes }),
     consume: (call: ServerDuplexStream<ConsumeRequest, ConsumeResponse>) =>

@@ -2,7 +2,8 @@
 // it is not ready until the first metadata snapshot arrives, then routes one produce request's
 // partitions to their leaders, follows a leader change (NOT_LEADER_OR_FOLLOWER, then a metadata
 // delta) and retries there, refuses bad batches, unknown topics and partitions before any leader
-// sees them, bounds produce bytes in flight per connection, answers a group RPC with
+// sees them, bounds produce bytes in flight per connection (on a ProduceStream too, where each
+// request is answered by its correlation id as it finishes), answers a group RPC with
 // COORDINATOR_NOT_AVAILABLE when no coordinator owns the group, counts all of it in its metrics,
 // and stops cleanly.
 import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
@@ -25,6 +26,7 @@ import {
   type AppendResponse,
   type AppendStreamRequest,
   type AppendStreamResponse,
+  type ProduceStreamResponse,
   type WatchMetadataRequest,
   type WatchMetadataResponse,
 } from '@spool/protocol';
@@ -303,6 +305,41 @@ describe('gateway service', () => {
     expect((await slow).results[0]!.error).toBeUndefined();
   });
 
+  it('pipelines produces on a ProduceStream, answering each by its correlation id as it finishes', async () => {
+    let unstall: () => void = () => {};
+    nodes[1]!.stall = new Promise((resolve) => (unstall = resolve));
+    const stream = client.produceStream();
+    const answers: ProduceStreamResponse[] = [];
+    stream.on('data', (answer: ProduceStreamResponse) => answers.push(answer));
+    const request = (correlationId: number, sizeBytes: number) => ({
+      correlationId,
+      partitions: [{ topic: 'orders', partition: 1, records: batch(sizeBytes) }],
+      acks: Acks.ACKS_ALL,
+      timeoutMs: 5_000,
+    });
+    stream.write(request(7, 1_500));
+    await eventually(async () => {
+      const metrics = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
+      expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBeGreaterThan(0);
+    });
+    // Over the connection's in-flight bytes: refused as a whole, every partition answered with
+    // the error, before the stalled request that came first.
+    stream.write(request(8, 2_500));
+    await eventually(async () => expect(answers).toHaveLength(1));
+    expect(answers[0]!.correlationId).toBe(8);
+    expect(answers[0]!.results[0]).toMatchObject({
+      topic: 'orders',
+      partition: 1,
+      error: { code: 'THROTTLING_QUOTA_EXCEEDED', retriable: true },
+    });
+    nodes[1]!.stall = undefined;
+    unstall();
+    await eventually(async () => expect(answers).toHaveLength(2));
+    expect(answers[1]!.correlationId).toBe(7);
+    expect(answers[1]!.results[0]!.error).toBeUndefined();
+    stream.end();
+  });
+
   it('answers a group RPC with COORDINATOR_NOT_AVAILABLE when no coordinator owns the group', async () => {
     const startedMs = Date.now();
     const response = await callOnce(
@@ -323,7 +360,10 @@ describe('gateway service', () => {
 
   it('reports requests, errors by code and connected clients', async () => {
     const metrics = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
-    expect(sample(metrics, 'spool_requests_total', { api: 'Produce' })).toBe(6);
+    // Six unary Produce calls and two produces on one ProduceStream, counted alike; the stream
+    // itself counts once under its own name.
+    expect(sample(metrics, 'spool_requests_total', { api: 'Produce' })).toBe(8);
+    expect(sample(metrics, 'spool_requests_total', { api: 'ProduceStream' })).toBe(1);
     expect(
       sample(metrics, 'spool_request_errors_total', {
         api: 'Produce',
@@ -336,7 +376,7 @@ describe('gateway service', () => {
         code: 'COORDINATOR_NOT_AVAILABLE',
       }),
     ).toBe(1);
-    expect(sample(metrics, 'spool_request_duration_seconds_count', { api: 'Produce' })).toBe(6);
+    expect(sample(metrics, 'spool_request_duration_seconds_count', { api: 'Produce' })).toBe(8);
     expect(sample(metrics, 'spool_gateway_connected_clients', {})).toBeGreaterThanOrEqual(1);
     expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBe(0);
     expect(metrics).toContain('process_resident_memory_bytes{service="gateway"}');

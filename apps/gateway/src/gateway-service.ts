@@ -19,6 +19,7 @@ import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
 import { createMetadataLink } from './metadata-link';
 import { ProduceAdmission } from './produce-admission';
+import { ProduceStreams } from './produce-streams';
 
 /**
  * The gateway service: the stateless front door. It routes produce requests to partition
@@ -128,6 +129,16 @@ export function startGateway(
         onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
       });
       consumeStreamsHolder.streams = consumeStreams;
+      const produceStreams = new ProduceStreams(
+        {
+          link,
+          appendPipeline: (brokerId) => storageClients.get(brokerId)?.appends,
+          admission,
+          logger,
+        },
+        context.requestMetrics,
+        logger.child({ component: 'produce' }),
+      );
       grpc.addService(
         GatewayServiceService,
         gatewayHandlers({
@@ -138,6 +149,7 @@ export function startGateway(
           fetcher,
           admission,
           consumeStreams,
+          produceStreams,
           fetchMaxBytes: config.fetchMaxBytes,
           logger,
         }),
@@ -157,7 +169,10 @@ export function startGateway(
         );
       });
 
-      context.onShutdown(async () => consumeStreams.stopAll());
+      context.onShutdown(async () => {
+        consumeStreams.stopAll();
+        produceStreams.stop();
+      });
       context.onShutdownAfterDrain(async () => {
         link.stop();
         storageClients.closeAll();

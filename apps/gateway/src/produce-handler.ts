@@ -46,7 +46,10 @@ export interface ProduceDependencies {
   readonly logger: Logger;
 }
 
-function failedResult(partition: PartitionBatches, error: ProtoError): PartitionAppendResult {
+export function failedResult(
+  partition: PartitionBatches,
+  error: ProtoError,
+): PartitionAppendResult {
   return {
     topic: partition.topic,
     partition: partition.partition,

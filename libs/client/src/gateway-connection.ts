@@ -2,13 +2,22 @@ import * as grpc from '@grpc/grpc-js';
 import {
   CommonErrorCode,
   SpoolError,
+  StreamPipeline,
   backoffMs,
   callOnce,
   createGrpcClient,
   sleep,
   type Logger,
 } from '@spool/common';
-import { GatewayServiceClient, type ConsumeRequest, type ConsumeResponse } from '@spool/protocol';
+import {
+  GatewayServiceClient,
+  type ConsumeRequest,
+  type ConsumeResponse,
+  type ProduceRequest,
+  type ProduceResponse,
+  type ProduceStreamRequest,
+  type ProduceStreamResponse,
+} from '@spool/protocol';
 import { ClientErrorCode, clientError } from './errors';
 
 /**
@@ -43,8 +52,21 @@ export interface GatewayCallOptions {
 
 export const clientIdMetadataKey = 'spool-client-id';
 
+/**
+ * Produce requests waiting on one ProduceStream, at most: far above any producer's in-flight
+ * bound, a guard against a runaway caller.
+ */
+export const produceStreamWaitingMax = 4_096;
+
 export class GatewayConnection {
   private readonly clients = new Map<number, GatewayServiceClient>();
+  /** Per gateway in the list: the ProduceStream produces are pipelined on. */
+  private readonly producePipelines = new Map<
+    number,
+    StreamPipeline<ProduceStreamRequest, ProduceStreamResponse>
+  >();
+  /** Set once the gateway answered ProduceStream with UNIMPLEMENTED: unary Produce from then. */
+  private produceStreamUnsupported = false;
   private currentIndex = 0;
   private closed = false;
 
@@ -127,6 +149,55 @@ export class GatewayConnection {
     }
   }
 
+  /**
+   * One produce request, on the gateway's ProduceStream (gateway.proto): one long-lived stream
+   * per gateway, a message per request, instead of an HTTP/2 stream per call. Failures are those
+   * of a unary call: retriable when the stream broke or ended, UNAVAILABLE moves the next calls
+   * to the next gateway. A gateway without ProduceStream (an older one) gets unary Produce.
+   */
+  async produce(request: ProduceRequest, deadlineMs: number): Promise<ProduceResponse> {
+    if (this.produceStreamUnsupported) {
+      return this.callOnce((client) => client.produce, request, deadlineMs);
+    }
+    try {
+      const response = await this.producePipeline().send(request, deadlineMs);
+      return { results: response.results };
+    } catch (error) {
+      // Nothing was started on a stream the gateway refused as unknown: send it as a call.
+      if (this.produceStreamUnsupported) {
+        return this.callOnce((client) => client.produce, request, deadlineMs);
+      }
+      throw error;
+    }
+  }
+
+  private producePipeline(): StreamPipeline<ProduceStreamRequest, ProduceStreamResponse> {
+    const index = this.currentIndex;
+    let pipeline = this.producePipelines.get(index);
+    if (pipeline === undefined) {
+      const client = this.client();
+      pipeline = new StreamPipeline({
+        open: () => client.produceStream(this.metadata()),
+        peerName: `gateway ${this.brokers[index]}`,
+        requestName: 'produce',
+        waitingMax: produceStreamWaitingMax,
+        onBroken: (error) => {
+          if (error.code === grpc.status.UNIMPLEMENTED) {
+            this.produceStreamUnsupported = true;
+          } else if (error.code === grpc.status.UNAVAILABLE && index === this.currentIndex) {
+            this.failOver(
+              new SpoolError(CommonErrorCode.Unavailable, error.details || error.message, {
+                retriable: true,
+              }),
+            );
+          }
+        },
+      });
+      this.producePipelines.set(index, pipeline);
+    }
+    return pipeline;
+  }
+
   /** Opens a Consume stream on the gateway in use; the caller ends or cancels it. */
   openConsumeStream(): grpc.ClientDuplexStream<ConsumeRequest, ConsumeResponse> {
     return this.client().consume(this.metadata());
@@ -158,6 +229,8 @@ export class GatewayConnection {
 
   close(): void {
     this.closed = true;
+    for (const pipeline of this.producePipelines.values()) pipeline.close();
+    this.producePipelines.clear();
     for (const client of this.clients.values()) client.close();
     this.clients.clear();
   }

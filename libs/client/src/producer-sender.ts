@@ -164,8 +164,7 @@ export class ProducerSender {
     };
     let results: PartitionAppendResult[];
     try {
-      const response = await this.connection.callOnce(
-        (client) => client.produce,
+      const response = await this.connection.produce(
         request,
         this.config.requestTimeoutMs + gatewayAnswerSlackMs,
       );

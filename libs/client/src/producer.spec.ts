@@ -4,7 +4,8 @@
 // record's index, exact as bigints past 2^53; keyless records stick to a partition per batch; a
 // full buffer blocks send for maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are
 // retried with backoff, others fail naming topic and partition; settings that conflict with
-// idempotence fail clearly.
+// idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
+// without it (an older one) is produced to with unary calls.
 import { SpoolError } from '@spool/common';
 import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,8 +20,9 @@ const producers: Producer[] = [];
 async function setUp(
   topics: Record<string, number>,
   options: ProducerOptions = {},
+  gatewayOptions: { produceStream?: boolean } = {},
 ): Promise<{ gateway: FakeGateway; producer: Producer }> {
-  gateway = await FakeGateway.start(topics);
+  gateway = await FakeGateway.start(topics, gatewayOptions);
   const spool = new Spool({ brokers: [gateway.address], logLevel: 'silent' });
   const producer = spool.producer(options);
   producers.push(producer);
@@ -46,6 +48,37 @@ async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
 const value = (sizeBytes: number): string => 'v'.repeat(sizeBytes);
 
 describe('Producer', () => {
+  it('pipelines its produce requests on one ProduceStream, answered in any order', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 0, maxInFlight: 5 });
+    // Answers held back: five requests wait on the stream at once, then all are answered.
+    gateway.holdProduce();
+    const sends = [];
+    for (let index = 0; index < 5; index++) {
+      sends.push(producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }));
+      // Each send its own request: the next one starts once this one is on the stream.
+      while (gateway.produceRequests.length <= index) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+    gateway.releaseProduce();
+    const offsets = (await Promise.all(sends)).map(([landed]) => landed!.offset);
+    expect(offsets).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(gateway.produceStreamsOpened).toBe(1);
+  });
+
+  it('produces with unary calls to a gateway that has no ProduceStream', async () => {
+    const { gateway, producer } = await setUp(
+      { orders: 1 },
+      { lingerMs: 0 },
+      { produceStream: false },
+    );
+    const first = await producer.send({ topic: 'orders', messages: [{ value: 'a' }] });
+    const second = await producer.send({ topic: 'orders', messages: [{ value: 'b' }] });
+    expect([first[0]!.offset, second[0]!.offset]).toEqual([0n, 1n]);
+    expect(gateway.produceStreamsOpened).toBe(0);
+    expect(gateway.produceRequests).toHaveLength(2);
+  });
+
   it('batches per partition, many partitions in one Produce request', async () => {
     const { gateway, producer } = await setUp({ orders: 3 }, { lingerMs: 60_000 });
     const sends = [0, 1, 2, 0, 1, 2].map((partition, index) =>

@@ -43,6 +43,15 @@ export {
   type BidiStreamHandler,
 } from './grpc-server';
 export {
+  StreamPipeline,
+  type Correlated,
+  type StreamPipelineOptions,
+} from './stream-pipeline';
+export {
+  PipelinedStreamServer,
+  type PipelinedStreamServerOptions,
+} from './pipelined-stream-server';
+export {
   toGrpcStatus,
   fromGrpcError,
   errorCodeMetadataKey,

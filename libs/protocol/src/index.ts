@@ -113,6 +113,8 @@ export {
   type GatewayServiceServer,
   ProduceRequest,
   ProduceResponse,
+  ProduceStreamRequest,
+  ProduceStreamResponse,
 } from './generated/spool/v1/gateway';
 // The services as generated, except that produce-path requests skip the generated code's copies
 // of record bytes (partition-batches-codec.ts).

@@ -4,7 +4,13 @@
 // skips unknown fields alike, returns views rather than copies, and fails on truncated input.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { AppendRequest, AppendStreamRequest, PartitionBatches, ProduceRequest } from './index';
+import {
+  AppendRequest,
+  AppendStreamRequest,
+  PartitionBatches,
+  ProduceRequest,
+  ProduceStreamRequest,
+} from './index';
 import { decodeBatchesRequest, encodeBatchesRequest } from './partition-batches-codec';
 import type { BatchesRequest } from './partition-batches-codec';
 
@@ -36,12 +42,14 @@ describe('partition batches codec', () => {
       'partitions',
       'timeoutMs',
     ]);
-    expect(Object.keys(AppendStreamRequest.fromPartial({})).sort()).toEqual([
-      'acks',
-      'correlationId',
-      'partitions',
-      'timeoutMs',
-    ]);
+    for (const streamed of [AppendStreamRequest, ProduceStreamRequest]) {
+      expect(Object.keys(streamed.fromPartial({})).sort()).toEqual([
+        'acks',
+        'correlationId',
+        'partitions',
+        'timeoutMs',
+      ]);
+    }
     expect(Object.keys(PartitionBatches.fromPartial({})).sort()).toEqual([
       'partition',
       'records',
@@ -58,16 +66,18 @@ describe('partition batches codec', () => {
     );
   });
 
-  it('encodes and decodes AppendStreamRequest (field 15, the correlation id) as generated', () => {
+  it('encodes and decodes AppendStreamRequest and ProduceStreamRequest (field 15, the correlation id) as generated', () => {
     const correlationId = fc.integer({ min: 0, max: 0xffffffff });
     fc.assert(
       fc.property(request, correlationId, (value, id) => {
         const streamed = { ...value, correlationId: id };
-        const generated = Buffer.from(AppendStreamRequest.encode(streamed).finish());
-        expect(encodeBatchesRequest(streamed).equals(generated)).toBe(true);
-        expect({ correlationId: 0, ...decodeBatchesRequest(generated) }).toEqual(
-          AppendStreamRequest.decode(generated),
-        );
+        for (const generatedCodec of [AppendStreamRequest, ProduceStreamRequest]) {
+          const generated = Buffer.from(generatedCodec.encode(streamed).finish());
+          expect(encodeBatchesRequest(streamed).equals(generated)).toBe(true);
+          expect({ correlationId: 0, ...decodeBatchesRequest(generated) }).toEqual(
+            generatedCodec.decode(generated),
+          );
+        }
       }),
     );
   });

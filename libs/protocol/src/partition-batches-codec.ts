@@ -26,6 +26,7 @@ import {
   type ConsumeResponse,
   type FetchResponse,
   type ProduceRequest,
+  type ProduceStreamRequest,
 } from './generated/spool/v1/gateway';
 import type { StorageServiceClient as GeneratedStorageServiceClient } from './generated/spool/v1/storage';
 import {
@@ -51,7 +52,7 @@ import {
 
 /**
  * The fields ProduceRequest, AppendRequest and AppendStreamRequest share (the same message on
- * the wire); AppendStreamRequest adds field 15, the correlation id.
+ * the wire); AppendStreamRequest and ProduceStreamRequest add field 15, the correlation id.
  */
 export interface BatchesRequest {
   partitions: PartitionBatches[];
@@ -197,6 +198,14 @@ export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
     ...GeneratedGatewayServiceService.produce,
     requestSerialize: (value: ProduceRequest): Buffer => encodeBatchesRequest(value),
     requestDeserialize: (value: Buffer): ProduceRequest => decodeBatchesRequest(value),
+  },
+  produceStream: {
+    ...GeneratedGatewayServiceService.produceStream,
+    requestSerialize: (value: ProduceStreamRequest): Buffer => encodeBatchesRequest(value),
+    requestDeserialize: (value: Buffer): ProduceStreamRequest => {
+      const request = decodeBatchesRequest(value);
+      return { ...request, correlationId: request.correlationId ?? 0 };
+    },
   },
   // Responses that carry records to consumers: fetched-partitions-codec.ts.
   fetch: {

@@ -19,6 +19,8 @@ import {
   type InitProducerIdResponse,
   type ProduceRequest,
   type ProduceResponse,
+  type ProduceStreamRequest,
+  type ProduceStreamResponse,
   type ProtoError,
   type RecordInput,
   type TopicMetadata,
@@ -127,7 +129,17 @@ export class FakeGateway {
     return -1n;
   }
 
-  static async start(topics: Readonly<Record<string, number>> = {}): Promise<FakeGateway> {
+  /** ProduceStream calls opened so far. */
+  produceStreamsOpened = 0;
+
+  /**
+   * `produceStream: false` plays a gateway from before ProduceStream: the call is UNIMPLEMENTED
+   * and the SDK must produce with unary calls.
+   */
+  static async start(
+    topics: Readonly<Record<string, number>> = {},
+    options: { produceStream?: boolean } = {},
+  ): Promise<FakeGateway> {
     const server = new grpc.Server();
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
@@ -138,7 +150,9 @@ export class FakeGateway {
     for (const [name, partitionCount] of Object.entries(topics)) {
       gateway.createTopic(name, partitionCount);
     }
-    server.addService(GatewayServiceService, gateway.implementation());
+    const implementation = gateway.implementation();
+    if (options.produceStream === false) delete implementation.produceStream;
+    server.addService(GatewayServiceService, implementation);
     return gateway;
   }
 
@@ -245,6 +259,20 @@ export class FakeGateway {
         void (this.produceGate ?? Promise.resolve()).then(() =>
           callback(null, this.produce(call.request)),
         );
+      },
+      produceStream: (
+        call: grpc.ServerDuplexStream<ProduceStreamRequest, ProduceStreamResponse>,
+      ) => {
+        this.produceStreamsOpened += 1;
+        call.on('data', (request: ProduceStreamRequest) => {
+          this.produceRequests.push(request);
+          void (this.produceGate ?? Promise.resolve()).then(() => {
+            if (call.cancelled) return;
+            const { results } = this.produce(request);
+            call.write({ correlationId: request.correlationId, results });
+          });
+        });
+        call.on('end', () => call.end());
       },
       initProducerId: unary((request: InitProducerIdRequest): InitProducerIdResponse => {
         this.initProducerIdRequests.push(request);

@@ -80,6 +80,27 @@ export interface ProduceResponse {
   results: PartitionAppendResult[];
 }
 
+/**
+ * ProduceRequest's fields under the same numbers (one codec reads and writes both), and the id
+ * its answer carries.
+ */
+export interface ProduceStreamRequest {
+  partitions: PartitionBatches[];
+  acks: Acks;
+  timeoutMs: number;
+  correlationId: number;
+}
+
+/**
+ * ProduceResponse's results, and the id of the request they answer. A request the gateway
+ * refused as a whole (over the connection's in-flight bound) has every partition answered with
+ * that error.
+ */
+export interface ProduceStreamResponse {
+  correlationId: number;
+  results: PartitionAppendResult[];
+}
+
 export interface FetchRequest {
   partitions: FetchPartition[];
   maxWaitMs: number;
@@ -292,6 +313,224 @@ export const ProduceResponse: MessageFns<ProduceResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ProduceResponse>, I>>(object: I): ProduceResponse {
     const message = createBaseProduceResponse();
+    message.results = object.results?.map((e) => PartitionAppendResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProduceStreamRequest(): ProduceStreamRequest {
+  return { partitions: [], acks: 0, timeoutMs: 0, correlationId: 0 };
+}
+
+export const ProduceStreamRequest: MessageFns<ProduceStreamRequest> = {
+  encode(message: ProduceStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.partitions) {
+      PartitionBatches.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.acks !== 0) {
+      writer.uint32(16).int32(message.acks);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).int32(message.timeoutMs);
+    }
+    if (message.correlationId !== 0) {
+      writer.uint32(120).uint32(message.correlationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProduceStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProduceStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.partitions.push(PartitionBatches.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.acks = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = reader.int32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.correlationId = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProduceStreamRequest {
+    return {
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => PartitionBatches.fromJSON(e))
+        : [],
+      acks: isSet(object.acks) ? acksFromJSON(object.acks) : 0,
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      correlationId: isSet(object.correlationId)
+        ? globalThis.Number(object.correlationId)
+        : isSet(object.correlation_id)
+        ? globalThis.Number(object.correlation_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: ProduceStreamRequest): unknown {
+    const obj: any = {};
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => PartitionBatches.toJSON(e));
+    }
+    if (message.acks !== 0) {
+      obj.acks = acksToJSON(message.acks);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.correlationId !== 0) {
+      obj.correlationId = Math.round(message.correlationId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ProduceStreamRequest>, I>>(base?: I): ProduceStreamRequest {
+    return ProduceStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProduceStreamRequest>, I>>(object: I): ProduceStreamRequest {
+    const message = createBaseProduceStreamRequest();
+    message.partitions = object.partitions?.map((e) => PartitionBatches.fromPartial(e)) || [];
+    message.acks = object.acks ?? 0;
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.correlationId = object.correlationId ?? 0;
+    return message;
+  },
+};
+
+function createBaseProduceStreamResponse(): ProduceStreamResponse {
+  return { correlationId: 0, results: [] };
+}
+
+export const ProduceStreamResponse: MessageFns<ProduceStreamResponse> = {
+  encode(message: ProduceStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.correlationId !== 0) {
+      writer.uint32(8).uint32(message.correlationId);
+    }
+    for (const v of message.results) {
+      PartitionAppendResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProduceStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProduceStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.correlationId = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.results.push(PartitionAppendResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProduceStreamResponse {
+    return {
+      correlationId: isSet(object.correlationId)
+        ? globalThis.Number(object.correlationId)
+        : isSet(object.correlation_id)
+        ? globalThis.Number(object.correlation_id)
+        : 0,
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => PartitionAppendResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ProduceStreamResponse): unknown {
+    const obj: any = {};
+    if (message.correlationId !== 0) {
+      obj.correlationId = Math.round(message.correlationId);
+    }
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => PartitionAppendResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ProduceStreamResponse>, I>>(base?: I): ProduceStreamResponse {
+    return ProduceStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProduceStreamResponse>, I>>(object: I): ProduceStreamResponse {
+    const message = createBaseProduceStreamResponse();
+    message.correlationId = object.correlationId ?? 0;
     message.results = object.results?.map((e) => PartitionAppendResult.fromPartial(e)) || [];
     return message;
   },
@@ -980,6 +1219,23 @@ export const GatewayServiceService = {
     responseSerialize: (value: ProduceResponse): Buffer => Buffer.from(ProduceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProduceResponse => ProduceResponse.decode(value),
   },
+  /**
+   * Produce, pipelined on one long-lived stream per client connection (as a Kafka producer
+   * keeps one connection per broker): each request carries a correlation id and is answered
+   * with it as soon as it is done, in completion order. A unary Produce costs an HTTP/2 stream,
+   * headers, trailers and a deadline timer every time, on the client and on the gateway; here a
+   * request is one message. The SDK uses this and falls back to Produce on a gateway without it.
+   */
+  produceStream: {
+    path: "/spool.v1.GatewayService/ProduceStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ProduceStreamRequest): Buffer => Buffer.from(ProduceStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ProduceStreamRequest => ProduceStreamRequest.decode(value),
+    responseSerialize: (value: ProduceStreamResponse): Buffer =>
+      Buffer.from(ProduceStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ProduceStreamResponse => ProduceStreamResponse.decode(value),
+  },
   /** A long poll: answers once min_bytes are available or max_wait_ms has passed. */
   fetch: {
     path: "/spool.v1.GatewayService/Fetch" as const,
@@ -1190,6 +1446,14 @@ export const GatewayServiceService = {
 export interface GatewayServiceServer extends UntypedServiceImplementation {
   /** Batches for many partitions in one request, each routed to its leader. */
   produce: handleUnaryCall<ProduceRequest, ProduceResponse>;
+  /**
+   * Produce, pipelined on one long-lived stream per client connection (as a Kafka producer
+   * keeps one connection per broker): each request carries a correlation id and is answered
+   * with it as soon as it is done, in completion order. A unary Produce costs an HTTP/2 stream,
+   * headers, trailers and a deadline timer every time, on the client and on the gateway; here a
+   * request is one message. The SDK uses this and falls back to Produce on a gateway without it.
+   */
+  produceStream: handleBidiStreamingCall<ProduceStreamRequest, ProduceStreamResponse>;
   /** A long poll: answers once min_bytes are available or max_wait_ms has passed. */
   fetch: handleUnaryCall<FetchRequest, FetchResponse>;
   /**
@@ -1234,6 +1498,19 @@ export interface GatewayServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ProduceResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Produce, pipelined on one long-lived stream per client connection (as a Kafka producer
+   * keeps one connection per broker): each request carries a correlation id and is answered
+   * with it as soon as it is done, in completion order. A unary Produce costs an HTTP/2 stream,
+   * headers, trailers and a deadline timer every time, on the client and on the gateway; here a
+   * request is one message. The SDK uses this and falls back to Produce on a gateway without it.
+   */
+  produceStream(): ClientDuplexStream<ProduceStreamRequest, ProduceStreamResponse>;
+  produceStream(options: Partial<CallOptions>): ClientDuplexStream<ProduceStreamRequest, ProduceStreamResponse>;
+  produceStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ProduceStreamRequest, ProduceStreamResponse>;
   /** A long poll: answers once min_bytes are available or max_wait_ms has passed. */
   fetch(
     request: FetchRequest,
