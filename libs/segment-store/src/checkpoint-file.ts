@@ -72,6 +72,19 @@ export function fsyncDirectory(directory: string): void {
   }
 }
 
+/**
+ * fsyncDirectory on the libuv pool: a folder's fsync waits for the file system's journal, which
+ * can wait for megabytes of other files' data, so the append path never calls it synchronously.
+ */
+export async function fsyncDirectoryAsync(directory: string): Promise<void> {
+  const handle = await fs.promises.open(directory, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Reads a checkpoint holding one offset; undefined when absent or unreadable. */
 export function readOffsetCheckpoint(filePath: string): bigint | undefined {
   try {
