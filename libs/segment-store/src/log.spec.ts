@@ -5,7 +5,7 @@
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecordBatch, validateRecordBatch } from '@spool/protocol';
-import { Log, type LogOpenOptions } from './log';
+import { Log, writebackIntervalBytes, type LogOpenOptions } from './log';
 import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
 import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './test-support';
 
@@ -305,6 +305,22 @@ describe('Log open and close', () => {
     expect(report.logEndOffset).toBe(70n);
     expect(report.bytesTruncated).toBe(0);
     expect(recordsOf(reopened.read(0n, 1 << 20).slices)).toHaveLength(70);
+  });
+
+  it('writes out every writebackIntervalBytes in the background, with no flush asked for', async () => {
+    const batch = batchOf(100, { valueSizeBytes: 10_000 }); // ~1 MB
+    const { log } = await openLog();
+    let appended = 0;
+    while (appended < writebackIntervalBytes) {
+      appended += log.append(Buffer.from(batch), leader).sizeBytes;
+    }
+    // The last append crossed the interval and started a flush; nothing else will.
+    const crossedAt = log.logEndOffset;
+    const deadlineMs = Date.now() + 10_000;
+    while (log.recoveryPoint < crossedAt && Date.now() < deadlineMs) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(log.recoveryPoint).toBe(crossedAt);
   });
 
   it('refuses work after close with a storage error', async () => {
