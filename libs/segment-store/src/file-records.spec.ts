@@ -184,6 +184,15 @@ for (const transferPath of ['sendfile', 'copy'] as const satisfies readonly Tran
       await expectTransferred([{ file: dataFile, position: 12_345_677, sizeBytes: 3_000_001 }]);
     });
 
+    it('moves hot slices (the recent tail) byte-exact, on the event loop as far as the socket takes them', async () => {
+      await expectTransferred([
+        { file: dataFile, position: 1_000, sizeBytes: 300_000, hot: true },
+        // More than the socket buffers hold: the rest of it goes through the pool path.
+        { file: dataFile, position: 2 * mebibyte + 1, sizeBytes: 24 * mebibyte, hot: true },
+        { file: dataFile, position: 17, sizeBytes: 100_001 },
+      ]);
+    });
+
     it('moves a 64 MiB slice byte-exact', async () => {
       await expectTransferred([
         { file: dataFile, position: mebibyte - 7, sizeBytes: 64 * mebibyte },

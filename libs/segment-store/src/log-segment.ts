@@ -432,8 +432,12 @@ export class LogSegment {
   }
 
   /** A slice of this segment's file that holds a reference until released. */
-  slice(position: number, sizeBytes: number): FileSlice & { readonly file: SegmentFile } {
-    return { file: this.logFile.acquire(), position, sizeBytes };
+  slice(
+    position: number,
+    sizeBytes: number,
+    hot = false,
+  ): FileSlice & { readonly file: SegmentFile } {
+    return { file: this.logFile.acquire(), position, sizeBytes, hot };
   }
 
   /** The first batch with a max timestamp ≥ target, or undefined when none is in the segment. */

@@ -78,6 +78,13 @@ export const recoveryPointCheckpointFile = 'recovery-point-offset-checkpoint';
  * recovery after a crash, within this many bytes of the log end.
  */
 export const writebackIntervalBytes = 16 * 1024 * 1024;
+
+/**
+ * How far back from the active segment's end a read counts as the recent tail (FileSlice.hot):
+ * the bytes a follower or a consumer at the head fetches right after they were appended, which
+ * are in the page cache unless the machine is short of memory.
+ */
+export const hotTailBytes = 64 * 1024 * 1024;
 export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
 export const leaderEpochCheckpointFile = 'leader-epoch-checkpoint';
 export const cleanShutdownFile = '.clean-shutdown';
@@ -535,7 +542,11 @@ export class Log {
       const minOneBatch = (options.minOneBatch ?? true) && slices.length === 0;
       const range = segment.read(offset, remaining, maxPosition, minOneBatch);
       if (range !== undefined) {
-        slices.push(segment.slice(range.position, range.sizeBytes));
+        // The active segment's last hotTailBytes were written moments ago: still in the page
+        // cache, they may go out on the event loop (FileSlice.hot).
+        const hot =
+          segment === this.activeSegment && range.position >= segment.sizeBytes - hotTailBytes;
+        slices.push(segment.slice(range.position, range.sizeBytes, hot));
         remaining -= range.sizeBytes;
       }
       // Continue into the next segment only when this one was read to its end; a batch that did

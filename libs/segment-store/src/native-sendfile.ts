@@ -23,6 +23,12 @@ export interface SendfileBinding {
     count: number,
     writableWaitMsMax: number,
   ): Promise<SendfileChunkResult>;
+  /**
+   * The same move on this thread, without waiting: the bytes the socket takes now (0 when it is
+   * full or the file ended). Only for bytes in the page cache (native/sendfile.c says why).
+   * Absent from an addon built before it; the caller then uses sendfileChunk alone.
+   */
+  sendfileNow?(socketFd: number, fileFd: number, position: number, count: number): number;
 }
 
 export type SendfileBindingLoad =

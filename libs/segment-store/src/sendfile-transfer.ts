@@ -1,5 +1,8 @@
 // The sendfile path: moves a slice from the page cache to the socket with sendfile(2) on the
-// libuv pool, in chunks, so the bytes never enter JavaScript and the event loop never blocks.
+// libuv pool, in chunks, so the bytes never enter JavaScript and the event loop never blocks. A
+// slice of the log's recent tail (FileSlice.hot) first goes as far as the socket takes it on the
+// event loop itself: its pages are cached, and a pool hand-off per fetch cost a busy leader more
+// than the copy (native/sendfile.c).
 //
 // How a full socket (a slow reader, EAGAIN) is handled, in two tiers:
 // 1. Inside one addon call, the pool thread waits in poll(2) for the socket to drain, for at
@@ -55,6 +58,21 @@ export async function sendfileSlice(
   let position = slice.position;
   let bytesRemaining = slice.sizeBytes;
   let retryDelayMs = 0;
+  if (slice.hot === true && binding.sendfileNow !== undefined) {
+    // The recent tail is in the page cache: what the socket takes now goes without a pool
+    // hand-off; the rest (a full socket, a file that ended) takes the pool path below.
+    const socketFd = writableSocketFileDescriptor(socket);
+    const count = Math.min(bytesRemaining, sendfileChunkBytesMax);
+    progress.started = true;
+    let written: number;
+    try {
+      written = binding.sendfileNow(socketFd, slice.file.fd, position, count);
+    } catch (error) {
+      throw sendfileError(error, socket, slice, position, count);
+    }
+    position += written;
+    bytesRemaining -= written;
+  }
   while (bytesRemaining > 0) {
     const socketFd = writableSocketFileDescriptor(socket);
     const count = Math.min(bytesRemaining, sendfileChunkBytesMax);
@@ -113,21 +131,32 @@ async function sendChunk(
   try {
     return await binding.sendfileChunk(socketFd, slice.file.fd, position, count, writableWaitMsMax);
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && networkErrorCodes.has(code)) {
-      throw new SegmentStoreError(
-        'NETWORK_EXCEPTION',
-        `sendfile to ${describeSocket(socket)} failed: ${code}`,
-        { cause: error },
-      );
-    }
-    throw new SegmentStoreError(
-      'KAFKA_STORAGE_ERROR',
-      `sendfile of ${count} bytes at position ${position} of segment file ${slice.file.path} ` +
-        `failed: ${String(code)}`,
-      { cause: error, filePath: slice.file.path },
+    throw sendfileError(error, socket, slice, position, count);
+  }
+}
+
+/** A failed sendfile as the caller reports it: the connection's fault, or the file's. */
+function sendfileError(
+  error: unknown,
+  socket: net.Socket,
+  slice: FileSlice,
+  position: number,
+  count: number,
+): SegmentStoreError {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && networkErrorCodes.has(code)) {
+    return new SegmentStoreError(
+      'NETWORK_EXCEPTION',
+      `sendfile to ${describeSocket(socket)} failed: ${code}`,
+      { cause: error },
     );
   }
+  return new SegmentStoreError(
+    'KAFKA_STORAGE_ERROR',
+    `sendfile of ${count} bytes at position ${position} of segment file ${slice.file.path} ` +
+      `failed: ${String(code)}`,
+    { cause: error, filePath: slice.file.path },
+  );
 }
 
 /** Waits `delayMs`, or less if the socket closes meanwhile (the next chunk then reports it). */
