@@ -167,6 +167,12 @@ export function decodeBatchesRequest(buffer: Buffer): BatchesRequest {
   return request;
 }
 
+/** A request of a pipelined stream: the batches, and the id its answer carries (0 if absent). */
+function decodeCorrelatedBatchesRequest(value: Buffer): BatchesRequest & { correlationId: number } {
+  const request = decodeBatchesRequest(value);
+  return { ...request, correlationId: request.correlationId ?? 0 };
+}
+
 /** Services whose produce-path requests use the codecs above; every other method as generated. */
 export const StorageServiceService: typeof GeneratedStorageServiceService = {
   ...GeneratedStorageServiceService,
@@ -178,10 +184,7 @@ export const StorageServiceService: typeof GeneratedStorageServiceService = {
   appendStream: {
     ...GeneratedStorageServiceService.appendStream,
     requestSerialize: (value: AppendStreamRequest): Buffer => encodeBatchesRequest(value),
-    requestDeserialize: (value: Buffer): AppendStreamRequest => {
-      const request = decodeBatchesRequest(value);
-      return { ...request, correlationId: request.correlationId ?? 0 };
-    },
+    requestDeserialize: decodeCorrelatedBatchesRequest,
   },
 };
 
@@ -202,10 +205,7 @@ export const GatewayServiceService: typeof GeneratedGatewayServiceService = {
   produceStream: {
     ...GeneratedGatewayServiceService.produceStream,
     requestSerialize: (value: ProduceStreamRequest): Buffer => encodeBatchesRequest(value),
-    requestDeserialize: (value: Buffer): ProduceStreamRequest => {
-      const request = decodeBatchesRequest(value);
-      return { ...request, correlationId: request.correlationId ?? 0 };
-    },
+    requestDeserialize: decodeCorrelatedBatchesRequest,
   },
   // Responses that carry records to consumers: fetched-partitions-codec.ts.
   fetch: {
