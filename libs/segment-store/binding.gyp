@@ -9,7 +9,7 @@
   "targets": [
     {
       "target_name": "segment_store_native",
-      "sources": ["native/addon.c", "native/sendfile.c", "native/crc32c.c"],
+      "sources": ["native/addon.c", "native/sendfile.c", "native/crc32c.c", "native/writeback.c"],
       "defines": ["NAPI_VERSION=8"],
       "cflags_c": ["-std=gnu11", "-Wall", "-Wextra"],
     }

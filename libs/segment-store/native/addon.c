@@ -9,5 +9,6 @@
 NAPI_MODULE_INIT() {
   if (sendfile_register(env, exports) != napi_ok) return NULL;
   if (crc32c_register(env, exports) != napi_ok) return NULL;
+  if (writeback_register(env, exports) != napi_ok) return NULL;
   return exports;
 }

@@ -5,7 +5,12 @@
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecordBatch, validateRecordBatch } from '@spool/protocol';
-import { Log, writebackIntervalBytes, type LogOpenOptions } from './log';
+import {
+  Log,
+  writebackIntervalBytes,
+  writebackWithoutAddonIntervalBytes,
+  type LogOpenOptions,
+} from './log';
 import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
 import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './test-support';
 
@@ -307,11 +312,37 @@ describe('Log open and close', () => {
     expect(recordsOf(reopened.read(0n, 1 << 20).slices)).toHaveLength(70);
   });
 
-  it('writes out every writebackIntervalBytes in the background, with no flush asked for', async () => {
+  it('starts the write-out of every writebackIntervalBytes appended, range after range', async () => {
+    const started: Array<{ position: number; count: number }> = [];
+    const writeback = {
+      startWriteback: async (_fd: number, position: number, count: number) => {
+        started.push({ position, count });
+      },
+    };
     const batch = batchOf(100, { valueSizeBytes: 10_000 }); // ~1 MB
-    const { log } = await openLog();
+    const { log } = await openLog({ writeback });
     let appended = 0;
-    while (appended < writebackIntervalBytes) {
+    while (appended < 3 * writebackIntervalBytes) {
+      appended += log.append(Buffer.from(batch), leader).sizeBytes;
+    }
+    expect(started.length).toBeGreaterThanOrEqual(2);
+    // Contiguous from the segment's start, each at least the interval.
+    let position = 0;
+    for (const range of started) {
+      expect(range.position).toBe(position);
+      expect(range.count).toBeGreaterThanOrEqual(writebackIntervalBytes);
+      position += range.count;
+    }
+    expect(position).toBeLessThanOrEqual(appended);
+    // A write-out is not a flush: the recovery point stays.
+    expect(log.recoveryPoint).toBe(0n);
+  });
+
+  it('flushes every writebackWithoutAddonIntervalBytes instead when there is no addon', async () => {
+    const batch = batchOf(100, { valueSizeBytes: 10_000 }); // ~1 MB
+    const { log } = await openLog({ writeback: null });
+    let appended = 0;
+    while (appended < writebackWithoutAddonIntervalBytes) {
       appended += log.append(Buffer.from(batch), leader).sizeBytes;
     }
     // The last append crossed the interval and started a flush; nothing else will.
