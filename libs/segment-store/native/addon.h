@@ -6,6 +6,19 @@
 #define SEGMENT_STORE_ADDON_H
 
 #include <node_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* An Error like Node's system errors: code (the errno name), errno (negated), syscall
+ * (addon-util.c). */
+napi_value addon_system_error(napi_env env, const char *syscall, int error_number);
+
+/* Throw and return NULL, for a callback to return. */
+napi_value addon_throw_type_error(napi_env env, const char *message);
+napi_value addon_throw_range_error(napi_env env, const char *message);
+
+/* Reads an argument that must be a safe integer; false, with a TypeError thrown, otherwise. */
+bool addon_integer_argument(napi_env env, napi_value value, int64_t *out, const char *name);
 
 /* sendfileChunk, sendfileNow: fetch bytes from a segment file to a socket (sendfile.c). */
 napi_status sendfile_register(napi_env env, napi_value exports);

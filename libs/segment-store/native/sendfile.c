@@ -93,43 +93,6 @@ typedef struct {
   const char *failed_syscall;
 } sendfile_chunk;
 
-static const char *errno_name(int error_number) {
-  switch (error_number) {
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case EINTR: return "EINTR";
-    case EIO: return "EIO";
-    case EBADF: return "EBADF";
-    case EAGAIN: return "EAGAIN";
-    case ENOMEM: return "ENOMEM";
-    case EFAULT: return "EFAULT";
-    case EINVAL: return "EINVAL";
-    case ENFILE: return "ENFILE";
-    case EMFILE: return "EMFILE";
-    case ENOSPC: return "ENOSPC";
-    case ESPIPE: return "ESPIPE";
-    case EPIPE: return "EPIPE";
-    case EOVERFLOW: return "EOVERFLOW";
-    case ENOTSOCK: return "ENOTSOCK";
-    case EDESTADDRREQ: return "EDESTADDRREQ";
-    case EMSGSIZE: return "EMSGSIZE";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case ENETDOWN: return "ENETDOWN";
-    case ENETUNREACH: return "ENETUNREACH";
-    case ENETRESET: return "ENETRESET";
-    case ECONNABORTED: return "ECONNABORTED";
-    case ECONNRESET: return "ECONNRESET";
-    case ENOBUFS: return "ENOBUFS";
-    case ENOTCONN: return "ENOTCONN";
-    case ESHUTDOWN: return "ESHUTDOWN";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case EHOSTDOWN: return "EHOSTDOWN";
-    case EHOSTUNREACH: return "EHOSTUNREACH";
-    default: return NULL;
-  }
-}
-
 static int64_t monotonic_ms(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -184,41 +147,6 @@ static void execute_sendfile_chunk(napi_env env, void *data) {
   }
 }
 
-static napi_status set_named_int32(napi_env env, napi_value object, const char *name, int32_t v) {
-  napi_value value;
-  napi_status status = napi_create_int32(env, v, &value);
-  if (status != napi_ok) return status;
-  return napi_set_named_property(env, object, name, value);
-}
-
-static napi_status set_named_string(napi_env env, napi_value object, const char *name,
-                                    const char *text) {
-  napi_value value;
-  napi_status status = napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &value);
-  if (status != napi_ok) return status;
-  return napi_set_named_property(env, object, name, value);
-}
-
-/* Builds an Error shaped like Node's system errors: message, code, errno (negated), syscall. */
-static napi_value create_system_error(napi_env env, const char *syscall, int error_number) {
-  char fallback_name[32];
-  const char *name = errno_name(error_number);
-  if (name == NULL) {
-    snprintf(fallback_name, sizeof fallback_name, "ERRNO_%d", error_number);
-    name = fallback_name;
-  }
-  char message[256];
-  snprintf(message, sizeof message, "%s failed: %s (%s)", syscall, name, strerror(error_number));
-
-  napi_value code_value, message_value, error;
-  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code_value);
-  napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &message_value);
-  napi_create_error(env, code_value, message_value, &error);
-  set_named_int32(env, error, "errno", -error_number);
-  set_named_string(env, error, "syscall", syscall);
-  return error;
-}
-
 static void close_duplicates(sendfile_chunk *chunk) {
   if (chunk->socket_fd >= 0) close(chunk->socket_fd);
   if (chunk->file_fd >= 0) close(chunk->file_fd);
@@ -232,10 +160,10 @@ static void complete_sendfile_chunk(napi_env env, napi_status status, void *data
   close_duplicates(chunk);
 
   if (status != napi_ok) {
-    napi_value error = create_system_error(env, "sendfile", ECANCELED);
+    napi_value error = addon_system_error(env, "sendfile", ECANCELED);
     napi_reject_deferred(env, chunk->deferred, error);
   } else if (chunk->failed_syscall != NULL) {
-    napi_value error = create_system_error(env, chunk->failed_syscall, chunk->error_number);
+    napi_value error = addon_system_error(env, chunk->failed_syscall, chunk->error_number);
     napi_reject_deferred(env, chunk->deferred, error);
   } else {
     napi_value result, bytes_written, end_of_file;
@@ -251,65 +179,35 @@ static void complete_sendfile_chunk(napi_env env, napi_status status, void *data
   free(chunk);
 }
 
-static napi_value throw_type_error(napi_env env, const char *message) {
-  napi_throw_type_error(env, NULL, message);
-  return NULL;
-}
-
-static napi_value throw_range_error(napi_env env, const char *message) {
-  napi_throw_range_error(env, NULL, message);
-  return NULL;
-}
-
-/* Largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER). */
-#define SAFE_INTEGER_MAX 9007199254740991.0
-
-/* Reads a safe integer argument; returns false, with a TypeError thrown, for anything else. */
-static bool read_int64_argument(napi_env env, napi_value value, int64_t *out, const char *name) {
-  napi_valuetype type;
-  if (napi_typeof(env, value, &type) != napi_ok || type != napi_number) {
-    char message[128];
-    snprintf(message, sizeof message, "%s must be a number", name);
-    throw_type_error(env, message);
-    return false;
-  }
-  double as_double;
-  napi_get_value_double(env, value, &as_double);
-  /* The range check comes first: converting NaN or a huge double to int64_t is undefined. */
-  bool in_range = as_double >= -SAFE_INTEGER_MAX && as_double <= SAFE_INTEGER_MAX;
-  if (!in_range || as_double != (double)(int64_t)as_double) {
-    char message[128];
-    snprintf(message, sizeof message, "%s must be an integer", name);
-    throw_type_error(env, message);
-    return false;
-  }
-  *out = (int64_t)as_double;
-  return true;
-}
-
 static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
   size_t argument_count = 5;
   napi_value arguments[5];
   napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
   if (argument_count != 5) {
-    return throw_type_error(
+    return addon_throw_type_error(
         env, "sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax) takes 5 arguments");
   }
 
   int64_t socket_fd, file_fd, position, count, writable_wait_ms_max;
-  if (!read_int64_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
-  if (!read_int64_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
-  if (!read_int64_argument(env, arguments[2], &position, "position")) return NULL;
-  if (!read_int64_argument(env, arguments[3], &count, "count")) return NULL;
-  if (!read_int64_argument(env, arguments[4], &writable_wait_ms_max, "writableWaitMsMax")) {
+  if (!addon_integer_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
+  if (!addon_integer_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
+  if (!addon_integer_argument(env, arguments[2], &position, "position")) return NULL;
+  if (!addon_integer_argument(env, arguments[3], &count, "count")) return NULL;
+  if (!addon_integer_argument(env, arguments[4], &writable_wait_ms_max, "writableWaitMsMax")) {
     return NULL;
   }
-  if (socket_fd < 0 || socket_fd > INT32_MAX) return throw_range_error(env, "socketFd out of range");
-  if (file_fd < 0 || file_fd > INT32_MAX) return throw_range_error(env, "fileFd out of range");
-  if (position < 0) return throw_range_error(env, "position must not be negative");
-  if (count <= 0 || count > SENDFILE_COUNT_MAX) return throw_range_error(env, "count out of range");
+  if (socket_fd < 0 || socket_fd > INT32_MAX) {
+    return addon_throw_range_error(env, "socketFd out of range");
+  }
+  if (file_fd < 0 || file_fd > INT32_MAX) {
+    return addon_throw_range_error(env, "fileFd out of range");
+  }
+  if (position < 0) return addon_throw_range_error(env, "position must not be negative");
+  if (count <= 0 || count > SENDFILE_COUNT_MAX) {
+    return addon_throw_range_error(env, "count out of range");
+  }
   if (writable_wait_ms_max < 0 || writable_wait_ms_max > WRITABLE_WAIT_MS_MAX) {
-    return throw_range_error(env, "writableWaitMsMax out of range");
+    return addon_throw_range_error(env, "writableWaitMsMax out of range");
   }
 
   napi_value promise;
@@ -319,14 +217,14 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
   /* Design point 3: duplicate now, on the event-loop thread, while both numbers are known good. */
   int socket_duplicate = fcntl((int)socket_fd, F_DUPFD_CLOEXEC, 0);
   if (socket_duplicate < 0) {
-    napi_reject_deferred(env, deferred, create_system_error(env, "dup", errno));
+    napi_reject_deferred(env, deferred, addon_system_error(env, "dup", errno));
     return promise;
   }
   int file_duplicate = fcntl((int)file_fd, F_DUPFD_CLOEXEC, 0);
   if (file_duplicate < 0) {
     int error_number = errno;
     close(socket_duplicate);
-    napi_reject_deferred(env, deferred, create_system_error(env, "dup", error_number));
+    napi_reject_deferred(env, deferred, addon_system_error(env, "dup", error_number));
     return promise;
   }
 
@@ -334,7 +232,7 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
   if (chunk == NULL) {
     close(socket_duplicate);
     close(file_duplicate);
-    napi_reject_deferred(env, deferred, create_system_error(env, "calloc", ENOMEM));
+    napi_reject_deferred(env, deferred, addon_system_error(env, "calloc", ENOMEM));
     return promise;
   }
   chunk->deferred = deferred;
@@ -353,7 +251,7 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
     if (chunk->work != NULL) napi_delete_async_work(env, chunk->work);
     close_duplicates(chunk);
     free(chunk);
-    napi_reject_deferred(env, deferred, create_system_error(env, "napi_queue_async_work", EIO));
+    napi_reject_deferred(env, deferred, addon_system_error(env, "napi_queue_async_work", EIO));
   }
   return promise;
 }
@@ -363,17 +261,24 @@ static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
   napi_value arguments[4];
   napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
   if (argument_count != 4) {
-    return throw_type_error(env, "sendfileNow(socketFd, fileFd, position, count) takes 4 arguments");
+    return addon_throw_type_error(
+        env, "sendfileNow(socketFd, fileFd, position, count) takes 4 arguments");
   }
   int64_t socket_fd, file_fd, position, count;
-  if (!read_int64_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
-  if (!read_int64_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
-  if (!read_int64_argument(env, arguments[2], &position, "position")) return NULL;
-  if (!read_int64_argument(env, arguments[3], &count, "count")) return NULL;
-  if (socket_fd < 0 || socket_fd > INT32_MAX) return throw_range_error(env, "socketFd out of range");
-  if (file_fd < 0 || file_fd > INT32_MAX) return throw_range_error(env, "fileFd out of range");
-  if (position < 0) return throw_range_error(env, "position must not be negative");
-  if (count <= 0 || count > SENDFILE_COUNT_MAX) return throw_range_error(env, "count out of range");
+  if (!addon_integer_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
+  if (!addon_integer_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
+  if (!addon_integer_argument(env, arguments[2], &position, "position")) return NULL;
+  if (!addon_integer_argument(env, arguments[3], &count, "count")) return NULL;
+  if (socket_fd < 0 || socket_fd > INT32_MAX) {
+    return addon_throw_range_error(env, "socketFd out of range");
+  }
+  if (file_fd < 0 || file_fd > INT32_MAX) {
+    return addon_throw_range_error(env, "fileFd out of range");
+  }
+  if (position < 0) return addon_throw_range_error(env, "position must not be negative");
+  if (count <= 0 || count > SENDFILE_COUNT_MAX) {
+    return addon_throw_range_error(env, "count out of range");
+  }
 
   /* On this thread, so both descriptors stay what the caller checked: no duplicates needed. */
   off_t offset = (off_t)position;
@@ -387,7 +292,7 @@ static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
     if (sent == 0) break; /* the file ended: the caller's pool path reports it */
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break; /* full: the pool path waits */
-    napi_throw(env, create_system_error(env, "sendfile", errno));
+    napi_throw(env, addon_system_error(env, "sendfile", errno));
     return NULL;
   }
   napi_value result;

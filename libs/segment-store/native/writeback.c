@@ -7,7 +7,8 @@
  *
  *   startWriteback(fileFd, position, count) -> Promise<void>
  *
- *   Rejects with an Error shaped like Node's system errors (code, errno, syscall).
+ *   Rejects with an Error shaped like Node's system errors (code, errno, syscall); arguments
+ *   that are not non-negative integers throw a TypeError or RangeError.
  *
  * Why: the kernel keeps a file's pages dirty until they are 30 s old or the machine's dirty memory
  * passes vm.dirty_background_ratio (gigabytes here), so a 1 GiB segment's flush at its roll wrote
@@ -28,11 +29,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <node_api.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
   napi_async_work work;
@@ -60,25 +58,8 @@ static void complete_writeback(napi_env env, napi_status status, void *data) {
   writeback_request *request = data;
   if (status != napi_ok || request->error_number != 0) {
     int error_number = status != napi_ok ? ECANCELED : request->error_number;
-    char message[160];
-    snprintf(message, sizeof message, "sync_file_range failed: %s", strerror(error_number));
-    napi_value code, text, error, errno_value, syscall;
-    char code_text[32];
-    snprintf(code_text, sizeof code_text, "%s",
-             error_number == EBADF    ? "EBADF"
-             : error_number == EINVAL ? "EINVAL"
-             : error_number == EIO    ? "EIO"
-             : error_number == ENOSPC ? "ENOSPC"
-             : error_number == ESPIPE ? "ESPIPE"
-                                      : "EUNKNOWN");
-    napi_create_string_utf8(env, code_text, NAPI_AUTO_LENGTH, &code);
-    napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &text);
-    napi_create_error(env, code, text, &error);
-    napi_create_int32(env, -error_number, &errno_value);
-    napi_set_named_property(env, error, "errno", errno_value);
-    napi_create_string_utf8(env, "sync_file_range", NAPI_AUTO_LENGTH, &syscall);
-    napi_set_named_property(env, error, "syscall", syscall);
-    napi_reject_deferred(env, request->deferred, error);
+    napi_reject_deferred(env, request->deferred,
+                         addon_system_error(env, "sync_file_range", error_number));
   } else {
     napi_value undefined;
     napi_get_undefined(env, &undefined);
@@ -88,36 +69,22 @@ static void complete_writeback(napi_env env, napi_status status, void *data) {
   free(request);
 }
 
-/* Reads a non-negative safe integer argument, or throws a TypeError naming it. */
-static bool read_count_argument(napi_env env, napi_value value, int64_t *out, const char *name) {
-  double as_double;
-  if (napi_get_value_double(env, value, &as_double) != napi_ok || as_double < 0 ||
-      as_double > 9007199254740991.0 || as_double != (double)(int64_t)as_double) {
-    char message[96];
-    snprintf(message, sizeof message, "%s must be a non-negative integer", name);
-    napi_throw_type_error(env, NULL, message);
-    return false;
-  }
-  *out = (int64_t)as_double;
-  return true;
-}
-
 static napi_value start_writeback_entry(napi_env env, napi_callback_info info) {
   size_t argument_count = 3;
   napi_value arguments[3];
   napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
   if (argument_count != 3) {
-    napi_throw_type_error(env, NULL, "startWriteback(fileFd, position, count) takes 3 arguments");
-    return NULL;
+    return addon_throw_type_error(env, "startWriteback(fileFd, position, count) takes 3 arguments");
   }
   int64_t file_fd, position, count;
-  if (!read_count_argument(env, arguments[0], &file_fd, "fileFd")) return NULL;
-  if (!read_count_argument(env, arguments[1], &position, "position")) return NULL;
-  if (!read_count_argument(env, arguments[2], &count, "count")) return NULL;
-  if (file_fd > INT32_MAX) {
-    napi_throw_range_error(env, NULL, "fileFd out of range");
-    return NULL;
+  if (!addon_integer_argument(env, arguments[0], &file_fd, "fileFd")) return NULL;
+  if (!addon_integer_argument(env, arguments[1], &position, "position")) return NULL;
+  if (!addon_integer_argument(env, arguments[2], &count, "count")) return NULL;
+  if (file_fd < 0 || file_fd > INT32_MAX) {
+    return addon_throw_range_error(env, "fileFd out of range");
   }
+  if (position < 0) return addon_throw_range_error(env, "position must not be negative");
+  if (count < 0) return addon_throw_range_error(env, "count must not be negative");
 
   napi_value promise;
   napi_deferred deferred;

@@ -1,5 +1,5 @@
-// Loads the segment store's native addon (binding.gyp: native/addon.c, sendfile.c, crc32c.c, writeback.c)
-// once per process. Each part checks and types its own functions (native-sendfile.ts,
+// Loads the segment store's native addon (binding.gyp: native/addon.c, addon-util.c, sendfile.c,
+// crc32c.c, writeback.c) once per process. Each part checks and types its own functions (native-sendfile.ts,
 // native-crc32c.ts). A missing or broken addon is not an error: every part has a fallback, and
 // its owner reports the reason, once.
 import fs from 'node:fs';
