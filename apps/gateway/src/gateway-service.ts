@@ -19,7 +19,7 @@ import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
 import { createMetadataLink } from './metadata-link';
 import { ProduceAdmission } from './produce-admission';
-import { ProduceStreams } from './produce-streams';
+import { produceStreams as createProduceStreams } from './produce-streams';
 
 /**
  * The gateway service: the stateless front door. It routes produce requests to partition
@@ -129,7 +129,7 @@ export function startGateway(
         onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
       });
       consumeStreamsHolder.streams = consumeStreams;
-      const produceStreams = new ProduceStreams(
+      const produceStreams = createProduceStreams(
         {
           link,
           appendPipeline: (brokerId) => storageClients.get(brokerId)?.appends,

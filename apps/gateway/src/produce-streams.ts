@@ -12,7 +12,6 @@
  *   and ends; the client sends what was left unanswered again (none of it was started), to this
  *   gateway's successor or another gateway.
  */
-import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { PipelinedStreamServer, type Logger, type RequestMetrics } from '@spool/common';
 import type { ProduceStreamRequest, ProduceStreamResponse } from '@spool/protocol';
 import { protoErrorOf } from './gateway-errors';
@@ -21,38 +20,27 @@ import { failedResult, handleProduce, type ProduceDependencies } from './produce
 /** Produces of one stream running at once, at most (a Kafka producer's in-flight bound is 5). */
 export const produceStreamInFlightMax = 256;
 
-export class ProduceStreams {
-  private readonly server: PipelinedStreamServer<ProduceStreamRequest, ProduceStreamResponse>;
+export type ProduceStreams = PipelinedStreamServer<ProduceStreamRequest, ProduceStreamResponse>;
 
-  constructor(dependencies: ProduceDependencies, requestMetrics: RequestMetrics, logger: Logger) {
-    this.server = new PipelinedStreamServer({
-      api: 'Produce',
-      inFlightMax: produceStreamInFlightMax,
-      handle: (request, call) => handleProduce(request, call.getPeer(), dependencies),
-      failed: (request, error) => {
-        const protoError = protoErrorOf(error);
-        if (protoError.code === 'UNKNOWN_SERVER_ERROR') {
-          logger.error({ err: error }, 'a produce on a produce stream failed');
-        }
-        return {
-          results: request.partitions.map((partition) => failedResult(partition, protoError)),
-        };
-      },
-      requestMetrics,
-      logger,
-    });
-  }
-
-  get openCount(): number {
-    return this.server.openCount;
-  }
-
-  /** Serves one stream; resolves when it is done (the client ended it, or stop()). */
-  serve(call: ServerDuplexStream<ProduceStreamRequest, ProduceStreamResponse>): Promise<void> {
-    return this.server.serve(call);
-  }
-
-  stop(): void {
-    this.server.stop();
-  }
+export function produceStreams(
+  dependencies: ProduceDependencies,
+  requestMetrics: RequestMetrics,
+  logger: Logger,
+): ProduceStreams {
+  return new PipelinedStreamServer({
+    api: 'Produce',
+    inFlightMax: produceStreamInFlightMax,
+    handle: (request, call) => handleProduce(request, call.getPeer(), dependencies),
+    failed: (request, error) => {
+      const protoError = protoErrorOf(error);
+      if (protoError.code === 'UNKNOWN_SERVER_ERROR') {
+        logger.error({ err: error }, 'a produce on a produce stream failed');
+      }
+      return {
+        results: request.partitions.map((partition) => failedResult(partition, protoError)),
+      };
+    },
+    requestMetrics,
+    logger,
+  });
 }

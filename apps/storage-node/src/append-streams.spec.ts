@@ -13,7 +13,7 @@ import type {
   AppendStreamResponse,
 } from '@spool/protocol';
 import { describe, expect, it } from 'vitest';
-import { AppendStreams, appendStreamInFlightMax } from './append-streams';
+import { appendStreamInFlightMax, appendStreams } from './append-streams';
 
 class FakeCall extends EventEmitter {
   readonly written: AppendStreamResponse[] = [];
@@ -64,11 +64,7 @@ describe('AppendStreams', () => {
     const registry = createMetricsRegistry('storage-node');
     const metrics = new RequestMetrics(registry);
     const { append, started, finish } = controlledAppend();
-    const streams = new AppendStreams(
-      append,
-      metrics,
-      createLogger({ service: 't', level: 'silent' }),
-    );
+    const streams = appendStreams(append, metrics, createLogger({ service: 't', level: 'silent' }));
     const call = new FakeCall();
     let done = false;
     void streams.serve(call.asCall()).then(() => (done = true));
@@ -106,7 +102,7 @@ describe('AppendStreams', () => {
 
   it('ends a stream the gateway ended once its requests are answered', async () => {
     const { append, finish } = controlledAppend();
-    const streams = new AppendStreams(
+    const streams = appendStreams(
       append,
       new RequestMetrics(createMetricsRegistry('storage-node')),
       createLogger({ service: 't', level: 'silent' }),

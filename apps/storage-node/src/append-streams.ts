@@ -9,7 +9,6 @@
  * gateway fails what its ended stream left unanswered as SHUTTING_DOWN, which it routes again:
  * nothing was written for them.
  */
-import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { PipelinedStreamServer, type Logger, type RequestMetrics } from '@spool/common';
 import type {
   AppendRequest,
@@ -21,38 +20,23 @@ import type {
 /** Requests of one stream running at once, at most. */
 export const appendStreamInFlightMax = 256;
 
-export class AppendStreams {
-  private readonly server: PipelinedStreamServer<AppendStreamRequest, AppendStreamResponse>;
+export type AppendStreams = PipelinedStreamServer<AppendStreamRequest, AppendStreamResponse>;
 
-  constructor(
-    append: (request: AppendRequest) => Promise<AppendResponse>,
-    requestMetrics: RequestMetrics,
-    logger: Logger,
-  ) {
-    this.server = new PipelinedStreamServer({
-      api: 'Append',
-      inFlightMax: appendStreamInFlightMax,
-      handle: (request) => append(request),
-      // Append answers every partition on its own; a throw here is a bug.
-      failed: (_request, error) => {
-        logger.error({ err: error }, 'an append on an append stream failed');
-        return { results: [] };
-      },
-      requestMetrics,
-      logger,
-    });
-  }
-
-  get openCount(): number {
-    return this.server.openCount;
-  }
-
-  /** Serves one stream; resolves when it is done (the gateway ended it, or stop()). */
-  serve(call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>): Promise<void> {
-    return this.server.serve(call);
-  }
-
-  stop(): void {
-    this.server.stop();
-  }
+export function appendStreams(
+  append: (request: AppendRequest) => Promise<AppendResponse>,
+  requestMetrics: RequestMetrics,
+  logger: Logger,
+): AppendStreams {
+  return new PipelinedStreamServer({
+    api: 'Append',
+    inFlightMax: appendStreamInFlightMax,
+    handle: (request) => append(request),
+    // Append answers every partition on its own; a throw here is a bug.
+    failed: (_request, error) => {
+      logger.error({ err: error }, 'an append on an append stream failed');
+      return { results: [] };
+    },
+    requestMetrics,
+    logger,
+  });
 }

@@ -27,7 +27,7 @@ import type { PartitionReplica } from './partition-replica';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
 import { startSlowDiskTestHook } from './slow-disk-test-hook';
-import { AppendStreams } from './append-streams';
+import { appendStreams as createAppendStreams } from './append-streams';
 import { storageHandlers } from './storage-rpc';
 
 /**
@@ -277,7 +277,7 @@ export function startStorageNode(
         (topic, name) => metadata.topicConfig(topic, name),
         storageMetrics,
       );
-      const appendStreams = new AppendStreams(
+      const appendStreams = createAppendStreams(
         handlers.append,
         context.requestMetrics,
         nodeLogger.child({ component: 'append-streams' }),

@@ -156,17 +156,15 @@ export class GatewayConnection {
    * to the next gateway. A gateway without ProduceStream (an older one) gets unary Produce.
    */
   async produce(request: ProduceRequest, deadlineMs: number): Promise<ProduceResponse> {
-    if (this.produceStreamUnsupported) {
-      return this.callOnce((client) => client.produce, request, deadlineMs);
-    }
+    const byCall = (): Promise<ProduceResponse> =>
+      this.callOnce((client) => client.produce, request, deadlineMs);
+    if (this.produceStreamUnsupported) return byCall();
     try {
       const response = await this.producePipeline().send(request, deadlineMs);
       return { results: response.results };
     } catch (error) {
       // Nothing was started on a stream the gateway refused as unknown: send it as a call.
-      if (this.produceStreamUnsupported) {
-        return this.callOnce((client) => client.produce, request, deadlineMs);
-      }
+      if (this.produceStreamUnsupported) return byCall();
       throw error;
     }
   }

@@ -101,20 +101,13 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
   /** Ends the stream for good; what still waits fails SHUTTING_DOWN. */
   close(): void {
     this.closed = true;
-    this.restart(
+    const stream = this.stream;
+    this.failWaiting(
+      stream,
       new SpoolError('SHUTTING_DOWN', `the ${this.options.requestName} stream is closing`, {
         retriable: true,
       }),
     );
-  }
-
-  /**
-   * Drops the stream in use (the next request opens a new one, e.g. on another gateway); what
-   * waits on it fails with `error`.
-   */
-  restart(error: SpoolError): void {
-    const stream = this.stream;
-    this.failWaiting(stream, error);
     stream?.cancel();
   }
 
