@@ -99,10 +99,17 @@ export class GatewayConnection {
     return metadata;
   }
 
-  /** Moves the next calls to the next gateway in the list. */
+  /**
+   * Moves the next calls to the next gateway in the list. The ProduceStream to the gateway left
+   * behind closes once the produces still waiting on it are settled, so a client that failed
+   * over holds no stream open on a gateway it no longer uses.
+   */
   failOver(reason: SpoolError): void {
     if (this.brokers.length === 1) return;
     const from = this.address;
+    const leftBehind = this.producePipelines.get(this.currentIndex);
+    this.producePipelines.delete(this.currentIndex);
+    leftBehind?.closeWhenIdle();
     this.currentIndex = (this.currentIndex + 1) % this.brokers.length;
     this.logger.warn(
       { from, to: this.address, code: reason.code, reason: reason.message },

@@ -15,6 +15,8 @@
  *   after a unary call's connection error. The peer never started what it did not answer.
  * - Bounded: at most `waitingMax` requests wait on one stream; more fail IN_FLIGHT_REQUESTS_FULL
  *   (retriable).
+ * - closeWhenIdle() retires a pipeline its owner stopped using (a gateway the client failed over
+ *   from): it takes no new requests, lets the waiting ones be answered, and then closes.
  */
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { SpoolError } from './errors';
@@ -52,6 +54,8 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
   private readonly waiting = new Map<number, Waiting<Response>>();
   private nextCorrelationId = 1;
   private closed = false;
+  /** closeWhenIdle() was called: close once nothing waits. */
+  private closingWhenIdle = false;
 
   constructor(private readonly options: StreamPipelineOptions<Request, Response>) {}
 
@@ -62,7 +66,7 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
   /** Sends one request on the stream; resolves with the peer's answer. */
   send(request: Omit<Request, 'correlationId'>, timeoutMs: number): Promise<Response> {
     const { peerName, requestName, waitingMax } = this.options;
-    if (this.closed) {
+    if (this.closed || this.closingWhenIdle) {
       return Promise.reject(
         new SpoolError('SHUTTING_DOWN', `the ${requestName} stream to ${peerName} is closed`, {
           retriable: true,
@@ -85,6 +89,7 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(correlationId);
+        this.closeIfIdle();
         reject(
           new SpoolError(
             'REQUEST_TIMED_OUT',
@@ -96,6 +101,15 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
       this.waiting.set(correlationId, { resolve, reject, timer });
       stream.write({ ...request, correlationId } as Request);
     });
+  }
+
+  /**
+   * Ends the stream for good once the requests waiting now are answered, fail or time out; new
+   * requests fail SHUTTING_DOWN (retriable) at once. Nothing waiting: closes now.
+   */
+  closeWhenIdle(): void {
+    this.closingWhenIdle = true;
+    this.closeIfIdle();
   }
 
   /** Ends the stream for good; what still waits fails SHUTTING_DOWN. */
@@ -121,6 +135,7 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
       this.waiting.delete(response.correlationId);
       clearTimeout(waiting.timer);
       waiting.resolve(response);
+      this.closeIfIdle();
     });
     stream.on('error', (error: ServiceError) => {
       if (this.stream !== stream) return;
@@ -160,5 +175,10 @@ export class StreamPipeline<Request extends Correlated, Response extends Correla
       waiting.reject(error);
     }
     this.waiting.clear();
+    this.closeIfIdle();
+  }
+
+  private closeIfIdle(): void {
+    if (this.closingWhenIdle && !this.closed && this.waiting.size === 0) this.close();
   }
 }

@@ -131,6 +131,8 @@ export class FakeGateway {
 
   /** ProduceStream calls opened so far. */
   produceStreamsOpened = 0;
+  /** ProduceStream calls the client cancelled or ended so far. */
+  produceStreamsClosed = 0;
 
   /**
    * `produceStream: false` plays a gateway from before ProduceStream: the call is UNIMPLEMENTED
@@ -272,7 +274,16 @@ export class FakeGateway {
             call.write({ correlationId: request.correlationId, results });
           });
         });
-        call.on('end', () => call.end());
+        let closed = false;
+        const onClosed = (): void => {
+          if (!closed) this.produceStreamsClosed += 1;
+          closed = true;
+        };
+        call.on('end', () => {
+          onClosed();
+          call.end();
+        });
+        call.on('cancelled', onClosed);
       },
       initProducerId: unary((request: InitProducerIdRequest): InitProducerIdResponse => {
         this.initProducerIdRequests.push(request);

@@ -1,0 +1,57 @@
+// Proves how the connection's ProduceStreams follow a fail-over, against two fake gateways (real
+// grpc-js servers on loopback): the stream to the gateway left behind answers what already waits
+// on it and then closes, and new produces open a stream on the next gateway.
+import { SpoolError, createLogger } from '@spool/common';
+import { Acks, encodeRecordBatch, type ProduceRequest } from '@spool/protocol';
+import { afterEach, expect, it, vi } from 'vitest';
+import { GatewayConnection } from './gateway-connection';
+import { FakeGateway } from './test-support/fake-gateway';
+
+const gateways: FakeGateway[] = [];
+const connections: GatewayConnection[] = [];
+
+afterEach(async () => {
+  for (const connection of connections.splice(0)) connection.close();
+  for (const gateway of gateways) gateway.releaseProduce();
+  await Promise.all(gateways.splice(0).map((gateway) => gateway.stop()));
+});
+
+function produceRequest(): ProduceRequest {
+  const records = encodeRecordBatch({
+    baseOffset: 0n,
+    records: [{ key: null, value: Buffer.from('v'), timestampMs: 1n }],
+  });
+  return {
+    partitions: [{ topic: 't', partition: 0, records }],
+    acks: Acks.ACKS_ALL,
+    timeoutMs: 5_000,
+  };
+}
+
+it('closes the ProduceStream to a gateway it failed over from once its produces are answered', async () => {
+  const left = await FakeGateway.start({ t: 1 });
+  const next = await FakeGateway.start({ t: 1 });
+  gateways.push(left, next);
+  const connection = new GatewayConnection(
+    [left.address, next.address],
+    'test',
+    createLogger({ service: 'test', level: 'silent' }),
+  );
+  connections.push(connection);
+
+  left.holdProduce();
+  const waiting = connection.produce(produceRequest(), 5_000);
+  await vi.waitFor(() => expect(left.produceRequests).toHaveLength(1));
+  connection.failOver(new SpoolError('UNAVAILABLE', 'test', { retriable: true }));
+
+  // The produce that waits on the old stream still gets its answer; the stream stays open for it.
+  expect(left.produceStreamsClosed).toBe(0);
+  const moved = await connection.produce(produceRequest(), 5_000);
+  expect(moved.results[0]?.error).toBeUndefined();
+  expect(next.produceStreamsOpened).toBe(1);
+  left.releaseProduce();
+  const answered = await waiting;
+  expect(answered.results[0]?.baseOffset).toBe(0n);
+  await vi.waitFor(() => expect(left.produceStreamsClosed).toBe(1));
+  expect(left.produceStreamsOpened).toBe(1);
+});
