@@ -1,7 +1,8 @@
 // Puts data-port responses on a connection's socket. A FETCH response is its header frame (every
-// partition header, one socket.write) followed by each partition's slices moved with writeTo
-// (sendfile), so record bytes never enter JavaScript; a response whose records fit
-// inlineCopyBytesMax (a tail fetch) is read into memory and written whole, in one write.
+// partition header) followed by each partition's slices moved with writeTo (sendfile), so record
+// bytes never enter JavaScript; the header travels with the first slice (writeTo's `header`), so
+// it leaves in that slice's first segment and the reader wakes once. A response whose records
+// fit inlineCopyBytesMax (a tail fetch) is read into memory and written whole, in one write.
 // writeTo's contract (segment-store file-records.ts) is kept by the caller: one response at a
 // time per socket, nothing else written while a slice moves. Once the header is out, the frame
 // can only be completed or the connection closed: a failure after it leaves the peer inside a
@@ -68,12 +69,14 @@ export async function sendFetchResponse(
     return;
   }
   ensureWritable(socket);
-  // writeTo waits until Node's queue (this header) is empty before its sendfile.
-  socket.write(header);
+  let unsentHeader: Buffer | undefined = header;
   for (const partition of result.partitions) {
     if (partition.sizeBytes === 0) continue;
     let sentBytes = 0;
-    for (const slice of partition.slices) sentBytes += await writeTo(socket, slice);
+    for (const slice of partition.slices) {
+      sentBytes += await writeTo(socket, slice, unsentHeader === undefined ? {} : { header });
+      unsentHeader = undefined;
+    }
     assert(sentBytes === partition.sizeBytes, 'writeTo moved a whole partition');
     onPartitionSent(partition.topic, sentBytes);
   }

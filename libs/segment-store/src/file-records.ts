@@ -28,12 +28,18 @@ import { assert } from '@spool/common';
 import type net from 'node:net';
 import tls from 'node:tls';
 import { copySlice } from './copy-transfer';
+import { SegmentStoreError } from './errors';
 import { ensureSliceWithinFile, type FileSlice } from './file-slice';
 import { loadSendfileBinding, type SendfileBindingLoad } from './native-sendfile';
-import { sendfileSlice } from './sendfile-transfer';
+import { sendfileSlice, socketFileDescriptor } from './sendfile-transfer';
 import { readSliceInto } from './slice-read';
 import { enqueueTransfer } from './socket-transfer-queue';
-import { ensureSocketWritable, waitForWriteQueueEmpty, writeToSocket } from './socket-writes';
+import {
+  describeSocket,
+  ensureSocketWritable,
+  waitForWriteQueueEmpty,
+  writeToSocket,
+} from './socket-writes';
 import type { TransferProgress } from './transfer-progress';
 
 /** `sendfile`: zero-copy through the native addon. `copy`: fs.read and socket.write. */
@@ -47,6 +53,12 @@ export type TransferPath = 'sendfile' | 'copy';
 export const inlineCopyBytesMax = 64 * 1024;
 
 export interface WriteToOptions {
+  /**
+   * Bytes that go right before the slice, in the same transfer: a response's header. On the
+   * sendfile path they are handed to the kernel with MSG_MORE (native-sendfile.ts), so they leave
+   * in the slice's first segment and the reader wakes once; inline, they share the slice's write.
+   */
+  readonly header?: Buffer;
   /**
    * Forces a path, for tests and benchmarks. `sendfile` fails when the addon is not loaded or
    * the socket is TLS. Without it, the path chosen at load time is used (copy for TLS).
@@ -76,11 +88,15 @@ export async function writeTo(
 ): Promise<number> {
   ensureSliceValid(slice);
   const path = chooseTransferPath(socket, options.path);
-  if (slice.sizeBytes === 0) return 0;
-  if (options.path === undefined && slice.sizeBytes <= inlineCopyBytesMax) {
-    return enqueueTransfer(socket, () => copyInlineLocked(socket, slice));
+  const header = options.header;
+  if (slice.sizeBytes === 0 && header === undefined) return 0;
+  if (
+    slice.sizeBytes === 0 ||
+    (options.path === undefined && slice.sizeBytes <= inlineCopyBytesMax)
+  ) {
+    return enqueueTransfer(socket, () => copyInlineLocked(socket, slice, header));
   }
-  return enqueueTransfer(socket, () => transferLocked(socket, slice, path));
+  return enqueueTransfer(socket, () => transferLocked(socket, slice, path, header));
 }
 
 /**
@@ -90,10 +106,16 @@ export async function writeTo(
  * read that comes up short means the file was truncated since the slice was taken: nothing was
  * written yet, so the socket stays usable (contract point 4).
  */
-async function copyInlineLocked(socket: net.Socket, slice: FileSlice): Promise<number> {
+async function copyInlineLocked(
+  socket: net.Socket,
+  slice: FileSlice,
+  header: Buffer | undefined,
+): Promise<number> {
   ensureSocketWritable(socket);
-  const bytes = Buffer.allocUnsafe(slice.sizeBytes);
-  readSliceInto(slice, bytes, 0);
+  const headerBytes = header?.length ?? 0;
+  const bytes = Buffer.allocUnsafe(headerBytes + slice.sizeBytes);
+  header?.copy(bytes, 0);
+  readSliceInto(slice, bytes, headerBytes);
   try {
     await writeToSocket(socket, bytes);
   } catch (error) {
@@ -109,6 +131,7 @@ async function transferLocked(
   socket: net.Socket,
   slice: FileSlice,
   path: TransferPath,
+  header: Buffer | undefined,
 ): Promise<number> {
   ensureSocketWritable(socket);
   if (path === 'sendfile') await waitForWriteQueueEmpty(socket);
@@ -116,6 +139,7 @@ async function transferLocked(
   await ensureSliceWithinFile(slice);
   const progress: TransferProgress = { started: false };
   try {
+    if (header !== undefined) await sendHeader(socket, header, path, progress);
     if (path === 'sendfile') {
       assert(sendfileBinding !== undefined, 'The sendfile path was chosen without the addon');
       await sendfileSlice(sendfileBinding, socket, slice, progress);
@@ -129,6 +153,38 @@ async function transferLocked(
     throw error;
   }
   return slice.sizeBytes;
+}
+
+/**
+ * The header before a slice. On the sendfile path it goes straight to the kernel with MSG_MORE
+ * when Node's queue is empty (it is, after the wait above), so nothing of Node's can pass it; a
+ * socket too full to take all of it gets the rest through Node's queue, which then drains
+ * before the sendfile. On the copy path it joins Node's queue ahead of the slice's writes.
+ */
+async function sendHeader(
+  socket: net.Socket,
+  header: Buffer,
+  path: TransferPath,
+  progress: TransferProgress,
+): Promise<void> {
+  progress.started = true;
+  let sentBytes = 0;
+  const socketFd = socketFileDescriptor(socket);
+  if (path === 'sendfile' && sendfileBinding?.sendMoreNow !== undefined && socketFd !== undefined) {
+    try {
+      sentBytes = sendfileBinding.sendMoreNow(socketFd, header);
+    } catch (error) {
+      const code = String((error as { code?: unknown }).code);
+      throw new SegmentStoreError(
+        'NETWORK_EXCEPTION',
+        `sending a header to ${describeSocket(socket)} failed: ${code}`,
+        { cause: error },
+      );
+    }
+  }
+  if (sentBytes === header.length) return;
+  socket.write(sentBytes === 0 ? header : header.subarray(sentBytes));
+  if (path === 'sendfile') await waitForWriteQueueEmpty(socket);
 }
 
 function chooseTransferPath(socket: net.Socket, requested: TransferPath | undefined): TransferPath {

@@ -29,6 +29,13 @@ export interface SendfileBinding {
    * Absent from an addon built before it; the caller then uses sendfileChunk alone.
    */
   sendfileNow?(socketFd: number, fileFd: number, position: number, count: number): number;
+  /**
+   * Sends `bytes` (a response header) on this thread with MSG_MORE: the kernel holds them until
+   * the sendfile that follows, and sends both in one segment. Returns the bytes the socket took
+   * (0 when it is full). Absent from an addon built before it; the header then goes through
+   * Node's queue.
+   */
+  sendMoreNow?(socketFd: number, bytes: Buffer): number;
 }
 
 export type SendfileBindingLoad =
