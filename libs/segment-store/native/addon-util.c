@@ -118,3 +118,16 @@ bool addon_integer_argument(napi_env env, napi_value value, int64_t *out, const 
   return true;
 }
 
+bool addon_descriptor_argument(napi_env env, napi_value value, int *out, const char *name) {
+  int64_t descriptor;
+  if (!addon_integer_argument(env, value, &descriptor, name)) return false;
+  if (descriptor < 0 || descriptor > INT32_MAX) {
+    char message[128];
+    snprintf(message, sizeof message, "%s out of range", name);
+    addon_throw_range_error(env, message);
+    return false;
+  }
+  *out = (int)descriptor;
+  return true;
+}
+

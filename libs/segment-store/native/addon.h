@@ -20,6 +20,10 @@ napi_value addon_throw_range_error(napi_env env, const char *message);
 /* Reads an argument that must be a safe integer; false, with a TypeError thrown, otherwise. */
 bool addon_integer_argument(napi_env env, napi_value value, int64_t *out, const char *name);
 
+/* Reads a file-descriptor argument: an integer from 0 to INT32_MAX; false, with a TypeError or a
+ * RangeError ("<name> out of range") thrown, otherwise. */
+bool addon_descriptor_argument(napi_env env, napi_value value, int *out, const char *name);
+
 /* sendfileChunk, sendfileNow: fetch bytes from a segment file to a socket (sendfile.c). */
 napi_status sendfile_register(napi_env env, napi_value exports);
 

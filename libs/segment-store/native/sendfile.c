@@ -200,19 +200,14 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
         env, "sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax) takes 5 arguments");
   }
 
-  int64_t socket_fd, file_fd, position, count, writable_wait_ms_max;
-  if (!addon_integer_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
-  if (!addon_integer_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
+  int socket_fd, file_fd;
+  int64_t position, count, writable_wait_ms_max;
+  if (!addon_descriptor_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
+  if (!addon_descriptor_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
   if (!addon_integer_argument(env, arguments[2], &position, "position")) return NULL;
   if (!addon_integer_argument(env, arguments[3], &count, "count")) return NULL;
   if (!addon_integer_argument(env, arguments[4], &writable_wait_ms_max, "writableWaitMsMax")) {
     return NULL;
-  }
-  if (socket_fd < 0 || socket_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "socketFd out of range");
-  }
-  if (file_fd < 0 || file_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "fileFd out of range");
   }
   if (position < 0) return addon_throw_range_error(env, "position must not be negative");
   if (count <= 0 || count > SENDFILE_COUNT_MAX) {
@@ -227,12 +222,12 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
   if (napi_create_promise(env, &deferred, &promise) != napi_ok) return NULL;
 
   /* Design point 3: duplicate now, on the event-loop thread, while both numbers are known good. */
-  int socket_duplicate = fcntl((int)socket_fd, F_DUPFD_CLOEXEC, 0);
+  int socket_duplicate = fcntl(socket_fd, F_DUPFD_CLOEXEC, 0);
   if (socket_duplicate < 0) {
     napi_reject_deferred(env, deferred, addon_system_error(env, "dup", errno));
     return promise;
   }
-  int file_duplicate = fcntl((int)file_fd, F_DUPFD_CLOEXEC, 0);
+  int file_duplicate = fcntl(file_fd, F_DUPFD_CLOEXEC, 0);
   if (file_duplicate < 0) {
     int error_number = errno;
     close(socket_duplicate);
@@ -276,17 +271,12 @@ static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
     return addon_throw_type_error(
         env, "sendfileNow(socketFd, fileFd, position, count) takes 4 arguments");
   }
-  int64_t socket_fd, file_fd, position, count;
-  if (!addon_integer_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
-  if (!addon_integer_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
+  int socket_fd, file_fd;
+  int64_t position, count;
+  if (!addon_descriptor_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
+  if (!addon_descriptor_argument(env, arguments[1], &file_fd, "fileFd")) return NULL;
   if (!addon_integer_argument(env, arguments[2], &position, "position")) return NULL;
   if (!addon_integer_argument(env, arguments[3], &count, "count")) return NULL;
-  if (socket_fd < 0 || socket_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "socketFd out of range");
-  }
-  if (file_fd < 0 || file_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "fileFd out of range");
-  }
   if (position < 0) return addon_throw_range_error(env, "position must not be negative");
   if (count <= 0 || count > SENDFILE_COUNT_MAX) {
     return addon_throw_range_error(env, "count out of range");
@@ -296,7 +286,7 @@ static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
   off_t offset = (off_t)position;
   size_t written = 0;
   while (written < (size_t)count) {
-    ssize_t sent = sendfile((int)socket_fd, (int)file_fd, &offset, (size_t)count - written);
+    ssize_t sent = sendfile(socket_fd, file_fd, &offset, (size_t)count - written);
     if (sent > 0) {
       written += (size_t)sent;
       continue;
@@ -319,11 +309,8 @@ static napi_value send_more_now_entry(napi_env env, napi_callback_info info) {
   if (argument_count != 2) {
     return addon_throw_type_error(env, "sendMoreNow(socketFd, bytes) takes 2 arguments");
   }
-  int64_t socket_fd;
-  if (!addon_integer_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
-  if (socket_fd < 0 || socket_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "socketFd out of range");
-  }
+  int socket_fd;
+  if (!addon_descriptor_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;
   bool is_buffer = false;
   napi_is_buffer(env, arguments[1], &is_buffer);
   if (!is_buffer) return addon_throw_type_error(env, "bytes must be a Buffer");
@@ -334,7 +321,7 @@ static napi_value send_more_now_entry(napi_env env, napi_callback_info info) {
   }
   size_t written = 0;
   while (written < length) {
-    ssize_t sent = send((int)socket_fd, (const char *)data + written, length - written,
+    ssize_t sent = send(socket_fd, (const char *)data + written, length - written,
                         MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
     if (sent > 0) {
       written += (size_t)sent;

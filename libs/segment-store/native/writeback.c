@@ -76,13 +76,11 @@ static napi_value start_writeback_entry(napi_env env, napi_callback_info info) {
   if (argument_count != 3) {
     return addon_throw_type_error(env, "startWriteback(fileFd, position, count) takes 3 arguments");
   }
-  int64_t file_fd, position, count;
-  if (!addon_integer_argument(env, arguments[0], &file_fd, "fileFd")) return NULL;
+  int file_fd;
+  int64_t position, count;
+  if (!addon_descriptor_argument(env, arguments[0], &file_fd, "fileFd")) return NULL;
   if (!addon_integer_argument(env, arguments[1], &position, "position")) return NULL;
   if (!addon_integer_argument(env, arguments[2], &count, "count")) return NULL;
-  if (file_fd < 0 || file_fd > INT32_MAX) {
-    return addon_throw_range_error(env, "fileFd out of range");
-  }
   if (position < 0) return addon_throw_range_error(env, "position must not be negative");
   if (count < 0) return addon_throw_range_error(env, "count must not be negative");
 
@@ -95,7 +93,7 @@ static napi_value start_writeback_entry(napi_env env, napi_callback_info info) {
     return NULL;
   }
   request->deferred = deferred;
-  request->file_fd = (int)file_fd;
+  request->file_fd = file_fd;
   request->position = position;
   request->count = count;
   napi_value resource_name;
