@@ -76,26 +76,19 @@ export async function benchEndToEnd(
   try {
     await consumer.assigned;
     const work = produceWork(totalRecords, new Throttle(settings.throughputRecordsPerSec));
-    const produced = produceAll(spool, settings, work, publish, (first, count) => {
-      if (first + count > warmupRecords && !measuring) {
+    const produced = produceAll(spool, settings, work, publish, (first, values) => {
+      if (first + values.length > warmupRecords && !measuring) {
         // The chunk with the first measured record: the figures start now, on clean tallies.
         tally.restart();
         publish.restart();
         measuring = true;
       }
-      // One buffer per send, cut into the records' values: the benchmark's own cost per record
-      // must stay small beside the producer's, on the thread that sends.
-      const sizeBytes = settings.recordSizeBytes;
-      const slab = Buffer.allocUnsafe(sizeBytes * count).fill(0x2e);
       const nowMs = performance.now();
-      const values = new Array<Buffer>(count);
-      for (let index = 0; index < count; index++) {
-        const value = slab.subarray(index * sizeBytes, (index + 1) * sizeBytes);
+      for (let index = 0; index < values.length; index++) {
+        const value = values[index]!;
         value.writeDoubleLE(work.throttle.dueAtMs(first + index, nowMs), 0);
         value[warmupFlagPosition] = first + index < warmupRecords ? 1 : 0;
-        values[index] = value;
       }
-      return values;
     });
     await Promise.all([produced, consumer.finished]);
   } finally {
