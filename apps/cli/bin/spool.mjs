@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=64
+#!/usr/bin/env -S node --initial-old-space-size=64 --single-threaded-gc --no-allocation-site-pretenuring
 // The `spool` command. npm links this file at install time, before anything is built, so it
 // only forwards to the compiled CLI and says what to do when that is not there yet. The
 // interpreter line carries Spool's V8 flags (src/node-flags.ts says why; a test keeps the two
