@@ -118,6 +118,17 @@ bool addon_integer_argument(napi_env env, napi_value value, int64_t *out, const 
   return true;
 }
 
+bool addon_exact_arguments(napi_env env, napi_callback_info info, size_t expected,
+                           napi_value *arguments, const char *usage) {
+  size_t argument_count = expected;
+  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
+  if (argument_count == expected) return true;
+  char message[160];
+  snprintf(message, sizeof message, "%s takes %zu arguments", usage, expected);
+  addon_throw_type_error(env, message);
+  return false;
+}
+
 bool addon_descriptor_argument(napi_env env, napi_value value, int *out, const char *name) {
   int64_t descriptor;
   if (!addon_integer_argument(env, value, &descriptor, name)) return false;

@@ -17,6 +17,11 @@ napi_value addon_system_error(napi_env env, const char *syscall, int error_numbe
 napi_value addon_throw_type_error(napi_env env, const char *message);
 napi_value addon_throw_range_error(napi_env env, const char *message);
 
+/* Reads a call's arguments into `arguments`, which has room for `expected`; false, with a
+ * TypeError "<usage> takes <expected> arguments" thrown, when the call passed another number. */
+bool addon_exact_arguments(napi_env env, napi_callback_info info, size_t expected,
+                           napi_value *arguments, const char *usage);
+
 /* Reads an argument that must be a safe integer; false, with a TypeError thrown, otherwise. */
 bool addon_integer_argument(napi_env env, napi_value value, int64_t *out, const char *name);
 

@@ -192,12 +192,10 @@ static void complete_sendfile_chunk(napi_env env, napi_status status, void *data
 }
 
 static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
-  size_t argument_count = 5;
   napi_value arguments[5];
-  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
-  if (argument_count != 5) {
-    return addon_throw_type_error(
-        env, "sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax) takes 5 arguments");
+  const char *usage = "sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax)";
+  if (!addon_exact_arguments(env, info, 5, arguments, usage)) {
+    return NULL;
   }
 
   int socket_fd, file_fd;
@@ -264,12 +262,10 @@ static napi_value sendfile_chunk_entry(napi_env env, napi_callback_info info) {
 }
 
 static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
-  size_t argument_count = 4;
   napi_value arguments[4];
-  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
-  if (argument_count != 4) {
-    return addon_throw_type_error(
-        env, "sendfileNow(socketFd, fileFd, position, count) takes 4 arguments");
+  if (!addon_exact_arguments(env, info, 4, arguments,
+                             "sendfileNow(socketFd, fileFd, position, count)")) {
+    return NULL;
   }
   int socket_fd, file_fd;
   int64_t position, count;
@@ -303,11 +299,10 @@ static napi_value sendfile_now_entry(napi_env env, napi_callback_info info) {
 }
 
 static napi_value send_more_now_entry(napi_env env, napi_callback_info info) {
-  size_t argument_count = 2;
   napi_value arguments[2];
-  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
-  if (argument_count != 2) {
-    return addon_throw_type_error(env, "sendMoreNow(socketFd, bytes) takes 2 arguments");
+  if (!addon_exact_arguments(env, info, 2, arguments,
+                             "sendMoreNow(socketFd, bytes)")) {
+    return NULL;
   }
   int socket_fd;
   if (!addon_descriptor_argument(env, arguments[0], &socket_fd, "socketFd")) return NULL;

@@ -70,11 +70,10 @@ static void complete_writeback(napi_env env, napi_status status, void *data) {
 }
 
 static napi_value start_writeback_entry(napi_env env, napi_callback_info info) {
-  size_t argument_count = 3;
   napi_value arguments[3];
-  napi_get_cb_info(env, info, &argument_count, arguments, NULL, NULL);
-  if (argument_count != 3) {
-    return addon_throw_type_error(env, "startWriteback(fileFd, position, count) takes 3 arguments");
+  if (!addon_exact_arguments(env, info, 3, arguments,
+                             "startWriteback(fileFd, position, count)")) {
+    return NULL;
   }
   int file_fd;
   int64_t position, count;

@@ -69,6 +69,19 @@ describe.skipIf(binding?.sendMoreNow === undefined || binding.sendfileNow === un
     });
 
     it('fails clearly on bad arguments and on a descriptor that is not a socket', () => {
+      const call = (name: 'sendMoreNow' | 'sendfileNow' | 'sendfileChunk', ...args: unknown[]) =>
+        (binding as unknown as Record<string, (...args: unknown[]) => unknown>)[name]!(...args);
+      expect(() => call('sendMoreNow', 3)).toThrow(
+        new TypeError('sendMoreNow(socketFd, bytes) takes 2 arguments'),
+      );
+      expect(() => call('sendfileNow', 3, 4, 0)).toThrow(
+        new TypeError('sendfileNow(socketFd, fileFd, position, count) takes 4 arguments'),
+      );
+      expect(() => call('sendfileChunk', 3, 4, 0, 1, 10, 'extra')).toThrow(
+        new TypeError(
+          'sendfileChunk(socketFd, fileFd, position, count, writableWaitMsMax) takes 5 arguments',
+        ),
+      );
       expect(() => binding!.sendMoreNow!(-1, Buffer.from('x'))).toThrow(/socketFd out of range/);
       expect(() => binding!.sendMoreNow!(3, 'x' as unknown as Buffer)).toThrow(
         /bytes must be a Buffer/,

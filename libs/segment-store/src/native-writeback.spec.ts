@@ -34,6 +34,10 @@ describe.skipIf(binding === undefined)('startWriteback', () => {
   });
 
   it('refuses arguments that are not non-negative integers', () => {
+    const startWriteback = binding!.startWriteback as (...args: unknown[]) => unknown;
+    expect(() => startWriteback(3, 0)).toThrow(
+      new TypeError('startWriteback(fileFd, position, count) takes 3 arguments'),
+    );
     expect(() => binding!.startWriteback(-1, 0, 1)).toThrow(/fileFd out of range/);
     expect(() => binding!.startWriteback(3, 0.5, 1)).toThrow(/position must be/);
   });
