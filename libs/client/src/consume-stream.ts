@@ -22,6 +22,12 @@ export type ConsumeStreamEvent =
 
 /** Received-but-unconsumed bytes beyond this many windows pause reading: a gateway bug guard. */
 const overrunWindows = 2;
+/**
+ * How long a closed stream may take to end on the gateway's side before it is cancelled. The
+ * gateway ends a stream as soon as the consumer half-closes it, so this only bounds a gateway
+ * that is stuck or gone.
+ */
+export const consumeStreamCloseGraceMs = 5_000;
 
 export class ConsumeStream {
   private readonly call: grpc.ClientDuplexStream<ConsumeRequest, ConsumeResponse>;
@@ -32,6 +38,8 @@ export class ConsumeStream {
   private readingPaused = false;
   /** Credit granted on this stream in all, the initial grant included. */
   grantedBytes = 0;
+  /** Cancels a closed stream that the gateway has not ended (consumeStreamCloseGraceMs). */
+  private closeGraceTimer: NodeJS.Timeout | undefined;
 
   constructor(
     connection: GatewayConnection,
@@ -52,11 +60,11 @@ export class ConsumeStream {
       onEvent({ kind: 'response', generation, response });
     });
     this.call.on('error', (error: grpc.ServiceError) => {
-      this.finished = true;
+      this.onFinished();
       if (!this.closed) onEvent({ kind: 'error', generation, error: fromGrpcError(error) });
     });
     this.call.on('end', () => {
-      this.finished = true;
+      this.onFinished();
       if (!this.closed) onEvent({ kind: 'end', generation });
     });
     this.grantedBytes = windowBytes;
@@ -75,9 +83,30 @@ export class ConsumeStream {
     }
   }
 
+  /**
+   * Stops the stream: half-closes it, and the gateway ends it (as Kafka's consumer moves its fetch
+   * position without dropping the connection). Cancelling would send an RST_STREAM, and HTTP/2
+   * servers bound how fast a client may reset streams (nghttp2's rapid-reset limit: a burst of
+   * 1,000, then 33 a second): a consumer that seeks a few hundred times a second had its whole
+   * connection closed with GOAWAY after about 1,000 seeks. What arrives after the close is
+   * dropped; reading resumes so the gateway's last writes drain and the stream can finish. A
+   * stream still open after consumeStreamCloseGraceMs is cancelled.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.call.cancel();
+    if (this.finished) return;
+    this.call.end();
+    if (this.readingPaused) {
+      this.readingPaused = false;
+      this.call.resume();
+    }
+    this.closeGraceTimer = setTimeout(() => this.call.cancel(), consumeStreamCloseGraceMs);
+    this.closeGraceTimer.unref();
+  }
+
+  private onFinished(): void {
+    this.finished = true;
+    clearTimeout(this.closeGraceTimer);
   }
 }

@@ -244,6 +244,36 @@ describe('Consumer', () => {
     expect(seen.slice(3).sort()).toEqual(['a1', 'a2', 'b0']);
   });
 
+  it('seeks 1,500 times on one connection: each old stream is half-closed, never reset', async () => {
+    // HTTP/2 servers limit how fast a client resets streams (nghttp2: a burst of 1,000, then 33 a
+    // second) and close the connection past it; a consumer that cancelled a stream per seek lost
+    // its connection after about 1,000 quick seeks.
+    const { gateway, consumer } = await setUp({ events: 1 });
+    const values = Array.from({ length: 50 }, (_, index) => `r${index}`);
+    gateway.appendBatch('events', 0, records(values));
+    consumer.assign([{ topic: 'events', partition: 0, offset: 0n }]);
+    const seeks = 1_500;
+    const seen: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      consumer.on('crash', reject);
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          seen.push(message.value!.toString());
+          if (seen.length > seeks) return resolve();
+          consumer.seek({ topic: 'events', partition: 0, offset: BigInt((seen.length * 7) % 50) });
+        },
+      });
+    });
+    // Each seek's first message is the record at the offset sought.
+    expect(seen.slice(1, 4)).toEqual(['r7', 'r14', 'r21']);
+    expect(gateway.consumeStreams.length).toBeGreaterThan(seeks);
+    await waitFor(() =>
+      gateway.consumeStreams.slice(0, seeks).every((stream) => stream.ended === true),
+    );
+    const endings = gateway.consumeStreams.slice(0, seeks).map((stream) => stream.endedBy);
+    expect(endings.filter((endedBy) => endedBy !== 'client-end')).toEqual([]);
+  }, 60_000);
+
   it('delivers whole batches with eachBatch', async () => {
     const { gateway, consumer } = await setUp({ events: 1 });
     gateway.appendBatch('events', 0, records(['a', 'b']));

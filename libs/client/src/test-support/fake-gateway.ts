@@ -67,6 +67,8 @@ export interface ConsumeStreamRecord {
   /** Credit granted after the first message: re-grants as the client consumed. */
   regrantCount: number;
   ended: boolean;
+  /** How the stream ended: the client half-closed it, cancelled it, or it failed. */
+  endedBy?: 'client-end' | 'cancelled' | 'error';
 }
 
 export type ProduceErrorHook = (
@@ -435,14 +437,15 @@ export class FakeGateway {
         call.write({ partitions: [fetched] });
       }
     };
-    const end = (): void => {
+    const end = (by: NonNullable<ConsumeStreamRecord['endedBy']>): void => {
+      if (!record.ended) record.endedBy = by;
       record.ended = true;
       this.dataListeners.delete(pump);
     };
     call.on('data', (request: ConsumeRequest) => {
       if (this.consumeFailures.remaining > 0) {
         this.consumeFailures.remaining -= 1;
-        end();
+        end('error');
         call.emit('error', toGrpcStatus(this.consumeFailures.error));
         return;
       }
@@ -459,11 +462,11 @@ export class FakeGateway {
       pump();
     });
     call.on('end', () => {
-      end();
+      end('client-end');
       call.end();
     });
-    call.on('cancelled', end);
-    call.on('error', end);
+    call.on('cancelled', () => end('cancelled'));
+    call.on('error', () => end('error'));
     this.dataListeners.add(pump);
   }
 
