@@ -47,6 +47,7 @@ export class ConsumeStream {
     partitions: readonly FetchPartition[],
     private readonly windowBytes: number,
     onEvent: (event: ConsumeStreamEvent) => void,
+    private readonly closeGraceMs = consumeStreamCloseGraceMs,
   ) {
     this.call = connection.openConsumeStream();
     this.call.on('data', (response: ConsumeResponse) => {
@@ -90,7 +91,7 @@ export class ConsumeStream {
    * 1,000, then 33 a second): a consumer that seeks a few hundred times a second had its whole
    * connection closed with GOAWAY after about 1,000 seeks. What arrives after the close is
    * dropped; reading resumes so the gateway's last writes drain and the stream can finish. A
-   * stream still open after consumeStreamCloseGraceMs is cancelled.
+   * stream still open `closeGraceMs` later (consumeStreamCloseGraceMs) is cancelled.
    */
   close(): void {
     if (this.closed) return;
@@ -101,7 +102,7 @@ export class ConsumeStream {
       this.readingPaused = false;
       this.call.resume();
     }
-    this.closeGraceTimer = setTimeout(() => this.call.cancel(), consumeStreamCloseGraceMs);
+    this.closeGraceTimer = setTimeout(() => this.call.cancel(), this.closeGraceMs);
     this.closeGraceTimer.unref();
   }
 

@@ -90,6 +90,8 @@ export class FakeGateway {
   /** Returns an error to answer InitProducerId with instead of an id. */
   initProducerIdHook: (() => SpoolError | undefined) | undefined;
   private nextProducerId = 1000n;
+  /** When set, a Consume stream the client half-closes stays open (a stuck gateway). */
+  ignoreConsumeEnd = false;
   /** Consume calls still to fail, each with this error, before streams work. */
   private consumeFailures: { remaining: number; error: SpoolError } = {
     remaining: 0,
@@ -462,6 +464,8 @@ export class FakeGateway {
       pump();
     });
     call.on('end', () => {
+      // A gateway that is stuck keeps the stream open after the client half-closed it.
+      if (this.ignoreConsumeEnd) return;
       end('client-end');
       call.end();
     });
