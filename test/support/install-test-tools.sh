@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs or builds what `npm test` needs beyond Node.js, and does nothing where it is present:
+# `npm test` runs it first, so the README's test command works on a fresh Debian machine, and
+# .ci/run is nothing more than `npm ci && npm test`.
+#
+# What and why:
+#   g++, make, python3   node-gyp builds the segment store's sendfile addon (its specs need it;
+#                        `npm start` does not: without the addon the copy path is used)
+#   etcd                 the metadata store's tests start real etcd processes on loopback ports
+#   prometheus           promtool unit-tests deploy/prometheus/alerts.yaml, and the dashboard
+#                        test runs every Grafana panel's query against a real Prometheus
+#   openssl              the rack-lookup test's stand-in Kubernetes API needs a certificate
+#   ip (iproute2)        the fault suite builds network namespaces
+#   unshare (util-linux) the image-contents test gives each imitated pod a PID namespace
+#   helm, k8s-strict     the chart tests; Go programs built from the Go module proxy at pinned
+#                        versions (minutes the first time, then cached outside the clone)
+#
+# Debian packages need root (as CI and this project's machines run); elsewhere the script stops
+# with the list of what is missing. Go 1.21 or later must be on PATH or in /usr/local/go: it
+# fetches the newer toolchain the pinned tools ask for from the Go module proxy by itself.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need g++ g++
+need make make
+need python3 python3
+need etcd etcd-server
+need promtool prometheus
+need prometheus prometheus
+need openssl openssl
+need ip iproute2
+need unshare util-linux
+# One package may provide two commands (promtool and prometheus).
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-test-tools: the tests need these Debian packages: ${missing[*]}" >&2
+    echo "install-test-tools: install them (as root: apt-get install ${missing[*]}) and run again" >&2
+    exit 1
+  fi
+  echo "install-test-tools: apt-get install ${missing[*]}" >&2
+  apt-get update >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+fi
+
+# A machine that lacked the C toolchain at `npm ci` has no addon yet: build it now.
+if [ ! -f libs/segment-store/build/Release/segment_store_native.node ]; then
+  npm run build:native --workspace @spool/segment-store >&2
+fi
+
+bash test/support/ensure-helm.sh >/dev/null
+bash test/support/ensure-k8s-strict.sh >/dev/null
+echo "install-test-tools: every tool the tests need is here" >&2
