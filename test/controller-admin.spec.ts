@@ -193,7 +193,9 @@ describe('controller admin', () => {
     const impostor = new FakeBroker(() => client, 1);
     const error = await errorOf(impostor.register());
     expect(error.code).toBe('DUPLICATE_BROKER_REGISTRATION');
-    expect(error.message).toMatch(/broker id 1 is held by a live process/);
+    expect(error.message).toMatch(
+      /broker id 1 is registered by incarnation \S+, whose session has not expired/,
+    );
   });
 
   it('streams a snapshot, then deltas with increasing versions', async () => {

@@ -3,11 +3,14 @@
  * registers with a new incarnation id per process start and receives a broker epoch (larger than
  * any epoch this id had before; see BrokerRecord); it then heartbeats. A broker silent for `broker.session.timeout.ms` is fenced: in one transaction it is
  * marked fenced, leaves every ISR it can leave, and loses its leaderships. A broker shutting down
- * asks first (controlled shutdown) so its leaderships move while it still serves.
+ * asks first (controlled shutdown) so its leaderships move while it still serves; the record
+ * then says so (inControlledShutdown), and a new incarnation of that id registers at once.
  *
  * Sessions live in memory: a controller that takes over gives every unfenced broker one full
- * session timeout to reach it before fencing it.
+ * session timeout to reach it before fencing it, except brokers whose record says they were
+ * shutting down: those are gone or going, and their id is free for the next process at once.
  */
+import { assert } from '@spool/common';
 import type { Operation } from '@spool/metadata';
 import type { ControllerContext } from './controller-context';
 import { ControllerError } from './controller-errors';
@@ -32,7 +35,7 @@ export class BrokerLifecycle {
       if (!broker.record.fenced)
         this.sessions.set(broker.record.brokerId, {
           lastHeartbeatMs: clock(),
-          shuttingDown: false,
+          shuttingDown: broker.record.inControlledShutdown === true,
         });
     }
   }
@@ -88,10 +91,13 @@ export class BrokerLifecycle {
       !session.shuttingDown &&
       this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
     ) {
+      const silentMs = this.clock() - session.lastHeartbeatMs;
       throw new ControllerError(
         'DUPLICATE_BROKER_REGISTRATION',
-        `broker id ${brokerId} is held by a live process (incarnation ${existing.record.incarnationId}); ` +
-          'stop it or give this node another broker.id',
+        `broker id ${brokerId} is registered by incarnation ${existing.record.incarnationId}, ` +
+          `whose session has not expired (silent for ${silentMs} ms of ` +
+          `${this.context.settings.brokerSessionTimeoutMs} ms); the id is free once that ` +
+          'process shuts down or its session expires; a second node needs another broker.id',
       );
     }
     const keys = this.context.writer.metadataKeys;
@@ -188,7 +194,9 @@ export class BrokerLifecycle {
   /**
    * Controlled shutdown: moves the broker's leaderships to other live ISR members and takes it
    * out of ISRs that have other members. Partitions it alone can lead stay with it; they are
-   * returned, and the caller decides whether to wait.
+   * returned, and the caller decides whether to wait. The broker's record is marked
+   * inControlledShutdown in the same transaction, so its id is free for the next process even
+   * if this controller stops before that process registers.
    */
   async controlledShutdown(
     brokerId: number,
@@ -198,17 +206,31 @@ export class BrokerLifecycle {
     const session = this.sessions.get(brokerId);
     if (session !== undefined) session.shuttingDown = true;
     const moved = this.partitionChanges(brokerId, (change) => change.record.leader !== -1);
-    if (moved.length > 0) {
-      await this.context.writer.commit(
-        moved.map((change) => this.context.writer.unchangedSince(change.key, change.modRevision)),
-        moved.map((change): Operation => ({
+    const broker = this.context.state.brokers.get(brokerId);
+    assert(broker !== undefined, 'checkEpoch passed, so the broker is registered');
+    const keys = this.context.writer.metadataKeys;
+    // One transaction: the moves, and the record saying this broker is on its way out.
+    await this.context.writer.commit(
+      [
+        this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision),
+        ...moved.map((change) =>
+          this.context.writer.unchangedSince(change.key, change.modRevision),
+        ),
+      ],
+      [
+        {
+          kind: 'put',
+          key: keys.broker(brokerId),
+          value: encodeRecord({ ...broker.record, inControlledShutdown: true }),
+        },
+        ...moved.map((change): Operation => ({
           kind: 'put',
           key: change.key,
           value: encodeRecord(change.change.record),
         })),
-      );
-      this.countElections(moved.map((change) => change.change));
-    }
+      ],
+    );
+    this.countElections(moved.map((change) => change.change));
     const remaining: Array<{ topic: string; partition: number }> = [];
     for (const partition of this.context.state.allPartitions()) {
       if (partition.record.leader === brokerId)

@@ -23,6 +23,13 @@ export interface BrokerRecord {
   readonly brokerEpoch: string;
   /** Fenced brokers lead nothing and are out of every ISR until they register again. */
   readonly fenced: boolean;
+  /**
+   * Set by controlled shutdown (Kafka's inControlledShutdown): the broker is stopping and a new
+   * incarnation may take its id at once. Stored, not only kept in the controller's memory, so a
+   * controller that starts after the broker stopped does not take the old registration for a
+   * live process. Absent in records written before it existed, which reads as false.
+   */
+  readonly inControlledShutdown?: boolean;
 }
 
 export interface TopicRecord {
