@@ -1,10 +1,12 @@
-import pino from 'pino';
+import pino, { type Logger as PinoLogger } from 'pino';
 
 /**
  * Structured JSON logs on stdout (pino): one object per line, so `spool dev`, kubectl and any log
  * shipper read them alike. Every module logs through a child with its `component`.
  */
-export type Logger = pino.Logger;
+// Named from pino's types, not as `pino.Logger`: the declaration file then imports no default
+// export, so projects that use the SDK type-check without `esModuleInterop`.
+export type Logger = PinoLogger;
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof logLevels)[number];
