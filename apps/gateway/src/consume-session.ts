@@ -18,7 +18,10 @@
  *    without bothering the client; any other is pushed and the partition leaves the stream.
  * 6. No fetch starts while a push waits for gRPC to drain, so a stream holds at most one push
  *    beyond what the transport buffers, whatever credit the client granted.
- * 7. The stream ends when the client ends or cancels it, or the gateway stops it (its error is
+ * 7. Each fetch at a leader is timed from going out until its records are written to the stream
+ *    (or it came back empty after the long poll), as Kafka times a FetchConsumer request: what
+ *    an operator reads as the consumers' fetch latency.
+ * 8. The stream ends when the client ends or cancels it, or the gateway stops it (its error is
  *    then the stream's status); fetches still polling are abandoned.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
@@ -55,6 +58,11 @@ export interface ConsumeDependencies {
   readonly logger: Logger;
   readonly onPartitionError?: (code: string) => void;
   readonly onBytesPushed?: (sizeBytes: number) => void;
+  /**
+   * A fetch at a leader was answered and what it brought was written to the stream: its time
+   * from going out, long-poll wait included. One call per fetch, never per record.
+   */
+  readonly onFetchServed?: (durationSeconds: number) => void;
 }
 
 const SessionState = {
@@ -232,13 +240,14 @@ export class ConsumeSession {
     }
   }
 
-  /** Points 4 and 5. */
+  /** Points 4, 5 and 7. */
   private async fetchFrom(
     leaderId: number,
     subscriptions: readonly Subscription[],
     reservedBytes: number,
   ): Promise<void> {
     let pushedBytes = 0;
+    const startedMs = performance.now();
     try {
       const response = await this.dependencies.fetcher.fetch(
         leaderId,
@@ -280,6 +289,9 @@ export class ConsumeSession {
         if (span.nextOffset > subscription.position) subscription.position = span.nextOffset;
       }
       if (pushes.length > 0) await this.push({ partitions: pushes });
+      if (this.state !== SessionState.Ended) {
+        this.dependencies.onFetchServed?.((performance.now() - startedMs) / 1_000);
+      }
     } catch (error) {
       if (error instanceof FetchAbandoned) return;
       this.dependencies.logger.debug(

@@ -127,6 +127,8 @@ export function startGateway(
         logger: logger.child({ component: 'consume' }),
         onPartitionError: (code) => context.requestMetrics.errors.inc({ api: 'Consume', code }),
         onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
+        onFetchServed: (durationSeconds) =>
+          context.requestMetrics.duration.observe({ api: 'Consume' }, durationSeconds),
       });
       consumeStreamsHolder.streams = consumeStreams;
       const produceStreams = createProduceStreams(

@@ -4,7 +4,8 @@ import { CommonErrorCode, isCodedError } from './errors';
 /**
  * Request metrics every service exports under the same names, as Kafka's RequestMetrics are per
  * request type: how many requests each API received, how many failed (whole calls, and each
- * partition or topic answered with an error) by Kafka error code, and how long unary calls took.
+ * partition or topic answered with an error) by Kafka error code, and how long requests took
+ * (unary calls, requests on a ProduceStream, and the gateway's fetches for a Consume stream).
  * The gRPC server records every method through them; a service records its other request paths
  * (the storage node's data port) into the same series, so one query covers all of a service's
  * APIs. The `service` label comes from the registry's default labels.
@@ -37,7 +38,11 @@ export class RequestMetrics {
     });
     this.duration = new Histogram({
       name: 'spool_request_duration_seconds',
-      help: 'Time from receiving a unary request to answering it, by API (streams are not timed).',
+      help:
+        'Time from receiving a request to answering it, by API: each unary call, each request ' +
+        'on a ProduceStream, and each fetch a Consume stream makes at a leader, from sending ' +
+        'it to writing its records to the stream (the long-poll wait included, as ' +
+        "Kafka's FetchConsumer request time includes fetch.max.wait.ms).",
       labelNames: ['api'],
       buckets: requestDurationBucketsSeconds,
       registers: [registry],
