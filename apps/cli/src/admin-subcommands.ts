@@ -1,31 +1,21 @@
 import type { Admin } from '@spool/client';
 import { UsageError } from './cli-errors';
-import {
-  connectSpool,
-  parseCommandArgs,
-  type OptionSpecs,
-  type ParsedCommand,
-} from './cli-options';
+import { connectSpool, parseCommandArgs, type ParsedCommand } from './cli-options';
+import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 
 /**
  * The shape shared by `spool topic ...` and `spool group ...`: a table of subcommands, each
- * with its usage line, its flags and a run on the admin client. One place parses the
- * subcommand name and flags, opens the admin client and always closes it.
+ * with its help (usage line, flags, examples: the flags are parsed from the same declaration)
+ * and a run on the admin client. One place parses the subcommand name and flags, opens the
+ * admin client and always closes it.
  */
 export interface AdminSubcommand {
-  readonly usage: string;
-  readonly options: OptionSpecs;
+  readonly help: CommandHelp;
   readonly run: (admin: Admin, parsed: ParsedCommand, context: CommandContext) => Promise<number>;
 }
 
 export type AdminSubcommands = Readonly<Record<string, AdminSubcommand>>;
-
-export function adminSubcommandsUsage(subcommands: AdminSubcommands): string {
-  return `usage:\n${Object.values(subcommands)
-    .map((subcommand) => `  ${subcommand.usage}`)
-    .join('\n')}\n`;
-}
 
 /** Runs `spool <command> <subcommand> ...`; resolves with the exit code or throws to be reported. */
 export async function runAdminSubcommand(
@@ -42,11 +32,18 @@ export async function runAdminSubcommand(
         : `unknown ${command} subcommand "${name}": expected ${Object.keys(subcommands).join(', ')}`,
     );
   }
-  const parsed = parseCommandArgs(argv, subcommand.options, context.env ?? process.env);
+  const parsed = parseCommandArgs(argv, subcommand.help.flags, context.env ?? process.env);
   const admin = connectSpool(parsed.global).admin();
   try {
     return await subcommand.run(admin, parsed, context);
   } finally {
     await admin.disconnect();
   }
+}
+
+/** The help of each subcommand, by name, for the command table. */
+export function subcommandHelps(
+  subcommands: AdminSubcommands,
+): Readonly<Record<string, CommandHelp>> {
+  return Object.fromEntries(Object.entries(subcommands).map(([name, { help }]) => [name, help]));
 }

@@ -3,7 +3,7 @@ import { parseBenchArgs, type BenchSettings } from './bench-options';
 import { benchEndToEnd } from './bench-e2e';
 import { produceAll, produceWork, Throttle } from './bench-produce';
 import { BenchTally, formatBenchResult, startProgress, type BenchResult } from './bench-report';
-import { connectSpool } from './cli-options';
+import { connectReachableSpool } from './cli-options';
 import type { CommandContext } from './commands';
 
 /**
@@ -17,14 +17,14 @@ import type { CommandContext } from './commands';
  *   value), so a producer that cannot hold the rate shows it as latency;
  * - seek: read-by-offset latency: --reads random offsets, each the time from seek to its record.
  */
-export { benchUsage } from './bench-options';
+export { benchHelp, benchSubcommandHelps } from './bench-options';
 
 /** How long the seek consumer may wait for a record before the run fails. */
 const recordWaitMsMax = 30_000;
 
 export async function runBenchCommand(context: CommandContext): Promise<number> {
   const { settings, parsed } = parseBenchArgs(context.argv, context.env ?? process.env);
-  const spool = connectSpool(parsed.global);
+  const spool = await connectReachableSpool(parsed.global);
   if (settings.partitions !== undefined) await ensureTopic(spool, settings);
   const tally = new BenchTally();
   const stopProgress = startProgress(tally, context.stderr);

@@ -1,10 +1,12 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Spool } from '@spool/client';
 import { UsageError } from './cli-errors';
+import { checkGatewayReachable } from './gateway-reachability';
+import { helpFlags, parseFlags, type FlagDeclarations, type ParsedFlags } from './command-help';
 
 /**
- * Flags every gateway command takes, and the one way commands parse their flags: node:util
- * parseArgs in strict mode, with its errors turned into usage errors (exit 2) that name the flag.
+ * Flags every gateway command takes, and the one way commands parse their flags: the command's
+ * declaration (command-help.ts) with the global flags added, strict, its mistakes usage errors
+ * (exit 2) that name the flag.
  */
 export const gatewayEnvironmentVariable = 'SPOOL_GATEWAY';
 export const gatewayDefault = 'localhost:9090';
@@ -18,38 +20,31 @@ export interface GlobalOptions {
   readonly verbose: boolean;
 }
 
-const globalOptionSpecs = {
-  gateway: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  verbose: { type: 'boolean', default: false },
-} as const satisfies NonNullable<ParseArgsConfig['options']>;
+/** The flags of every gateway command, printed in each one's help under "global flags". */
+export const globalFlags: FlagDeclarations = {
+  gateway: {
+    type: 'string',
+    valueName: 'HOST:PORT',
+    defaultText: `$${gatewayEnvironmentVariable}, else ${gatewayDefault}`,
+    description: 'the gateway to talk to',
+  },
+  json: { type: 'boolean', description: 'machine-readable output (JSON)' },
+  verbose: { type: 'boolean', description: 'print the stack trace with an error' },
+  ...helpFlags,
+};
 
-export type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
-
-export interface ParsedCommand {
+export interface ParsedCommand extends ParsedFlags {
   readonly global: GlobalOptions;
-  readonly values: Readonly<Record<string, string | boolean | string[] | boolean[] | undefined>>;
-  readonly positionals: readonly string[];
 }
 
 /** The global flags anywhere on the line, and the command's own; positionals as given. */
 export function parseCommandArgs(
   argv: readonly string[],
-  options: OptionSpecs,
+  flags: FlagDeclarations,
   environment: NodeJS.ProcessEnv,
 ): ParsedCommand {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      options: { ...globalOptionSpecs, ...options },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw toUsageError(error);
-  }
-  const values = parsed.values as ParsedCommand['values'];
+  const parsed = parseFlags(argv, { ...globalFlags, ...flags });
+  const values = parsed.values;
   const gateway =
     (values.gateway as string | undefined) ??
     environment[gatewayEnvironmentVariable] ??
@@ -59,9 +54,8 @@ export function parseCommandArgs(
     values.gateway === undefined ? `$${gatewayEnvironmentVariable}` : '--gateway',
   );
   return {
+    ...parsed,
     global: { gateway, json: values.json === true, verbose: values.verbose === true },
-    values,
-    positionals: parsed.positionals,
   };
 }
 
@@ -76,25 +70,6 @@ function checkGatewayAddress(address: string, source: string): void {
   if (match === null || !Number.isInteger(port) || port < 1 || port > 65535) {
     throw new UsageError(`${source} must be host:port, got "${address}"`);
   }
-}
-
-/** parseArgs errors say `Unknown option '--x'`; ours name the flag the way users typed it. */
-function toUsageError(error: unknown): UsageError {
-  const message = error instanceof Error ? error.message : String(error);
-  const code = (error as { code?: string }).code;
-  const flag = /'(-[^' ]*)/.exec(message)?.[1];
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag !== undefined) {
-    return new UsageError(`unknown flag ${flag}`);
-  }
-  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag !== undefined) {
-    if (message.includes('ambiguous')) {
-      return new UsageError(`flag ${flag} has a value starting with "-": write ${flag}=VALUE`);
-    }
-    return new UsageError(
-      `flag ${flag} ${message.includes('missing') ? 'needs a value' : 'takes no value'}`,
-    );
-  }
-  return new UsageError(message);
 }
 
 /** Exactly `count` positionals, named for the message: `spool topic create NAME`. */
@@ -159,4 +134,15 @@ export function choiceFlag<Choice extends string>(
 /** The SDK's entry point for the gateway; its own logs are off so stdout stays the output. */
 export function connectSpool(global: GlobalOptions): Spool {
   return new Spool({ brokers: [global.gateway], clientId: 'spool-cli', logLevel: 'silent' });
+}
+
+/**
+ * connectSpool for a command whose first SDK call would wait out long retries (a send waits up
+ * to maxBlockMs, a minute, for metadata): a gateway that does not accept a connection fails the
+ * command at once with exit code 3 instead. Called once the line is parsed, so a usage error is
+ * still reported as one (exit 2) without any connection.
+ */
+export async function connectReachableSpool(global: GlobalOptions): Promise<Spool> {
+  await checkGatewayReachable(global.gateway);
+  return connectSpool(global);
 }

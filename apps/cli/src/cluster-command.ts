@@ -2,7 +2,8 @@ import { callOnce, createGrpcClient } from '@spool/common';
 import { GatewayServiceClient, type DescribeClusterResponse } from '@spool/protocol';
 import type { TopicDescription } from '@spool/client';
 import { UsageError } from './cli-errors';
-import { connectSpool, parseCommandArgs, requirePositionals } from './cli-options';
+import { connectReachableSpool, parseCommandArgs, requirePositionals } from './cli-options';
+import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { formatTable, toJsonDocument } from './output';
 import { partitionState, type PartitionState } from './topic-commands';
@@ -14,7 +15,29 @@ import { partitionState, type PartitionState } from './topic-commands';
  * The controller's address is in the gateway's DescribeCluster response but not in the SDK's
  * ClusterDescription, so this one call goes to the gateway's gRPC API directly.
  */
-export const clusterUsage = 'spool cluster status';
+export const clusterStatusHelp: CommandHelp = {
+  path: ['cluster', 'status'],
+  usage: 'spool cluster status',
+  summary:
+    'The brokers the controller knows, the active controller and how many partitions are ' +
+    'online, offline or under-replicated.',
+  flags: {},
+  examples: ['spool cluster status --gateway localhost:9090'],
+};
+
+export const clusterHelp: CommandHelp = {
+  path: ['cluster'],
+  usage: 'spool cluster status',
+  summary: 'Brokers, the active controller and partition health.',
+  flags: {},
+  examples: ['spool cluster status'],
+};
+
+export const clusterSubcommandHelps: Readonly<Record<string, CommandHelp>> = {
+  status: clusterStatusHelp,
+};
+
+const clusterUsage = clusterStatusHelp.usage;
 
 /** How long the DescribeCluster call may take. */
 const describeClusterDeadlineMs = 10_000;
@@ -41,10 +64,11 @@ export async function runClusterCommand(context: CommandContext): Promise<number
         : `unknown cluster subcommand "${subcommand}"; usage: ${clusterUsage}`,
     );
   }
-  const parsed = parseCommandArgs(argv, {}, context.env ?? process.env);
+  const parsed = parseCommandArgs(argv, clusterStatusHelp.flags, context.env ?? process.env);
   requirePositionals(parsed.positionals, [], clusterUsage);
+  const spool = await connectReachableSpool(parsed.global);
   const cluster = await describeCluster(parsed.global.gateway);
-  const admin = connectSpool(parsed.global).admin();
+  const admin = spool.admin();
   let topics: TopicDescription[];
   try {
     const names = await admin.listTopics();

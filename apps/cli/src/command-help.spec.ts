@@ -30,8 +30,12 @@ const help: CommandHelp = {
 };
 
 describe('parseFlags', () => {
-  it('fills in declared defaults', () => {
+  it('fills in declared defaults and tells them from the flags given', () => {
     expect(parseFlags([], help.flags).values.throughput).toBe('-1');
+    expect(parseFlags([], help.flags).given).toEqual(new Set());
+    expect(parseFlags(['--keys', '--throughput', '5'], help.flags).given).toEqual(
+      new Set(['keys', 'throughput']),
+    );
   });
 
   it('takes a negative number as the value of a flag that takes one', () => {

@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { assert } from '@spool/common';
 import { UsageError } from './cli-errors';
 
 /**
@@ -50,11 +51,13 @@ export interface CommandHelp {
 export interface ParsedFlags {
   readonly values: Readonly<Record<string, string | boolean | string[] | boolean[] | undefined>>;
   readonly positionals: readonly string[];
+  /** given: the flags on the line, as opposed to those whose value is the declared default. */
+  readonly given: ReadonlySet<string>;
 }
 
 /** The flags every command answers, whatever it declares. */
 export const helpFlags: FlagDeclarations = {
-  help: { type: 'boolean', description: 'print this help and exit (also -h)' },
+  help: { type: 'boolean', description: 'print this help and exit' },
 };
 
 /** True if the line asks for help: `-h` or `--help` before any `--`. */
@@ -128,11 +131,24 @@ export function parseFlags(argv: readonly string[], flags: FlagDeclarations): Pa
       options: toParseArgsOptions(flags),
       strict: true,
       allowPositionals: true,
+      tokens: true,
     });
-    return { values: parsed.values as ParsedFlags['values'], positionals: parsed.positionals };
+    const given = new Set<string>();
+    for (const token of parsed.tokens) if (token.kind === 'option') given.add(token.name);
+    return {
+      values: parsed.values as ParsedFlags['values'],
+      positionals: parsed.positionals,
+      given,
+    };
   } catch (error) {
     throw toUsageError(error);
   }
+}
+
+/** The value of a flag with a declared default, which parsing always fills in. */
+export function declared<Value>(value: Value | undefined): Value {
+  assert(value !== undefined, 'a flag with a declared default has a value once parsed');
+  return value;
 }
 
 /** parseArgs errors say `Unknown option '--x'`; ours name the flag the way users typed it. */

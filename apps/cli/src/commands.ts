@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import type { CommandHelp } from './command-help';
 
 /**
- * The `spool` command line: the operator's and developer's tool. Each subcommand is one entry in
- * this table; `spool help` prints it.
+ * The `spool` command line: the operator's and developer's tool. Each command is one entry in
+ * the table of cli.ts; `spool help` prints it, and `spool help <command> [subcommand]` (or
+ * `--help`, `-h` anywhere) prints the command's own help.
  */
 export interface CommandContext {
   readonly argv: readonly string[];
@@ -18,6 +20,14 @@ export interface CommandContext {
 export interface Command {
   readonly summary: string;
   readonly run: (context: CommandContext) => Promise<number>;
+  /**
+   * help: what `--help` prints, from the same declaration the command parses its flags with;
+   * absent for a command that answers `--help` itself (`spool dev`, the services), which is
+   * then run with `--help` alone.
+   */
+  readonly help?: CommandHelp;
+  /** subcommands: the help of each subcommand, by name (`spool topic create --help`). */
+  readonly subcommands?: Readonly<Record<string, CommandHelp>>;
 }
 
 /** The services `spool <service>` starts in this process, as the container image does. */

@@ -2,11 +2,12 @@ import type { ConsumedMessage } from '@spool/client';
 import { UsageError } from './cli-errors';
 import {
   choiceFlag,
-  connectSpool,
+  connectReachableSpool,
   integerFlag,
   parseCommandArgs,
   requirePositionals,
 } from './cli-options';
+import { declared, type CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { toJsonLine, writeWithBackpressure } from './output';
 
@@ -23,9 +24,52 @@ import { toJsonLine, writeWithBackpressure } from './output';
  * printed (auto commit, at-least-once). --max-messages or Ctrl-C commits and leaves the group,
  * so the other members take its partitions over at once.
  */
-export const consumeUsage =
-  'spool consume TOPIC [--from-beginning] [--partition P [--offset O]] [--max-messages N] ' +
-  '[--format text|json] [--group G]';
+export const consumeHelp: CommandHelp = {
+  path: ['consume'],
+  usage:
+    'spool consume TOPIC [--from-beginning] [--partition P [--offset O]] [--max-messages N] ' +
+    '[--format text|json] [--group G]',
+  summary: "Print a topic's records, one a line, until --max-messages or Ctrl-C.",
+  flags: {
+    'from-beginning': {
+      type: 'boolean',
+      description: 'start at the log start offset where there is no position, not the end',
+    },
+    partition: {
+      type: 'string',
+      valueName: 'P',
+      defaultText: 'every partition',
+      description: 'consume partition P alone',
+    },
+    offset: {
+      type: 'string',
+      valueName: 'O',
+      defaultText: 'the end, or the start with --from-beginning',
+      description: 'start partition P at offset O (needs --partition)',
+    },
+    'max-messages': {
+      type: 'string',
+      valueName: 'N',
+      defaultText: 'no limit',
+      description: 'stop after N records',
+    },
+    format: {
+      type: 'string',
+      valueName: 'text|json',
+      default: 'text',
+      description: 'text: the value alone; json: the whole record, one object a line',
+    },
+    group: {
+      type: 'string',
+      valueName: 'G',
+      defaultText: 'none',
+      description: "consume as a member of group G, from and committing the group's offsets",
+    },
+  },
+  examples: ['spool consume orders --from-beginning --max-messages 10 --format json'],
+};
+
+const consumeUsage = consumeHelp.usage;
 
 const formatChoices = ['text', 'json'] as const;
 export type ConsumeFormat = (typeof formatChoices)[number];
@@ -44,18 +88,7 @@ export function parseConsumeArgs(
   argv: readonly string[],
   environment: NodeJS.ProcessEnv,
 ): { settings: ConsumeSettings; parsed: ReturnType<typeof parseCommandArgs> } {
-  const parsed = parseCommandArgs(
-    argv,
-    {
-      'from-beginning': { type: 'boolean', default: false },
-      partition: { type: 'string' },
-      offset: { type: 'string' },
-      'max-messages': { type: 'string' },
-      format: { type: 'string' },
-      group: { type: 'string' },
-    },
-    environment,
-  );
+  const parsed = parseCommandArgs(argv, consumeHelp.flags, environment);
   const [topic] = requirePositionals(parsed.positionals, ['TOPIC'], consumeUsage);
   const partition = integerFlag(parsed.values, 'partition', { min: 0, max: 0x7fffffff });
   const rawOffset = parsed.values.offset as string | undefined;
@@ -81,7 +114,7 @@ export function parseConsumeArgs(
         min: 1,
         max: Number.MAX_SAFE_INTEGER,
       }),
-      format: choiceFlag(parsed.values, 'format', formatChoices) ?? 'text',
+      format: declared(choiceFlag(parsed.values, 'format', formatChoices)),
       group,
     },
   };
@@ -106,7 +139,7 @@ export function formatConsumedMessage(message: ConsumedMessage, format: ConsumeF
 
 export async function runConsumeCommand(context: CommandContext): Promise<number> {
   const { settings, parsed } = parseConsumeArgs(context.argv, context.env ?? process.env);
-  const consumer = connectSpool(parsed.global).consumer({
+  const consumer = (await connectReachableSpool(parsed.global)).consumer({
     ...(settings.group === undefined ? {} : { groupId: settings.group }),
     autoOffsetReset: settings.fromBeginning ? 'earliest' : 'latest',
   });

@@ -1,17 +1,13 @@
-import type { GroupDescription, GroupListing } from '@spool/client';
+import type { GroupDescription, GroupListing, GroupPartitionLag } from '@spool/client';
 import { requirePositionals, type ParsedCommand } from './cli-options';
-import {
-  adminSubcommandsUsage,
-  runAdminSubcommand,
-  type AdminSubcommands,
-} from './admin-subcommands';
+import { runAdminSubcommand, subcommandHelps, type AdminSubcommands } from './admin-subcommands';
+import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import {
   formatResetPlan,
   parseResetArgs,
   planOffsetReset,
-  resetOffsetsOptions,
-  resetOffsetsUsage,
+  resetOffsetsHelp,
 } from './group-reset-offsets';
 import { formatTable, toJsonDocument } from './output';
 
@@ -26,23 +22,39 @@ import { formatTable, toJsonDocument } from './output';
  */
 const subcommands: AdminSubcommands = {
   list: {
-    usage: 'spool group list',
-    options: {},
+    help: {
+      path: ['group', 'list'],
+      usage: 'spool group list',
+      summary: 'The consumer groups and their states.',
+      flags: {},
+      examples: ['spool group list'],
+    },
     run: async (admin, parsed, context) => {
-      requirePositionals(parsed.positionals, [], subcommands.list!.usage);
+      requirePositionals(parsed.positionals, [], subcommands.list!.help.usage);
       const { groups } = await admin.listGroups();
       write(context, parsed, { groups }, formatGroupList(groups));
       return 0;
     },
   },
   describe: {
-    usage: 'spool group describe GROUP',
-    options: {},
+    help: {
+      path: ['group', 'describe'],
+      usage: 'spool group describe GROUP',
+      summary:
+        "A group's state, members and, per partition, the committed offset, the high watermark, " +
+        'the lag and the owner.',
+      details: [
+        'A partition without a committed offset has an unknown lag ("-"; null with --json); the',
+        "group's lag in the header adds up the known lags only.",
+      ],
+      flags: {},
+      examples: ['spool group describe billing'],
+    },
     run: async (admin, parsed, context) => {
       const [groupId] = requirePositionals(
         parsed.positionals,
         ['GROUP'],
-        subcommands.describe!.usage,
+        subcommands.describe!.help.usage,
       );
       const description = await admin.describeGroup(groupId!);
       write(context, parsed, toGroupJson(description), formatGroupDescription(description));
@@ -50,13 +62,18 @@ const subcommands: AdminSubcommands = {
     },
   },
   delete: {
-    usage: 'spool group delete GROUP',
-    options: {},
+    help: {
+      path: ['group', 'delete'],
+      usage: 'spool group delete GROUP',
+      summary: 'Delete a group without members and its committed offsets.',
+      flags: {},
+      examples: ['spool group delete billing'],
+    },
     run: async (admin, parsed, context) => {
       const [groupId] = requirePositionals(
         parsed.positionals,
         ['GROUP'],
-        subcommands.delete!.usage,
+        subcommands.delete!.help.usage,
       );
       await admin.deleteGroup(groupId!);
       write(context, parsed, { groupId, deleted: true }, `deleted group ${groupId}\n`);
@@ -64,8 +81,7 @@ const subcommands: AdminSubcommands = {
     },
   },
   'reset-offsets': {
-    usage: resetOffsetsUsage,
-    options: resetOffsetsOptions,
+    help: resetOffsetsHelp,
     run: async (admin, parsed, context) => {
       const settings = parseResetArgs(parsed);
       const plan = await planOffsetReset(admin, settings);
@@ -95,7 +111,15 @@ const subcommands: AdminSubcommands = {
   },
 };
 
-export const groupUsage = adminSubcommandsUsage(subcommands);
+export const groupHelp: CommandHelp = {
+  path: ['group'],
+  usage: 'spool group <list|describe|delete|reset-offsets> [flags]',
+  summary: 'List, describe (with lag), delete consumer groups and reset their offsets.',
+  flags: {},
+  examples: ['spool group describe billing'],
+};
+
+export const groupSubcommandHelps = subcommandHelps(subcommands);
 
 /** Runs `spool group <subcommand> ...`; resolves with the exit code or throws to be reported. */
 export function runGroupCommand(context: CommandContext): Promise<number> {
@@ -127,7 +151,7 @@ export function toGroupJson(description: GroupDescription): unknown {
       partition: row.partition,
       committedOffset: row.committedOffset < 0n ? null : row.committedOffset,
       highWatermark: row.highWatermark,
-      lag: row.lag,
+      lag: knownLag(row),
     })),
   };
 }
@@ -140,10 +164,18 @@ export function formatGroupDescription(description: GroupDescription): string {
       owners.set(`${topic}\u0000${partition}`, member.memberId);
     }
   }
-  const lagTotal = description.partitions.reduce((sum, row) => sum + row.lag, 0n);
+  const lags = description.partitions.map(knownLag);
+  const lagTotal = lags.reduce<bigint>((sum, lag) => sum + (lag ?? 0n), 0n);
+  const unknownLags = lags.filter((lag) => lag === null).length;
+  const lagText =
+    unknownLags === 0
+      ? `lag ${lagTotal}`
+      : unknownLags === lags.length
+        ? 'lag -'
+        : `lag ${lagTotal} (${unknownLags} of ${lags.length} partitions without a committed offset not counted)`;
   const header =
     `group ${description.groupId}  state ${description.state}  epoch ${description.groupEpoch}` +
-    `  members ${description.members.length}  lag ${lagTotal}\n`;
+    `  members ${description.members.length}  ${lagText}\n`;
   const partitions =
     description.partitions.length === 0
       ? 'no partitions: the group has no committed offsets and no assignment\n'
@@ -154,7 +186,7 @@ export function formatGroupDescription(description: GroupDescription): string {
             row.partition,
             row.committedOffset < 0n ? '-' : row.committedOffset.toString(),
             row.highWatermark.toString(),
-            row.lag.toString(),
+            knownLag(row)?.toString() ?? '-',
             owners.get(`${row.topic}\u0000${row.partition}`) ?? '-',
           ]),
         );
@@ -173,6 +205,17 @@ export function formatGroupDescription(description: GroupDescription): string {
           ]),
         )}`;
   return `${header}${partitions}${members}`;
+}
+
+/**
+ * A partition's lag, or null when it is unknown: without a committed offset there is no
+ * position to measure from (kafka-consumer-groups prints "-" too). Never negative: a committed
+ * offset past a high watermark the gateway read a moment earlier counts as no lag.
+ */
+export function knownLag(row: GroupPartitionLag): bigint | null {
+  if (row.committedOffset < 0n) return null;
+  const lag = row.highWatermark - row.committedOffset;
+  return lag < 0n ? 0n : lag;
 }
 
 function write(context: CommandContext, parsed: ParsedCommand, json: unknown, text: string): void {

@@ -1,6 +1,7 @@
 import type { Admin, OffsetResetStrategy } from '@spool/client';
 import { UsageError } from './cli-errors';
-import { requirePositionals, type OptionSpecs, type ParsedCommand } from './cli-options';
+import { requirePositionals, type ParsedCommand } from './cli-options';
+import type { CommandHelp } from './command-help';
 import { formatTable } from './output';
 
 /**
@@ -14,18 +15,39 @@ import { formatTable } from './output';
  * Kafka's tool. Where no record is that recent, the partition moves to its high watermark.
  * --to-offset beyond the log is clamped into [log start, high watermark], as Kafka's tool does.
  */
-export const resetOffsetsUsage =
-  'spool group reset-offsets GROUP --topic T[:P,P...]... ' +
-  '(--to-earliest|--to-latest|--to-datetime ISO|--to-offset N) [--execute]';
-
-export const resetOffsetsOptions: OptionSpecs = {
-  topic: { type: 'string', multiple: true },
-  'to-earliest': { type: 'boolean' },
-  'to-latest': { type: 'boolean' },
-  'to-datetime': { type: 'string' },
-  'to-offset': { type: 'string' },
-  execute: { type: 'boolean', default: false },
+export const resetOffsetsHelp: CommandHelp = {
+  path: ['group', 'reset-offsets'],
+  usage:
+    'spool group reset-offsets GROUP --topic T[:P,P...]... ' +
+    '(--to-earliest|--to-latest|--to-datetime ISO|--to-offset N) [--execute]',
+  summary:
+    "Move a group's committed offsets; a dry run that prints the plan unless --execute is given.",
+  details: ['The group must have no members for --execute (NON_EMPTY_GROUP otherwise).'],
+  flags: {
+    topic: {
+      type: 'string',
+      multiple: true,
+      valueName: 'T[:P,P...]',
+      description: 'every partition of topic T, or those listed; repeat for more topics',
+    },
+    'to-earliest': { type: 'boolean', description: "to each partition's log start offset" },
+    'to-latest': { type: 'boolean', description: "to each partition's high watermark" },
+    'to-datetime': {
+      type: 'string',
+      valueName: 'ISO',
+      description: 'to the first record at or after this time, e.g. 2026-11-30T08:00:00Z',
+    },
+    'to-offset': {
+      type: 'string',
+      valueName: 'N',
+      description: 'to this offset, clamped into [log start, high watermark]',
+    },
+    execute: { type: 'boolean', description: 'apply the plan instead of printing it only' },
+  },
+  examples: ['spool group reset-offsets billing --topic orders --to-earliest --execute'],
 };
+
+const resetOffsetsUsage = resetOffsetsHelp.usage;
 
 export interface ResetSettings {
   readonly groupId: string;

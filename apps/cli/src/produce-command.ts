@@ -2,7 +2,13 @@ import { createReadStream } from 'node:fs';
 import * as readline from 'node:readline';
 import type { AcksSetting, CompressionName, Message, Producer } from '@spool/client';
 import { UsageError } from './cli-errors';
-import { choiceFlag, connectSpool, parseCommandArgs, requirePositionals } from './cli-options';
+import {
+  choiceFlag,
+  connectReachableSpool,
+  parseCommandArgs,
+  requirePositionals,
+} from './cli-options';
+import { declared, type CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { isTerminal } from './output';
 
@@ -16,9 +22,43 @@ import { isTerminal } from './output';
  * out of input order. One send in flight, and maxInFlight 1 below, keep every key's order.
  * The first failed send stops reading; its error is reported once the send in flight settled.
  */
-export const produceUsage =
-  'spool produce TOPIC [--file F] [--key-separator SEP] [--acks 0|1|all] ' +
-  '[--compression none|gzip|snappy|lz4|zstd]';
+export const produceHelp: CommandHelp = {
+  path: ['produce'],
+  usage:
+    'spool produce TOPIC [--file F] [--key-separator SEP] [--acks 0|1|all] ' +
+    '[--compression none|gzip|snappy|lz4|zstd]',
+  summary:
+    'Send each line of stdin (or --file) as one record, in order; prints a summary on stderr.',
+  flags: {
+    file: {
+      type: 'string',
+      valueName: 'F',
+      defaultText: 'stdin',
+      description: 'read lines from F',
+    },
+    'key-separator': {
+      type: 'string',
+      valueName: 'SEP',
+      defaultText: 'none: no keys',
+      description: 'what precedes the first SEP of a line is its key, the rest its value',
+    },
+    acks: {
+      type: 'string',
+      valueName: '0|1|all',
+      default: 'all',
+      description: 'acknowledgements each batch waits for',
+    },
+    compression: {
+      type: 'string',
+      valueName: 'none|gzip|snappy|lz4|zstd',
+      default: 'none',
+      description: 'the codec of every batch',
+    },
+  },
+  examples: ["printf 'k1:hello\\nk2:world\\n' | spool produce orders --key-separator :"],
+};
+
+const produceUsage = produceHelp.usage;
 
 /** Records per `send` call: large enough to amortise a round trip, small enough to stream. */
 const recordsPerSendMax = 2_000;
@@ -40,18 +80,9 @@ export function parseProduceArgs(
   argv: readonly string[],
   environment: NodeJS.ProcessEnv,
 ): { settings: ProduceSettings; parsed: ReturnType<typeof parseCommandArgs> } {
-  const parsed = parseCommandArgs(
-    argv,
-    {
-      file: { type: 'string' },
-      'key-separator': { type: 'string' },
-      acks: { type: 'string' },
-      compression: { type: 'string' },
-    },
-    environment,
-  );
+  const parsed = parseCommandArgs(argv, produceHelp.flags, environment);
   const [topic] = requirePositionals(parsed.positionals, ['TOPIC'], produceUsage);
-  const acks = choiceFlag(parsed.values, 'acks', acksChoices) ?? 'all';
+  const acks = declared(choiceFlag(parsed.values, 'acks', acksChoices));
   const keySeparator = parsed.values['key-separator'] as string | undefined;
   if (keySeparator === '') {
     throw new UsageError('--key-separator must not be empty');
@@ -63,7 +94,7 @@ export function parseProduceArgs(
       file: parsed.values.file as string | undefined,
       keySeparator,
       acks: acks === 'all' ? 'all' : acks === '1' ? 1 : 0,
-      compression: choiceFlag(parsed.values, 'compression', compressionChoices) ?? 'none',
+      compression: declared(choiceFlag(parsed.values, 'compression', compressionChoices)),
     },
   };
 }
@@ -83,11 +114,12 @@ export function formatProduceSummary(records: number, elapsedMs: number): string
 
 export async function runProduceCommand(context: CommandContext): Promise<number> {
   const { settings, parsed } = parseProduceArgs(context.argv, context.env ?? process.env);
+  const spool = await connectReachableSpool(parsed.global);
   const input =
     settings.file === undefined
       ? (context.stdin ?? process.stdin)
       : createReadStream(settings.file);
-  const producer = connectSpool(parsed.global).producer({
+  const producer = spool.producer({
     acks: settings.acks,
     compression: settings.compression,
     // One batch per partition in flight keeps each key's records in the order of the input.

@@ -1,11 +1,8 @@
 import type { TopicDescription } from '@spool/client';
 import { UsageError } from './cli-errors';
 import { integerFlag, keyValueFlags, requirePositionals, type ParsedCommand } from './cli-options';
-import {
-  adminSubcommandsUsage,
-  runAdminSubcommand,
-  type AdminSubcommands,
-} from './admin-subcommands';
+import { runAdminSubcommand, subcommandHelps, type AdminSubcommands } from './admin-subcommands';
+import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { formatIds, formatTable, toJsonDocument } from './output';
 
@@ -20,14 +17,39 @@ const replicationFactorMax = 0x7fff;
 
 const subcommands: AdminSubcommands = {
   create: {
-    usage: 'spool topic create NAME --partitions N --replication-factor R [--config key=value]...',
-    options: {
-      partitions: { type: 'string' },
-      'replication-factor': { type: 'string' },
-      config: { type: 'string', multiple: true },
+    help: {
+      path: ['topic', 'create'],
+      usage:
+        'spool topic create NAME [--partitions N] [--replication-factor R] [--config key=value]...',
+      summary: 'Create a topic (TOPIC_ALREADY_EXISTS, exit 1, if it exists).',
+      flags: {
+        partitions: {
+          type: 'string',
+          valueName: 'N',
+          defaultText: "the controller's num.partitions, 1",
+          description: 'partitions of the topic',
+        },
+        'replication-factor': {
+          type: 'string',
+          valueName: 'R',
+          defaultText: "the controller's default.replication.factor, 1",
+          description: 'replicas of each partition, at most the number of storage nodes',
+        },
+        config: {
+          type: 'string',
+          multiple: true,
+          valueName: 'key=value',
+          description: 'a topic config such as retention.ms=86400000; repeat for more',
+        },
+      },
+      examples: ['spool topic create orders --partitions 6 --replication-factor 3'],
     },
     run: async (admin, parsed, context) => {
-      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.create!.usage);
+      const [name] = requirePositionals(
+        parsed.positionals,
+        ['NAME'],
+        subcommands.create!.help.usage,
+      );
       const created = await admin.createTopics({
         topics: [
           {
@@ -55,10 +77,15 @@ const subcommands: AdminSubcommands = {
     },
   },
   list: {
-    usage: 'spool topic list',
-    options: {},
+    help: {
+      path: ['topic', 'list'],
+      usage: 'spool topic list',
+      summary: "The topics' names, one a line, sorted.",
+      flags: {},
+      examples: ['spool topic list --json'],
+    },
     run: async (admin, parsed, context) => {
-      requirePositionals(parsed.positionals, [], subcommands.list!.usage);
+      requirePositionals(parsed.positionals, [], subcommands.list!.help.usage);
       const names = (await admin.listTopics()).sort();
       const text = names.map((name) => `${name}\n`).join('');
       writeResult(context, parsed, { topics: names }, text);
@@ -66,33 +93,68 @@ const subcommands: AdminSubcommands = {
     },
   },
   describe: {
-    usage: 'spool topic describe NAME',
-    options: {},
+    help: {
+      path: ['topic', 'describe'],
+      usage: 'spool topic describe NAME',
+      summary:
+        "A topic's partitions (leader, epoch, replicas, ISR, state) and its configs set apart " +
+        'from the defaults.',
+      flags: {},
+      examples: ['spool topic describe orders'],
+    },
     run: async (admin, parsed, context) => {
-      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.describe!.usage);
+      const [name] = requirePositionals(
+        parsed.positionals,
+        ['NAME'],
+        subcommands.describe!.help.usage,
+      );
       const [topic] = await admin.describeTopics({ topics: [name!] });
       writeResult(context, parsed, topic, formatTopicDescription(topic!));
       return 0;
     },
   },
   delete: {
-    usage: 'spool topic delete NAME',
-    options: {},
+    help: {
+      path: ['topic', 'delete'],
+      usage: 'spool topic delete NAME',
+      summary: 'Delete a topic and its records.',
+      flags: {},
+      examples: ['spool topic delete orders'],
+    },
     run: async (admin, parsed, context) => {
-      const [name] = requirePositionals(parsed.positionals, ['NAME'], subcommands.delete!.usage);
+      const [name] = requirePositionals(
+        parsed.positionals,
+        ['NAME'],
+        subcommands.delete!.help.usage,
+      );
       await admin.deleteTopics({ topics: [name!] });
       writeResult(context, parsed, { topic: name, deleted: true }, `deleted topic ${name}\n`);
       return 0;
     },
   },
   'alter-config': {
-    usage: 'spool topic alter-config NAME --config key=value... [--delete-config key]...',
-    options: {
-      config: { type: 'string', multiple: true },
-      'delete-config': { type: 'string', multiple: true },
+    help: {
+      path: ['topic', 'alter-config'],
+      usage: 'spool topic alter-config NAME [--config key=value]... [--delete-config key]...',
+      summary: 'Set or remove topic configs (at least one of the two flags); others keep theirs.',
+      flags: {
+        config: {
+          type: 'string',
+          multiple: true,
+          valueName: 'key=value',
+          description: 'a config to set; repeat for more',
+        },
+        'delete-config': {
+          type: 'string',
+          multiple: true,
+          valueName: 'key',
+          description: 'a config to return to its default; repeat for more',
+        },
+      },
+      examples: ['spool topic alter-config orders --config retention.ms=86400000'],
     },
     run: async (admin, parsed, context) => {
-      const usage = subcommands['alter-config']!.usage;
+      const usage = subcommands['alter-config']!.help.usage;
       const [name] = requirePositionals(parsed.positionals, ['NAME'], usage);
       const set = keyValueFlags(parsed.values, 'config');
       const deleted = (parsed.values['delete-config'] as string[] | undefined) ?? [];
@@ -111,7 +173,15 @@ const subcommands: AdminSubcommands = {
   },
 };
 
-export const topicUsage = adminSubcommandsUsage(subcommands);
+export const topicHelp: CommandHelp = {
+  path: ['topic'],
+  usage: 'spool topic <create|list|describe|delete|alter-config> [flags]',
+  summary: 'Create, list, describe, delete topics and alter their configs.',
+  flags: {},
+  examples: ['spool topic create orders --partitions 6 --replication-factor 3', 'spool topic list'],
+};
+
+export const topicSubcommandHelps = subcommandHelps(subcommands);
 
 /** Runs `spool topic <subcommand> ...`; resolves with the exit code or throws to be reported. */
 export function runTopicCommand(context: CommandContext): Promise<number> {
