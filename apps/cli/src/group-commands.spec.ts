@@ -1,7 +1,7 @@
 // Proves `spool group ...` for people and scripts: every bad command line fails with exit code 2
 // and a message naming the flag before anything is sent; describe prints partitions with lag and
 // their owners as a table, and the JSON document with exact offsets (null where nothing is
-// committed); reset-offsets follows Kafka's tool's rules, is a dry run that never calls
+// committed; the lag then unknown, "-" or null, never negative); reset-offsets follows Kafka's tool's rules, is a dry run that never calls
 // ResetOffsets unless --execute, and a coordinator's refusal (NON_EMPTY_GROUP) is one error line
 // with exit code 1. The gateway is a stub gRPC server on loopback with canned answers.
 import * as grpc from '@grpc/grpc-js';
@@ -20,7 +20,7 @@ import {
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from './cli';
-import { formatGroupDescription, formatGroupList, toGroupJson } from './group-commands';
+import { formatGroupDescription, formatGroupList, knownLag, toGroupJson } from './group-commands';
 import { formatResetPlan, resetTarget } from './group-reset-offsets';
 
 async function run(
@@ -90,7 +90,7 @@ describe('spool group: bad command lines', () => {
     ],
     [
       ['group', 'reset-offsets', 'g', '--topic', 't', '--to-offset', '-4'],
-      'flag --to-offset has a value starting with "-": write --to-offset=VALUE',
+      '--to-offset must be an offset of 0 or more, got "-4"',
     ],
     [
       ['group', 'reset-offsets', 'g', '--topic', 't:x', '--to-latest'],
@@ -113,10 +113,11 @@ describe('spool group: bad command lines', () => {
 describe('spool group output', () => {
   it('describes a group as a table with lag and owner per partition, then its members', () => {
     expect(formatGroupDescription(description)).toBe(
-      'group billing  state STABLE  epoch 7  members 2  lag 12\n' +
+      'group billing  state STABLE  epoch 7  members 2  ' +
+        'lag 7 (1 of 3 partitions without a committed offset not counted)\n' +
         'TOPIC   PARTITION  COMMITTED-OFFSET  HIGH-WATERMARK    LAG  MEMBER\n' +
         'events  0          9007199254740993  9007199254741000  7    member-1\n' +
-        'events  1          -                 5                 5    member-1\n' +
+        'events  1          -                 5                 -    member-1\n' +
         'events  2          3                 3                 0    -\n' +
         '\n' +
         'MEMBER    INSTANCE  EPOCH  PARTITIONS\n' +
@@ -139,13 +140,37 @@ describe('spool group output', () => {
       highWatermark: '9007199254741000',
       lag: '7',
     });
-    expect(json.partitions[1]).toMatchObject({ committedOffset: null, lag: '5' });
+    expect(json.partitions[1]).toMatchObject({ committedOffset: null, lag: null });
     expect(json.members[1]).toEqual({
       memberId: 'member-2',
       instanceId: null,
       memberEpoch: 6,
       assignment: [],
     });
+  });
+
+  it('shows the lag of a group that committed nothing as unknown, never negative', () => {
+    // As the gateway answers before the first commit: committed offset and lag -1.
+    const uncommitted = {
+      ...description,
+      partitions: [0, 1].map((partition) => ({
+        topic: 'events',
+        partition,
+        committedOffset: -1n,
+        highWatermark: 3n,
+        lag: -1n,
+      })),
+    };
+    const text = formatGroupDescription(uncommitted);
+    expect(text.split('\n')[0]).toBe('group billing  state STABLE  epoch 7  members 2  lag -');
+    expect(text).toContain('events  0          -                 3               -    member-1\n');
+    expect(text).not.toMatch(/\s-\d/);
+    const json = toGroupJson(uncommitted) as { partitions: { lag: unknown }[] };
+    expect(json.partitions.map((row) => row.lag)).toEqual([null, null]);
+    // A commit a moment past the high watermark read before it counts as no lag.
+    expect(
+      knownLag({ topic: 't', partition: 0, committedOffset: 9n, highWatermark: 8n, lag: -1n }),
+    ).toBe(0n);
   });
 
   it('lists groups, or says there are none', () => {
@@ -388,7 +413,7 @@ describe('spool group against a gateway', () => {
     expect(described.exitCode).toBe(0);
     expect(JSON.parse(described.stdout).partitions).toEqual([
       { topic: 'events', partition: 0, committedOffset: '4', highWatermark: '9', lag: '5' },
-      { topic: 'events', partition: 1, committedOffset: null, highWatermark: '2', lag: '2' },
+      { topic: 'events', partition: 1, committedOffset: null, highWatermark: '2', lag: null },
     ]);
     const listed = await run(['group', 'list'], env);
     expect(listed.stdout).toBe('GROUP    STATE\nbilling  EMPTY\n');
