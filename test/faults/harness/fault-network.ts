@@ -6,7 +6,7 @@ import * as path from 'node:path';
 /**
  * A private network for one fault run: a bridge in the root namespace with one network namespace
  * per cluster member, joined to the bridge by a veth pair. Each member has its own IP
- * (10.77.<subnet>.<10+n>), so a member listens on fixed ports and a partition is one command:
+ * (<subnet>.<10+n>), so a member listens on fixed ports and a partition is one command:
  * `ip link set <host end> down` cuts the member off from everyone (the other members and the
  * test process, which stays in the root namespace and reaches members through the bridge's IP);
  * `up` heals it. TCP connections across the cut are not reset: they stall as in a real partition.
@@ -15,10 +15,27 @@ import * as path from 'node:path';
  * file under /tmp/spool-faults-state before it is created, so `removeLeftovers` can remove what a
  * crashed run (whose pid is gone) left behind: namespaces (and the processes in them), links,
  * mounts. `teardown` removes everything of this run and never throws.
+ *
+ * The subnets come from 198.18.0.0/15, the range RFC 2544 sets aside for benchmark and test
+ * networks, never from the private ranges (10/8, 172.16/12, 192.168/16) that the machine's own
+ * networks, a VPN or a container runtime may use.
  */
 export const ipPath = existsSync('/usr/sbin/ip') ? '/usr/sbin/ip' : 'ip';
 const stateDirectory = '/tmp/spool-faults-state';
-const subnetPrefix = '10.77';
+/**
+ * The fault networks' range, 198.18.0.0/15 (RFC 2544): 512 /24 subnets, 198.18.0.0/24 to
+ * 198.19.255.0/24. A run takes one, numbered 1 to `subnetCount - 2` (not the range's first and
+ * last /24, which some tools treat as network and broadcast of the whole block).
+ */
+const subnetCount = 512;
+
+/** The first three octets of subnet `index` of 198.18.0.0/15: 0 → 198.18.0, 256 → 198.19.0. */
+function faultSubnetPrefix(index: number): string {
+  if (!Number.isInteger(index) || index < 0 || index >= subnetCount) {
+    throw new Error(`fault subnet index ${index} is outside 0..${subnetCount - 1}`);
+  }
+  return `198.${18 + Math.floor(index / 256)}.${index % 256}`;
+}
 
 interface RunState {
   readonly pid: number;
@@ -152,13 +169,14 @@ export class FaultNetwork {
   private readonly members = new Map<string, NetworkMember>();
   private readonly state: RunState;
   private readonly statePath: string;
-  private readonly subnet: number;
+  /** The first three octets of this run's /24 (e.g. 198.18.37). */
+  private readonly subnetPrefix: string;
 
   private constructor() {
     this.prefix = `sf${randomBytes(2).toString('hex')}`;
     this.bridge = `${this.prefix}br`;
-    this.subnet = FaultNetwork.freeSubnet();
-    this.gatewayIp = `${subnetPrefix}.${this.subnet}.1`;
+    this.subnetPrefix = FaultNetwork.freeSubnetPrefix();
+    this.gatewayIp = `${this.subnetPrefix}.1`;
     this.state = { pid: process.pid, prefix: this.prefix, namespaces: [], links: [], mounts: [] };
     this.statePath = path.join(stateDirectory, `${this.prefix}.json`);
   }
@@ -174,18 +192,18 @@ export class FaultNetwork {
     return network;
   }
 
-  /** A third octet no existing interface uses, so two runs never share a subnet. */
-  private static freeSubnet(): number {
+  /** A /24 of 198.18.0.0/15 no existing interface uses, so two runs never share a subnet. */
+  private static freeSubnetPrefix(): string {
     const used = new Set(
-      [...ip('-o', '-4', 'addr', 'show').matchAll(/inet 10\.77\.(\d+)\./g)].map((match) =>
-        Number(match[1]),
+      [...ip('-o', '-4', 'addr', 'show').matchAll(/inet (198\.1[89]\.\d+)\./g)].map(
+        (match) => match[1],
       ),
     );
-    for (let attempt = 0; attempt < 256; attempt++) {
-      const candidate = (randomBytes(1)[0]! % 250) + 1;
+    for (let attempt = 0; attempt < subnetCount; attempt++) {
+      const candidate = faultSubnetPrefix((randomBytes(2).readUInt16BE(0) % (subnetCount - 2)) + 1);
       if (!used.has(candidate)) return candidate;
     }
-    throw new Error('no free 10.77.x.0/24 subnet for the fault network');
+    throw new Error('no free /24 of 198.18.0.0/15 for the fault network');
   }
 
   private record(change: (state: RunState) => void): void {
@@ -205,7 +223,7 @@ export class FaultNetwork {
     const namespace = `${this.prefix}-${name}`;
     const hostLink = `${this.prefix}h${index}`;
     const peerLink = `${this.prefix}p${index}`;
-    const memberIp = `${subnetPrefix}.${this.subnet}.${10 + index}`;
+    const memberIp = `${this.subnetPrefix}.${10 + index}`;
     this.record((state) => {
       state.namespaces.push(namespace);
       state.links.push(hostLink);
