@@ -154,9 +154,12 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
   giveUp(pending: readonly number[], attempts: number): void {
     for (const position of pending) {
       const error = this.lastError.get(position)!;
+      // Every reroute code is retriable in Kafka's terms (a storage node may call its own
+      // FENCED_LEADER_EPOCH final): the client's retry may find the new leader.
       this.answered[position] = this.call.failed(this.items[position]!, {
         ...error,
         message: `${error.message} (gave up after ${attempts} attempts)`,
+        retriable: true,
       });
     }
   }

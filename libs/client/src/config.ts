@@ -50,8 +50,18 @@ export interface ProducerOptions {
   readonly bufferMemoryBytes?: number;
   /** maxBlockMs: how long `send` waits for buffer space or topic metadata (max.block.ms). */
   readonly maxBlockMs?: number;
-  /** retries: further attempts of a batch that failed with a retriable error. */
+  /**
+   * retries: further attempts of a batch that failed with a retriable error (Kafka's retries):
+   * 2147483647 by default, so deliveryTimeoutMs is the bound that matters.
+   */
   readonly retries?: number;
+  /**
+   * deliveryTimeoutMs: how long a batch may take, from its first record to its acknowledgement,
+   * retries included (Kafka's delivery.timeout.ms, 120 s). A retriable error (a leader moving, a
+   * timeout) is retried until it passes; then the batch's sends fail REQUEST_TIMED_OUT. At least
+   * lingerMs + requestTimeoutMs; left unset, it grows to that sum if the two are larger.
+   */
+  readonly deliveryTimeoutMs?: number;
   /** retryBackoffMs: the first backoff before a retry; it doubles up to retryBackoffMaxMs. */
   readonly retryBackoffMs?: number;
   /** retryBackoffMaxMs: the longest backoff between two attempts. */
@@ -65,8 +75,10 @@ export interface ProducerOptions {
   /**
    * enableIdempotence: exactly once into each partition (Kafka's enable.idempotence): the
    * producer gets a producer id, numbers its batches per partition, and the leaders drop a
-   * retried batch they already wrote. Needs acks 'all', maxInFlight at most 5 and retries above
-   * 0; false by default.
+   * retried batch they already wrote, so a retry never writes a record twice nor out of order.
+   * Needs acks 'all', maxInFlight at most 5 and retries above 0. On by default, as in Kafka 3:
+   * left unset, it is off when one of those settings conflicts; set to true, a conflict is an
+   * INVALID_CONFIG error.
    */
   readonly enableIdempotence?: boolean;
 }
@@ -80,6 +92,7 @@ export interface ProducerConfig {
   readonly bufferMemoryBytes: number;
   readonly maxBlockMs: number;
   readonly retries: number;
+  readonly deliveryTimeoutMs: number;
   readonly retryBackoffMs: number;
   readonly retryBackoffMaxMs: number;
   readonly requestTimeoutMs: number;
@@ -239,11 +252,16 @@ export const compressionTypeByName: Readonly<Record<CompressionName, Compression
   zstd: CompressionType.Zstd,
 };
 
+/** Kafka's retries default since 2.1: no count bound, deliveryTimeoutMs bounds the time. */
+export const producerRetriesDefault = int32Max;
+/** Kafka's delivery.timeout.ms default. */
+export const deliveryTimeoutMsDefault = 120_000;
+
 export function resolveProducerConfig(options: ProducerOptions): ProducerConfig {
-  const enableIdempotence = oneOf('enableIdempotence', options.enableIdempotence, false, [
-    true,
-    false,
-  ]);
+  const explicitIdempotence =
+    options.enableIdempotence === undefined
+      ? undefined
+      : oneOf('enableIdempotence', options.enableIdempotence, true, [true, false]);
   const acks = acksByName.get(oneOf('acks', options.acks, 'all', [...acksByName.keys()]));
   const compression = oneOf<CompressionName>('compression', options.compression, 'none', [
     'none',
@@ -253,15 +271,18 @@ export function resolveProducerConfig(options: ProducerOptions): ProducerConfig 
     'zstd',
   ]);
   const retryBackoffMs = integer('retryBackoffMs', options.retryBackoffMs, 100, 0);
-  const config: ProducerConfig = {
+  const lingerMs = integer('lingerMs', options.lingerMs, 5, 0);
+  const requestTimeoutMs = integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1);
+  const settings: Omit<ProducerConfig, 'enableIdempotence'> = {
     acks: acks!,
-    lingerMs: integer('lingerMs', options.lingerMs, 5, 0),
+    lingerMs,
     batchSizeBytes: integer('batchSizeBytes', options.batchSizeBytes, 16_384, 1),
     compressionType: compressionTypeByName[compression],
     maxInFlight: integer('maxInFlight', options.maxInFlight, 1, 1),
     bufferMemoryBytes: integer('bufferMemoryBytes', options.bufferMemoryBytes, 32 * 1024 * 1024, 1),
     maxBlockMs: integer('maxBlockMs', options.maxBlockMs, 60_000, 0),
-    retries: integer('retries', options.retries, 5, 0),
+    retries: integer('retries', options.retries, producerRetriesDefault, 0),
+    deliveryTimeoutMs: deliveryTimeoutMs(options.deliveryTimeoutMs, lingerMs, requestTimeoutMs),
     retryBackoffMs,
     retryBackoffMaxMs: integer(
       'retryBackoffMaxMs',
@@ -269,7 +290,7 @@ export function resolveProducerConfig(options: ProducerOptions): ProducerConfig 
       Math.max(1_000, retryBackoffMs),
       retryBackoffMs,
     ),
-    requestTimeoutMs: integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1),
+    requestTimeoutMs,
     maxRequestSizeBytes: integer(
       'maxRequestSizeBytes',
       options.maxRequestSizeBytes,
@@ -277,10 +298,34 @@ export function resolveProducerConfig(options: ProducerOptions): ProducerConfig 
       1,
     ),
     metadataMaxAgeMs: integer('metadataMaxAgeMs', options.metadataMaxAgeMs, 300_000, 0),
-    enableIdempotence,
   };
-  if (enableIdempotence) checkIdempotenceSettings(config);
-  return config;
+  if (explicitIdempotence === true) checkIdempotenceSettings(settings);
+  // Kafka 3.2's rule (KAFKA-13598): the default gives way to settings that conflict with it.
+  const enableIdempotence = explicitIdempotence ?? idempotenceConflictOf(settings) === undefined;
+  return { ...settings, enableIdempotence };
+}
+
+/**
+ * Kafka's configureDeliveryTimeout: a batch must be allowed its linger and one whole request.
+ * A value given below that is an error; the default grows to it.
+ */
+function deliveryTimeoutMs(
+  value: number | undefined,
+  lingerMs: number,
+  requestTimeoutMs: number,
+): number {
+  const lingerAndRequestTimeoutMs = Math.min(lingerMs + requestTimeoutMs, int32Max);
+  if (value === undefined) return Math.max(deliveryTimeoutMsDefault, lingerAndRequestTimeoutMs);
+  const resolved = integer('deliveryTimeoutMs', value, deliveryTimeoutMsDefault, 1);
+  if (resolved < lingerAndRequestTimeoutMs) {
+    invalid(
+      'deliveryTimeoutMs',
+      resolved,
+      `at least lingerMs + requestTimeoutMs = ${lingerMs} + ${requestTimeoutMs} = ` +
+        `${lingerAndRequestTimeoutMs}`,
+    );
+  }
+  return resolved;
 }
 
 /**
@@ -289,25 +334,30 @@ export function resolveProducerConfig(options: ProducerOptions): ProducerConfig 
  * partition (the leader recognises retries of its last five), and retries (idempotence is what
  * makes them safe). A conflicting setting is an error, never silently changed.
  */
-function checkIdempotenceSettings(config: ProducerConfig): void {
+function checkIdempotenceSettings(config: Omit<ProducerConfig, 'enableIdempotence'>): void {
+  const conflict = idempotenceConflictOf(config);
+  if (conflict !== undefined) throw clientError(ClientErrorCode.InvalidConfig, conflict);
+}
+
+/** The first setting that rules idempotence out, as the message that names it. */
+function idempotenceConflictOf(
+  config: Omit<ProducerConfig, 'enableIdempotence'>,
+): string | undefined {
   if (config.acks !== ProtoAcks.ACKS_ALL) {
-    throw clientError(
-      ClientErrorCode.InvalidConfig,
-      `setting acks must be 'all' (or -1) with enableIdempotence, got ${
-        config.acks === ProtoAcks.ACKS_NONE ? 0 : 1
-      }`,
-    );
+    return `setting acks must be 'all' (or -1) with enableIdempotence, got ${
+      config.acks === ProtoAcks.ACKS_NONE ? 0 : 1
+    }`;
   }
   if (config.maxInFlight > idempotenceMaxInFlightMax) {
-    invalid(
-      'maxInFlight',
-      config.maxInFlight,
-      `at most ${idempotenceMaxInFlightMax} with enableIdempotence`,
+    return (
+      `setting maxInFlight must be at most ${idempotenceMaxInFlightMax} with ` +
+      `enableIdempotence, got ${config.maxInFlight}`
     );
   }
   if (config.retries < 1) {
-    invalid('retries', config.retries, 'at least 1 with enableIdempotence');
+    return `setting retries must be at least 1 with enableIdempotence, got ${config.retries}`;
   }
+  return undefined;
 }
 
 export function resolveConsumerConfig(options: ConsumerOptions): ConsumerConfig {

@@ -48,6 +48,14 @@ export interface GatewayCallOptions {
   readonly backoffMaxMs?: number;
   /** Called before each retry, e.g. to drop cached metadata. */
   readonly onRetry?: (error: SpoolError, attempt: number) => void;
+  /** No attempt starts after this Date.now() value: the last error is thrown instead. */
+  readonly giveUpAtMs?: number;
+}
+
+/** Options of a call whose response may carry its error (InitProducerId's `error` field). */
+export interface GatewayAnswerCallOptions<Response> extends GatewayCallOptions {
+  /** The error an answer carries, if any: handled as if the call had failed with it. */
+  readonly answerErrorOf: (response: Response) => SpoolError | undefined;
 }
 
 export const clientIdMetadataKey = 'spool-client-id';
@@ -141,17 +149,22 @@ export class GatewayConnection {
   async call<Request, Response>(
     select: MethodSelector<Request, Response>,
     request: Request,
-    options: GatewayCallOptions,
+    options: GatewayCallOptions | GatewayAnswerCallOptions<Response>,
   ): Promise<Response> {
     const attempts = options.attempts ?? 1;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.callOnce(select, request, options.deadlineMs);
+        const response = await this.callOnce(select, request, options.deadlineMs);
+        const answered = 'answerErrorOf' in options ? options.answerErrorOf(response) : undefined;
+        if (answered !== undefined) throw answered;
+        return response;
       } catch (error) {
         if (!(error instanceof SpoolError) || !error.retriable || attempt >= attempts) throw error;
         if (this.closed) throw error;
+        const waitMs = backoffMs(attempt, options);
+        if (Date.now() + waitMs > (options.giveUpAtMs ?? Number.POSITIVE_INFINITY)) throw error;
         options.onRetry?.(error, attempt);
-        await sleep(backoffMs(attempt, options));
+        await sleep(waitMs);
       }
     }
   }

@@ -1,7 +1,7 @@
 import { SpoolError, type Logger } from '@spool/common';
 import { incrementSequence } from '@spool/protocol';
 import type { ProducerConfig } from './config';
-import { ClientErrorCode, partitionName, toSpoolError } from './errors';
+import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
 import type { GatewayConnection } from './gateway-connection';
 import type { ProducerBatch } from './producer-batch';
 
@@ -105,12 +105,22 @@ export class IdempotenceManager {
       previous === undefined
         ? { producerId: -1n, producerEpoch: -1 }
         : { producerId: previous.producerId, producerEpoch: previous.producerEpoch };
+    let attempts = 1;
+    // Batches wait for the id at most their delivery timeout; so does the asking.
+    const giveUpAtMs = Date.now() + this.config.deliveryTimeoutMs;
     this.initializing = this.connection
       .call((client) => client.initProducerId, request, {
         deadlineMs: this.config.requestTimeoutMs,
         attempts: this.config.retries + 1,
         backoffInitialMs: this.config.retryBackoffMs,
         backoffMaxMs: this.config.retryBackoffMaxMs,
+        giveUpAtMs,
+        onRetry: () => (attempts += 1),
+        // No coordinator to ask yet (one starting or moving) comes as an answer, retriably.
+        answerErrorOf: (response) =>
+          response.error === undefined || response.error.code === ''
+            ? undefined
+            : fromProtoError(response.error, 'InitProducerId'),
       })
       .then(
         (response) => {
@@ -150,7 +160,7 @@ export class IdempotenceManager {
           new SpoolError(
             cause.code,
             `InitProducerId, which an idempotent producer needs before it sends, failed after ` +
-              `${this.config.retries + 1} attempts: ${cause.message}`,
+              `${attempts} attempts: ${cause.message}`,
             { retriable: cause.retriable, cause },
           ),
         );

@@ -41,6 +41,8 @@ export class ProducerBatch {
   attempts = 0;
   /** A retried batch waits for its backoff: not sent before this Date.now() value. */
   retryNotBeforeMs = 0;
+  /** The retriable error of the last attempt, for the message if the batch expires. */
+  lastError: SpoolError | undefined;
   /**
    * Idempotence (idempotence-manager.ts): the producer id, epoch and first sequence stamped in
    * the header, -1 until the batch is first sent; every retry sends the same ones.

@@ -2,7 +2,14 @@ import { SpoolError, backoffMs, type Logger } from '@spool/common';
 import { Acks, type PartitionAppendResult, type ProduceRequest } from '@spool/protocol';
 import type { BufferMemory } from './buffer-memory';
 import type { ProducerConfig } from './config';
-import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
+import {
+  ClientErrorCode,
+  fromProtoError,
+  isRetriableCode,
+  partitionName,
+  staleMetadataCodes,
+  toSpoolError,
+} from './errors';
 import type { GatewayConnection } from './gateway-connection';
 import { IdempotenceManager } from './idempotence-manager';
 import type { ProducerBatch } from './producer-batch';
@@ -16,12 +23,22 @@ import type { TopicMetadataCache } from './topic-metadata';
  * waiting for earlier ones. Each partition's result settles its batch:
  *
  * 1. no error: every record gets base offset + index;
- * 2. a retriable error with retries left: the batch goes back to the head of its queue after a
- *    backoff; UNKNOWN_TOPIC_OR_PARTITION also drops the topic's cached metadata;
+ * 2. a retriable error (by Kafka's classification of its code, errors.ts), with retries left
+ *    and the batch's delivery timeout not passed: the batch goes back to the head of its queue
+ *    after a backoff (retryBackoffMs doubling up to retryBackoffMaxMs, with jitter); an error
+ *    that says the route was stale (NOT_LEADER_OR_FOLLOWER, a leader unreachable, ...) also
+ *    refreshes the topic's metadata, and UNKNOWN_TOPIC_OR_PARTITION drops it;
  * 3. any other error: the batch's records fail with it, naming topic and partition.
  *
  * A request that fails as a whole (the gateway unreachable, a deadline) counts as that error
  * for each of its batches.
+ *
+ * Delivery timeout (Kafka's delivery.timeout.ms): a batch has deliveryTimeoutMs from its
+ * creation to be acknowledged. A queued batch past it (waiting out a backoff, or behind a
+ * partition's batch in flight) is taken out and fails REQUEST_TIMED_OUT, naming the last error
+ * it was retried for; an attempt in flight at that moment is let finish (requestTimeoutMs bounds
+ * it), and its answer is then final. So a retriable error fails a batch only once its delivery
+ * timeout has passed, never sooner, and at most requestTimeoutMs later.
  *
  * With idempotence, nothing is sent until the producer has its id (InitProducerId), each batch
  * is stamped with id, epoch and sequence when first sent, and the idempotence manager decides
@@ -85,12 +102,14 @@ export class ProducerSender {
   }
 
   private drain(): void {
+    const nextExpiryAtMs = this.expireBatches(Date.now());
     if (this.idempotence !== undefined && !this.idempotence.isReady) {
       if (this.accumulator.hasQueuedBatches || this.inFlight.size > 0) {
         this.idempotence.maybeInitialize(this.inFlight.size, (error) =>
           this.onProducerIdSettled(error),
         );
       }
+      this.scheduleDrainAt(nextExpiryAtMs);
       return;
     }
     for (;;) {
@@ -101,10 +120,54 @@ export class ProducerSender {
       });
       if (drained.batches.length > 0) void this.send(drained.batches);
       if (drained.batches.length === 0 || drained.nextReadyAtMs > Date.now()) {
-        this.scheduleDrainAt(drained.nextReadyAtMs);
+        this.scheduleDrainAt(Math.min(drained.nextReadyAtMs, nextExpiryAtMs));
         return;
       }
     }
+  }
+
+  /**
+   * Fails the queued batches whose delivery timeout has passed; returns when the next will.
+   * An idempotent batch already stamped leaves a hole in its partition's sequences, so the
+   * idempotence manager bumps the epoch (its case 5), as Kafka does for an expired batch.
+   */
+  private expireBatches(nowMs: number): number {
+    const { expired, nextExpiryAtMs } = this.accumulator.expire(
+      nowMs,
+      this.config.deliveryTimeoutMs,
+    );
+    for (const batch of expired) {
+      let error = this.deliveryTimeoutError(batch, nowMs);
+      if (this.idempotence !== undefined && batch.baseSequence >= 0) {
+        const outcome = this.idempotence.onError(batch, error, false);
+        if (outcome.kind === 'fail') error = outcome.error;
+      }
+      this.logger.warn(
+        { topic: batch.topic, partition: batch.partition, attempts: batch.attempts },
+        'a produce batch expired',
+      );
+      batch.fail(error);
+      this.memory.release(batch.memoryBytes);
+    }
+    return nextExpiryAtMs;
+  }
+
+  private deliveryTimeoutError(batch: ProducerBatch, nowMs: number): SpoolError {
+    const last = batch.lastError;
+    return new SpoolError(
+      ClientErrorCode.RequestTimedOut,
+      `${partitionName(batch.topic, batch.partition)}: ${batch.recordCount} ` +
+        `${batch.recordCount === 1 ? 'record' : 'records'} expired: ` +
+        `${nowMs - batch.createdAtMs} ms passed since the batch was created, past ` +
+        `deliveryTimeoutMs=${this.config.deliveryTimeoutMs}, after ${batch.attempts} attempts` +
+        (last === undefined ? '' : `; the last error: ${last.code}: ${last.message}`),
+      { retriable: true, cause: last },
+    );
+  }
+
+  /** Whether the batch's delivery timeout has passed. */
+  private isExpired(batch: ProducerBatch, nowMs: number): boolean {
+    return nowMs - batch.createdAtMs >= this.config.deliveryTimeoutMs;
   }
 
   /**
@@ -205,9 +268,11 @@ export class ProducerSender {
   }
 
   /** One attempt of a batch is over: done, failed for good, or queued again (cases 1-3). */
-  private settle(batch: ProducerBatch, error: SpoolError | undefined, baseOffset = -1n): void {
+  private settle(batch: ProducerBatch, answer: SpoolError | undefined, baseOffset = -1n): void {
     this.inFlight.delete(batch);
-    const retriesLeft = batch.attempts <= this.config.retries;
+    const nowMs = Date.now();
+    let error = answer === undefined ? undefined : this.classified(batch, answer, nowMs);
+    const retriesLeft = batch.attempts <= this.config.retries && !this.isExpired(batch, nowMs);
     let retry = error !== undefined && error.retriable && retriesLeft;
     if (this.idempotence !== undefined && batch.baseSequence >= 0) {
       if (error === undefined) this.idempotence.onAcknowledged(batch);
@@ -220,18 +285,22 @@ export class ProducerSender {
     if (retry && error !== undefined) {
       if (error.code === ClientErrorCode.UnknownTopicOrPartition) {
         this.metadata.invalidate(batch.topic);
+      } else if (staleMetadataCodes.has(error.code)) {
+        this.metadata.requestUpdate(batch.topic);
       }
+      batch.lastError = error;
       const waitMs = backoffMs(batch.attempts, {
         backoffInitialMs: this.config.retryBackoffMs,
         backoffMaxMs: this.config.retryBackoffMaxMs,
       });
-      batch.retryNotBeforeMs = Date.now() + waitMs;
+      batch.retryNotBeforeMs = nowMs + waitMs;
       this.logger.debug(
         {
           topic: batch.topic,
           partition: batch.partition,
           attempt: batch.attempts,
           code: error.code,
+          backoffMs: waitMs,
         },
         'retrying a produce batch',
       );
@@ -242,5 +311,35 @@ export class ProducerSender {
     }
     this.accumulator.completed(batch, retry);
     this.wake();
+  }
+
+  /**
+   * The answer with Kafka's retriability for its code; a retriable answer that comes too late
+   * to be retried says why it is final (the retries or the delivery timeout used up).
+   */
+  private classified(batch: ProducerBatch, answer: SpoolError, nowMs: number): SpoolError {
+    const retriable = isRetriableCode(answer.code, answer.retriable);
+    if (!retriable) {
+      if (!answer.retriable) return answer;
+      return new SpoolError(answer.code, answer.message, {
+        retriable,
+        cause: answer,
+        details: answer.details,
+      });
+    }
+    let reason: string | undefined;
+    if (this.isExpired(batch, nowMs)) {
+      reason =
+        `not retried: ${nowMs - batch.createdAtMs} ms passed since the batch was created, ` +
+        `past deliveryTimeoutMs=${this.config.deliveryTimeoutMs}`;
+    } else if (batch.attempts > this.config.retries) {
+      reason = `not retried: all ${batch.attempts} attempts (retries=${this.config.retries}) used`;
+    }
+    if (reason === undefined && answer.retriable) return answer;
+    return new SpoolError(
+      answer.code,
+      reason === undefined ? answer.message : `${answer.message}; ${reason}`,
+      { retriable, cause: answer, details: answer.details },
+    );
   }
 }

@@ -1,10 +1,10 @@
 // Proves the producer against a fake gateway (a real grpc-js server on loopback): records are
 // batched per partition and one Produce request carries batches of many partitions; a batch
 // waits lingerMs unless it reaches batchSizeBytes; offsets are the batch's base offset plus the
-// record's index, exact as bigints past 2^53; keyless records stick to a partition per batch; a
-// full buffer blocks send for maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are
-// retried with backoff, others fail naming topic and partition; settings that conflict with
-// idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
+// record's index, exact as bigints past 2^53; concurrent sends to a partition land whole and in
+// call order; keyless records stick to a partition per batch; a full buffer blocks send for
+// maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are retried with backoff, others
+// fail naming topic and partition; settings that conflict with idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
 // without it (an older one) is produced to with unary calls.
 import { SpoolError } from '@spool/common';
 import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
@@ -176,6 +176,31 @@ describe('Producer', () => {
       { topic: 'orders', partition: 1, offset: start + 2n },
     ]);
     expect(results[2]!.offset).toBe(9_007_199_254_740_999n);
+  });
+
+  it('keeps concurrent sends to a partition whole and in call order, each with its offsets', async () => {
+    const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 20 });
+    // Three sends in one batch: each send's records are admitted together, never interleaved.
+    const sends = ['a', 'b', 'c'].map((name) =>
+      producer.send({
+        topic: 'orders',
+        messages: [0, 1, 2].map((index) => ({ partition: 0, value: `${name}${index}` })),
+      }),
+    );
+    const offsets = (await Promise.all(sends)).map((landed) =>
+      landed.map((record) => record.offset),
+    );
+    expect(offsets).toEqual([
+      [0n, 1n, 2n],
+      [3n, 4n, 5n],
+      [6n, 7n, 8n],
+    ]);
+    const stored = gateway
+      .storedBatches('orders', 0)
+      .flatMap((bytes) =>
+        decodeRecordBatch(bytes, 0).records.map((record) => String(record.value)),
+      );
+    expect(stored).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'b2', 'c0', 'c1', 'c2']);
   });
 
   it('routes keyed records by murmur2 and keeps keyless records on one partition per batch', async () => {

@@ -145,7 +145,9 @@ export class Producer {
         topic,
         index,
       );
-      if (message.partition !== undefined) {
+      // Only a partition past the cached count waits (for a describe): an await per record
+      // would let concurrent sends interleave their records in a batch.
+      if (message.partition !== undefined && !isCachedPartition(partitions, message.partition)) {
         partitions = await this.ensurePartitionExists(partitions, message.partition, deadlineMs);
       }
       const partition = message.partition ?? this.partitioner.partition(key, partitions);
@@ -171,7 +173,9 @@ export class Producer {
         sizeBytes,
       );
       const last = runs.length === 0 ? undefined : runs[runs.length - 1]!;
-      if (last?.batch === batch) {
+      // A run is contiguous in its batch: records of another send, admitted while this one
+      // waited (for buffer space, say), start a new run.
+      if (last?.batch === batch && last.firstIndex + last.count === batch.recordCount - 1) {
         last.count += 1;
       } else {
         runs.push({ batch, firstIndex: batch.recordCount - 1, count: 1 });
@@ -253,6 +257,11 @@ export class Producer {
         'partitions',
     );
   }
+}
+
+/** A valid partition number below the cached partition count: no describe needed. */
+function isCachedPartition(partitions: TopicPartitions, partition: number): boolean {
+  return Number.isInteger(partition) && partition >= 0 && partition < partitions.partitionCount;
 }
 
 /** Consecutive records of one send that joined the same batch. */

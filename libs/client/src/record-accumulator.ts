@@ -16,7 +16,8 @@ import { ProducerBatch } from './producer-batch';
  *
  * A retried batch goes back to the head of its queue, so with maxInFlight 1 a partition's
  * batches land in the order they were sent. With more in flight, a retry can land after a batch
- * sent later, as in Kafka without idempotence.
+ * sent later, as in Kafka without idempotence. A queued batch whose delivery timeout has passed
+ * is taken out by `expire` for the sender to fail.
  */
 
 export interface AccumulatorLimits {
@@ -37,6 +38,13 @@ export interface Drained {
   readonly batches: ProducerBatch[];
   /** When a batch not ready now will be (linger or backoff), as a Date.now() value. */
   readonly nextReadyAtMs: number;
+}
+
+export interface Expired {
+  /** Batches past their delivery timeout, out of their queues; the caller fails them. */
+  readonly expired: ProducerBatch[];
+  /** When the next queued batch will expire, as a Date.now() value. */
+  readonly nextExpiryAtMs: number;
 }
 
 interface PartitionQueue {
@@ -168,6 +176,30 @@ export class RecordAccumulator {
   private deleteQueue(queue: PartitionQueue): void {
     this.queues.delete(keyOf(queue.topic, queue.partition));
     if (this.lastQueue === queue) this.lastQueue = undefined;
+  }
+
+  /**
+   * Kafka's expiredBatches: takes out the batches at the head of their queue whose delivery
+   * timeout has passed (`deliveryTimeoutMs` since they were created), and says when the next
+   * head will expire. Batches behind a head were created after it, so heads are enough.
+   */
+  expire(nowMs: number, deliveryTimeoutMs: number): Expired {
+    const expired: ProducerBatch[] = [];
+    let nextExpiryAtMs = Number.POSITIVE_INFINITY;
+    for (const queue of this.queues.values()) {
+      while (queue.batches.length > 0) {
+        const expiresAtMs = queue.batches[0]!.createdAtMs + deliveryTimeoutMs;
+        if (expiresAtMs > nowMs) {
+          nextExpiryAtMs = Math.min(nextExpiryAtMs, expiresAtMs);
+          break;
+        }
+        const batch = queue.batches.shift()!;
+        if (!batch.closed) this.closeBatch(batch);
+        expired.push(batch);
+      }
+      if (queue.batches.length === 0 && queue.inFlight === 0) this.deleteQueue(queue);
+    }
+    return { expired, nextExpiryAtMs };
   }
 
   /** Removes every queued batch (not those in flight), for a producer that gives up on them. */

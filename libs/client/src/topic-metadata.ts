@@ -7,8 +7,10 @@ import type { GatewayConnection } from './gateway-connection';
  * What the producer needs to know of a topic, its partition count and which partitions have a
  * leader, described through the gateway's DescribeTopics and cached for metadataMaxAgeMs. A
  * produce answered UNKNOWN_TOPIC_OR_PARTITION drops the entry, so the next send describes the
- * topic again (it may have been deleted, recreated, or grown partitions). Concurrent sends to a
- * topic not yet known share one DescribeTopics call.
+ * topic again (it may have been deleted, recreated, or grown partitions); one answered with a
+ * stale route (a leader lost or moved) has it described again in the background, so the
+ * partitioner learns which partitions have a leader. Concurrent sends to a topic not yet known
+ * share one DescribeTopics call.
  */
 
 export interface TopicPartitions {
@@ -47,6 +49,21 @@ export class TopicMetadataCache {
 
   invalidate(topic: string): void {
     this.entries.delete(topic);
+  }
+
+  /**
+   * Describes a known topic again in the background (Kafka's metadata.requestUpdate after a
+   * stale route): sends go on with the cached entry, which the answer replaces. A failed
+   * describe leaves the entry as it was; the next stale answer asks again.
+   */
+  requestUpdate(topic: string): void {
+    if (!this.entries.has(topic) || this.describing.has(topic)) return;
+    const pending = this.describeUntil(topic, Date.now() + this.options.requestTimeoutMs).finally(
+      () => this.describing.delete(topic),
+    );
+    // A send that waits on it sees the failure; the background update itself ignores it.
+    pending.catch(() => {});
+    this.describing.set(topic, pending);
   }
 
   /**

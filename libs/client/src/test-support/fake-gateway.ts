@@ -292,6 +292,14 @@ export class FakeGateway {
       initProducerId: unary((request: InitProducerIdRequest): InitProducerIdResponse => {
         this.initProducerIdRequests.push(request);
         const refusal = this.initProducerIdHook?.();
+        // As the gateway does: no coordinator to ask is an answer, anything else a failed call.
+        if (refusal?.code === 'COORDINATOR_NOT_AVAILABLE') {
+          return {
+            error: { code: refusal.code, message: refusal.message, retriable: refusal.retriable },
+            producerId: -1n,
+            producerEpoch: -1,
+          };
+        }
         if (refusal !== undefined) throw refusal;
         if (request.producerId === -1n) {
           const producerId = this.nextProducerId;
