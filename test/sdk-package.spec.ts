@@ -30,6 +30,8 @@ const packScript = path.join(workspaceRoot, 'deploy/sdk/pack-sdk.mjs');
 /** Installing from npm's cache takes ~15 s here; a cold cache fetches ~60 packages. */
 const installTimeoutMs = 120_000;
 const programTimeoutMs = 30_000;
+/** tsc with the declarations checked takes ~4 s alone; a loaded 2-core machine stretches it. */
+const typeCheckAndRunTestTimeoutMs = 120_000;
 const messageCount = 40;
 
 const consumerProject = mkdtempSync(path.join(tmpdir(), 'spool-sdk-package-'));
@@ -236,49 +238,57 @@ describe('the packed SDK', () => {
     }
   });
 
-  it('type-checks and runs an ES module program that imports { Spool }', async () => {
-    const folder = writeProgram(
-      'esm',
-      'module',
-      "import { Spool, type Message } from '@spool/client';",
-    );
-    await run(process.execPath, [typescriptCompiler, '-p', '.'], folder, 60_000);
-    const output = await run(
-      process.execPath,
-      ['out/program.js', await gatewayAddress, 'packed-esm'],
-      folder,
-      programTimeoutMs,
-    );
-    const report = JSON.parse(output.stdout.trim().split('\n').at(-1)!) as ProgramReport;
-    expect(report.moduleSystem).toBe('module');
-    expect(report.partitions).toEqual([0, 1]);
-    expect(report.values).toEqual(
-      Array.from({ length: messageCount }, (_, index) => `value-${index}`).sort(),
-    );
-  });
+  it(
+    'type-checks and runs an ES module program that imports { Spool }',
+    async () => {
+      const folder = writeProgram(
+        'esm',
+        'module',
+        "import { Spool, type Message } from '@spool/client';",
+      );
+      await run(process.execPath, [typescriptCompiler, '-p', '.'], folder, 60_000);
+      const output = await run(
+        process.execPath,
+        ['out/program.js', await gatewayAddress, 'packed-esm'],
+        folder,
+        programTimeoutMs,
+      );
+      const report = JSON.parse(output.stdout.trim().split('\n').at(-1)!) as ProgramReport;
+      expect(report.moduleSystem).toBe('module');
+      expect(report.partitions).toEqual([0, 1]);
+      expect(report.values).toEqual(
+        Array.from({ length: messageCount }, (_, index) => `value-${index}`).sort(),
+      );
+    },
+    typeCheckAndRunTestTimeoutMs,
+  );
 
-  it('type-checks and runs a CommonJS program that requires the SDK', async () => {
-    const folder = writeProgram(
-      'cjs',
-      'commonjs',
-      "import sdk = require('@spool/client');\nconst { Spool } = sdk;\ntype Spool = sdk.Spool;\n" +
-        'type Message = sdk.Message;',
-    );
-    await run(process.execPath, [typescriptCompiler, '-p', '.'], folder, 60_000);
-    expect(readFileSync(path.join(folder, 'out/program.js'), 'utf8')).toContain(
-      'require("@spool/client")',
-    );
-    const output = await run(
-      process.execPath,
-      ['out/program.js', await gatewayAddress, 'packed-cjs'],
-      folder,
-      programTimeoutMs,
-    );
-    const report = JSON.parse(output.stdout.trim().split('\n').at(-1)!) as ProgramReport;
-    expect(report.moduleSystem).toBe('commonjs');
-    expect(report.partitions).toEqual([0, 1]);
-    expect(report.values).toEqual(
-      Array.from({ length: messageCount }, (_, index) => `value-${index}`).sort(),
-    );
-  });
+  it(
+    'type-checks and runs a CommonJS program that requires the SDK',
+    async () => {
+      const folder = writeProgram(
+        'cjs',
+        'commonjs',
+        "import sdk = require('@spool/client');\nconst { Spool } = sdk;\ntype Spool = sdk.Spool;\n" +
+          'type Message = sdk.Message;',
+      );
+      await run(process.execPath, [typescriptCompiler, '-p', '.'], folder, 60_000);
+      expect(readFileSync(path.join(folder, 'out/program.js'), 'utf8')).toContain(
+        'require("@spool/client")',
+      );
+      const output = await run(
+        process.execPath,
+        ['out/program.js', await gatewayAddress, 'packed-cjs'],
+        folder,
+        programTimeoutMs,
+      );
+      const report = JSON.parse(output.stdout.trim().split('\n').at(-1)!) as ProgramReport;
+      expect(report.moduleSystem).toBe('commonjs');
+      expect(report.partitions).toEqual([0, 1]);
+      expect(report.values).toEqual(
+        Array.from({ length: messageCount }, (_, index) => `value-${index}`).sort(),
+      );
+    },
+    typeCheckAndRunTestTimeoutMs,
+  );
 });
