@@ -1,2 +1,2 @@
-export { runCli } from './cli';
+export { runCli, listCommands, type CommandListing } from './cli';
 export { serviceNames, type ServiceName } from './commands';

@@ -1,6 +1,8 @@
 // Proves the latency histogram keeps its documented precision: every recorded value is reported
 // within 1/1024 of itself across the whole range, percentiles follow the nearest-rank rule on
 // known distributions, extremes and the mean are exact, and merging equals recording together.
+// Beside it, the bench flags: Kafka-like defaults, -1 as --throughput's value, and a flag of
+// another mode refused by name.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { LatencyHistogram } from './latency-histogram';
@@ -67,6 +69,24 @@ describe('parseBenchArgs', () => {
       throughputRecordsPerSec: undefined,
       maxInFlight: 5,
     });
+  });
+
+  it('takes -1, the documented unlimited rate, as --throughput -1', () => {
+    const { settings } = parseBenchArgs(['produce', '--topic', 'T', '--throughput', '-1'], {});
+    expect(settings.throughputRecordsPerSec).toBeUndefined();
+    expect(
+      parseBenchArgs(['produce', '--topic', 'T', '--throughput', '500'], {}).settings
+        .throughputRecordsPerSec,
+    ).toBe(500);
+  });
+
+  it('refuses a flag of another mode, naming the modes it belongs to', () => {
+    expect(() => parseBenchArgs(['consume', '--topic', 'T', '--acks', '1'], {})).toThrow(
+      '--acks is a flag of bench produce|e2e only',
+    );
+    expect(() => parseBenchArgs(['produce', '--topic', 'T', '--warmup-seconds', '1'], {})).toThrow(
+      '--warmup-seconds is a flag of bench e2e only',
+    );
   });
 
   it('names the bad flag', () => {
