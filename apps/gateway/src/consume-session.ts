@@ -138,6 +138,11 @@ export class ConsumeSession {
     this.state = next;
   }
 
+  /** A method, not a field test, so the compiler does not assume it unchanged across an await. */
+  private hasEnded(): boolean {
+    return this.state === SessionState.Ended;
+  }
+
   private end(): void {
     this.transitionTo([SessionState.Subscribing, SessionState.Streaming], SessionState.Ended);
     this.abandon.abort();
@@ -289,7 +294,8 @@ export class ConsumeSession {
         if (span.nextOffset > subscription.position) subscription.position = span.nextOffset;
       }
       if (pushes.length > 0) await this.push({ partitions: pushes });
-      if (this.state !== SessionState.Ended) {
+      // A push cut short by the stream's end is not a fetch served.
+      if (!this.hasEnded()) {
         this.dependencies.onFetchServed?.((performance.now() - startedMs) / 1_000);
       }
     } catch (error) {
