@@ -6,12 +6,26 @@
 // the SDK itself must retry. Every send must resolve once a new leader is elected, the SDK's log
 // must show retries and one producer id (no epoch bump, no expired batch), and a consumer must
 // read every record back exactly once, in the order sent, per partition.
-import { Spool, type ConsumedMessage, type RecordMetadata } from '@spool/client';
+//
+// Before that kill, on the same cluster, consuming from an offset out of range behaves as in
+// Kafka: past the end or before the log start (after DeleteRecords) the SDK consumer resets by
+// autoOffsetReset and says where (offsetReset), or with `none` fails OFFSET_OUT_OF_RANGE naming
+// the partition, the offset and the valid range; `spool consume --offset` past the end says so
+// on stderr and resumes per --reset, or exits 1 with the error under --reset none.
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import {
+  Spool,
+  SpoolError,
+  type ConsumedMessage,
+  type OffsetReset,
+  type RecordMetadata,
+} from '@spool/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/controller-client';
 import { startGatewayProcess } from './support/gateway-client';
-import { startServiceProcess, type ServiceProcess } from './support/service-process';
+import { startServiceProcess, workspaceRoot, type ServiceProcess } from './support/service-process';
 import { StorageTestCluster } from './support/storage-cluster';
 
 const topic = 'failover';
@@ -23,7 +37,13 @@ const sendsInFlightMax = 8;
 /** The leader dies once this many records were acknowledged. */
 const recordsBeforeKill = 1_500;
 
+/** A one-partition topic for the out-of-range cases, holding rangeRecordCount records. */
+const rangeTopic = 'ranges';
+const rangeRecordCount = 6;
+const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
+
 let cluster: StorageTestCluster;
+let gatewayAddress: string;
 const processes: ServiceProcess[] = [];
 let spool: Spool;
 /** The SDK's own log records, as JSON lines. */
@@ -41,9 +61,11 @@ beforeAll(async () => {
   const gateway = await startGatewayProcess(cluster.controller.grpcPort);
   processes.push(gateway);
   await cluster.createTopic(topic, partitionCount, 3);
+  await cluster.createTopic(rangeTopic, 1, 3);
+  gatewayAddress = `127.0.0.1:${gateway.grpcPort}`;
   const logger = pino({ level: 'debug' }, { write: (line: string) => void sdkLog.push(line) });
   spool = new Spool({
-    brokers: [`127.0.0.1:${gateway.grpcPort}`],
+    brokers: [gatewayAddress],
     clientId: 'failover-spec',
     logger,
   });
@@ -73,8 +95,124 @@ async function readPartition(partition: number, count: number): Promise<Consumed
   return messages;
 }
 
+/** Runs `spool consume` against the gateway; resolves with its exit code and output. */
+async function spoolConsume(
+  argv: readonly string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    [cliEntryPoint, 'consume', ...argv, '--gateway', gatewayAddress],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // Bounded: a command that hangs is killed and fails the test with what it printed.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+describe('consuming from an offset out of range', () => {
+  beforeAll(async () => {
+    const producer = spool.producer();
+    await producer.send({
+      topic: rangeTopic,
+      messages: Array.from({ length: rangeRecordCount }, (_, index) => ({ value: `v${index}` })),
+    });
+    await producer.disconnect();
+  });
+
+  it('resets past the end to latest, and fails naming the range under none', async () => {
+    const latest = spool.consumer({ autoOffsetReset: 'latest' });
+    const reset = new Promise<OffsetReset>((resolve) => latest.on('offsetReset', resolve));
+    latest.assign([{ topic: rangeTopic, partition: 0, offset: 1_000_000_000n }]);
+    const next = latest.messages().next();
+    expect(await reset).toEqual({
+      topic: rangeTopic,
+      partition: 0,
+      offset: 1_000_000_000n,
+      logStartOffset: 0n,
+      highWatermark: BigInt(rangeRecordCount),
+      policy: 'latest',
+      resetTo: BigInt(rangeRecordCount),
+    });
+    const producer = spool.producer();
+    await producer.send({ topic: rangeTopic, messages: [{ value: 'after the reset' }] });
+    await producer.disconnect();
+    const { value: message } = await next;
+    expect(message?.value?.toString()).toBe('after the reset');
+    await latest.close();
+
+    const strict = spool.consumer({ autoOffsetReset: 'none' });
+    strict.assign([{ topic: rangeTopic, partition: 0, offset: 1_000_000_000n }]);
+    const error = await strict
+      .messages()
+      .next()
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    await strict.close();
+    expect(error).toBeInstanceOf(SpoolError);
+    expect((error as SpoolError).code).toBe('OFFSET_OUT_OF_RANGE');
+    expect((error as SpoolError).message).toBe(
+      `${rangeTopic}[0]: offset 1000000000 is out of range: valid offsets are 0 to ` +
+        `${rangeRecordCount + 1} (the log start offset to the high watermark), and ` +
+        'autoOffsetReset is none',
+    );
+  });
+
+  it('resets before the log start to earliest after DeleteRecords', async () => {
+    const admin = spool.admin();
+    await admin.deleteTopicRecords({
+      topic: rangeTopic,
+      partitions: [{ partition: 0, offset: 2n }],
+    });
+    await admin.disconnect();
+    const earliest = spool.consumer({ autoOffsetReset: 'earliest' });
+    const resets: OffsetReset[] = [];
+    earliest.on('offsetReset', (reset) => resets.push(reset));
+    earliest.assign([{ topic: rangeTopic, partition: 0, offset: 0n }]);
+    const { value: message } = await earliest.messages().next();
+    await earliest.close();
+    expect([message?.offset, message?.value?.toString()]).toEqual([2n, 'v2']);
+    expect(resets).toMatchObject([{ offset: 0n, logStartOffset: 2n, resetTo: 2n }]);
+  });
+
+  it('spool consume --offset past the end says so and resumes per --reset, or exits 1', async () => {
+    const reset = await spoolConsume([
+      rangeTopic,
+      ...['--partition', '0', '--offset', '1000000000', '--reset', 'earliest'],
+      ...['--max-messages', '1'],
+    ]);
+    expect(reset.stderr).toContain(
+      `offset 1000000000 of ${rangeTopic}[0] is out of range (valid: 2 to ` +
+        `${rangeRecordCount + 1}); resuming at 2 (earliest)`,
+    );
+    expect(reset.stdout).toBe('v2\n');
+    expect(reset.code).toBe(0);
+
+    const strict = await spoolConsume([
+      rangeTopic,
+      ...['--partition', '0', '--offset', '1000000000', '--reset', 'none'],
+    ]);
+    expect(strict.code).toBe(1);
+    expect(strict.stdout).toBe('');
+    expect(strict.stderr).toContain('OFFSET_OUT_OF_RANGE');
+    expect(strict.stderr).toContain(
+      `${rangeTopic}[0]: offset 1000000000 is out of range: valid offsets are 2 to ` +
+        `${rangeRecordCount + 1}`,
+    );
+  }, 60_000);
+});
+
 describe('a producer while the leader of its partition is killed', () => {
   it('acknowledges every record once a new leader is elected; each is read back once, in order', async () => {
+    // The SDK's log of this producer alone.
+    sdkLog.length = 0;
     const producer = spool.producer({ acks: 'all', lingerMs: 5, requestTimeoutMs: 1_000 });
     const victim = await cluster.leaderOf(topic, 0);
     const sent: string[][] = Array.from({ length: partitionCount }, () => []);

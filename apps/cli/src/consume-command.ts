@@ -1,4 +1,4 @@
-import type { ConsumedMessage } from '@spool/client';
+import type { ConsumedMessage, OffsetReset, OffsetResetPolicy } from '@spool/client';
 import { UsageError } from './cli-errors';
 import {
   choiceFlag,
@@ -23,12 +23,16 @@ import { toJsonLine, writeWithBackpressure } from './output';
  * there are none, at the start with --from-beginning, else at the end), and commits what it
  * printed (auto commit, at-least-once). --max-messages or Ctrl-C commits and leaves the group,
  * so the other members take its partitions over at once.
+ *
+ * An --offset past the end or before the log start is out of range, as in Kafka: the partition
+ * resumes where --reset says (earliest or latest, told on stderr), or with --reset none the
+ * command fails with OFFSET_OUT_OF_RANGE naming the valid offsets.
  */
 export const consumeHelp: CommandHelp = {
   path: ['consume'],
   usage:
     'spool consume TOPIC [--from-beginning] [--partition P [--offset O]] [--max-messages N] ' +
-    '[--format text|json] [--group G]',
+    '[--format text|json] [--group G] [--reset earliest|latest|none]',
   summary: "Print a topic's records, one a line, until --max-messages or Ctrl-C.",
   flags: {
     'from-beginning': {
@@ -65,6 +69,14 @@ export const consumeHelp: CommandHelp = {
       defaultText: 'none',
       description: "consume as a member of group G, from and committing the group's offsets",
     },
+    reset: {
+      type: 'string',
+      valueName: 'earliest|latest|none',
+      defaultText: 'earliest with --from-beginning, else latest',
+      description:
+        'where a partition resumes when its offset is out of range or it has none ' +
+        "(Kafka's auto.offset.reset); none fails instead",
+    },
   },
   examples: ['spool consume orders --from-beginning --max-messages 10 --format json'],
 };
@@ -72,6 +84,7 @@ export const consumeHelp: CommandHelp = {
 const consumeUsage = consumeHelp.usage;
 
 const formatChoices = ['text', 'json'] as const;
+const resetChoices = ['earliest', 'latest', 'none'] as const;
 export type ConsumeFormat = (typeof formatChoices)[number];
 
 export interface ConsumeSettings {
@@ -82,6 +95,7 @@ export interface ConsumeSettings {
   readonly maxMessages: number | undefined;
   readonly format: ConsumeFormat;
   readonly group: string | undefined;
+  readonly reset: OffsetResetPolicy;
 }
 
 export function parseConsumeArgs(
@@ -116,6 +130,9 @@ export function parseConsumeArgs(
       }),
       format: declared(choiceFlag(parsed.values, 'format', formatChoices)),
       group,
+      reset:
+        choiceFlag(parsed.values, 'reset', resetChoices) ??
+        (parsed.values['from-beginning'] === true ? 'earliest' : 'latest'),
     },
   };
 }
@@ -137,12 +154,26 @@ export function formatConsumedMessage(message: ConsumedMessage, format: ConsumeF
   })}\n`;
 }
 
+/** `offset 1000 of orders[0] is out of range (valid: 0 to 42); resuming at 42 (latest)`. */
+export function formatOffsetReset(reset: OffsetReset): string {
+  const range =
+    reset.logStartOffset < 0n || reset.highWatermark < 0n
+      ? ''
+      : ` (valid: ${reset.logStartOffset} to ${reset.highWatermark})`;
+  return (
+    `offset ${reset.offset} of ${reset.topic}[${reset.partition}] is out of range${range}; ` +
+    `resuming at ${reset.resetTo} (${reset.policy})`
+  );
+}
+
 export async function runConsumeCommand(context: CommandContext): Promise<number> {
   const { settings, parsed } = parseConsumeArgs(context.argv, context.env ?? process.env);
   const consumer = (await connectReachableSpool(parsed.global)).consumer({
     ...(settings.group === undefined ? {} : { groupId: settings.group }),
-    autoOffsetReset: settings.fromBeginning ? 'earliest' : 'latest',
+    autoOffsetReset: settings.reset,
   });
+  // Kafka's consumer logs a reset; a user who asked for an offset must learn it was not there.
+  consumer.on('offsetReset', (reset) => context.stderr.write(`${formatOffsetReset(reset)}\n`));
   const onSignal = (): void => void consumer.stop();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

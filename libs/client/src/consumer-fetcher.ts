@@ -37,7 +37,10 @@ import type { ConsumedMessage } from './message';
  * a new stream; chunks of an older epoch or stream are dropped, never delivered.
  *
  * Stream errors (how each is handled):
- * 1. OFFSET_OUT_OF_RANGE for a partition: reset it by autoOffsetReset; with `none`, fail.
+ * 1. OFFSET_OUT_OF_RANGE for a partition (its position is past the log end or before the log
+ *    start): reset it by autoOffsetReset, to the log start offset (earliest) or the high
+ *    watermark (latest), and tell the consumer where (`onOffsetReset`); with `none`, fail with
+ *    OFFSET_OUT_OF_RANGE naming topic, partition, the offset and the valid range.
  * 2. another retriable error: open a new stream after a backoff, at most `retries` times in a
  *    row (any response resets the count);
  * 3. the gateway ending the stream cleanly: open a new one after the base backoff;
@@ -50,6 +53,27 @@ export interface PartitionAssignment {
   /** Where to start; absent: reset by `resetPolicy`. */
   readonly position?: bigint;
   readonly resetPolicy: OffsetResetPolicy;
+}
+
+/** A position found out of range and reset by autoOffsetReset (Kafka logs it; we tell it). */
+export interface OffsetReset {
+  readonly topic: string;
+  readonly partition: number;
+  /** The position that was out of range. */
+  readonly offset: bigint;
+  /** The partition's log start offset and high watermark when it was refused (-1n: unknown). */
+  readonly logStartOffset: bigint;
+  readonly highWatermark: bigint;
+  readonly policy: 'earliest' | 'latest';
+  /** The position the partition resumes at. */
+  readonly resetTo: bigint;
+}
+
+/** What a refused position was refused against. */
+interface OutOfRange {
+  readonly offset: bigint;
+  readonly logStartOffset: bigint;
+  readonly highWatermark: bigint;
 }
 
 interface PartitionState {
@@ -65,6 +89,8 @@ interface PartitionState {
   held: boolean;
   highWatermark: bigint;
   epoch: number;
+  /** Set while a position refused as out of range waits for its reset. */
+  outOfRange?: OutOfRange;
 }
 
 export interface FetchedChunk {
@@ -112,6 +138,7 @@ export class ConsumerFetcher {
     private readonly connection: GatewayConnection,
     private readonly config: ConsumerConfig,
     private readonly logger: Logger,
+    private readonly onOffsetReset: (reset: OffsetReset) => void = () => {},
   ) {}
 
   /** Replaces the assignment; partitions kept keep their position unless a new one is given. */
@@ -194,6 +221,7 @@ export class ConsumerFetcher {
   seek(topic: string, partition: number, offset: bigint): void {
     const state = this.stateOf(topic, partition, 'seek');
     state.position = offset;
+    state.outOfRange = undefined;
     state.epoch += 1;
     this.requestRestart();
   }
@@ -319,7 +347,7 @@ export class ConsumerFetcher {
       this.releaseCredit(creditBytes, this.generation);
       const error = fromProtoError(fetched.error, `${subject} at offset ${state.position}`);
       if (error.code === ClientErrorCode.OffsetOutOfRange) {
-        this.resetOutOfRange(state, error);
+        this.resetOutOfRange(state, fetched, error);
         return;
       }
       this.retryOrFail(error);
@@ -393,14 +421,38 @@ export class ConsumerFetcher {
     return { messages, nextPosition };
   }
 
-  private resetOutOfRange(state: PartitionState, error: SpoolError): void {
-    if (this.config.autoOffsetReset === 'none') throw error;
+  /** Stream error 1. */
+  private resetOutOfRange(
+    state: PartitionState,
+    fetched: FetchedPartition,
+    cause: SpoolError,
+  ): void {
+    const outOfRange: OutOfRange = {
+      offset: state.position!,
+      logStartOffset: fetched.logStartOffset,
+      highWatermark: fetched.highWatermark,
+    };
+    const policy = this.config.autoOffsetReset;
+    if (policy === 'none') {
+      throw clientError(
+        ClientErrorCode.OffsetOutOfRange,
+        `${outOfRangeMessage(state, outOfRange)}, and autoOffsetReset is none`,
+        { cause },
+      );
+    }
     this.logger.info(
-      { topic: state.topic, partition: state.partition, position: String(state.position) },
-      `position out of range, resetting to ${this.config.autoOffsetReset}`,
+      {
+        topic: state.topic,
+        partition: state.partition,
+        position: String(outOfRange.offset),
+        logStartOffset: String(outOfRange.logStartOffset),
+        highWatermark: String(outOfRange.highWatermark),
+      },
+      `position out of range, resetting to ${policy}`,
     );
     state.position = undefined;
-    state.resetPolicy = this.config.autoOffsetReset;
+    state.outOfRange = outOfRange;
+    state.resetPolicy = policy;
     state.epoch += 1;
     this.requestRestart();
   }
@@ -497,6 +549,17 @@ export class ConsumerFetcher {
       // A seek while ListOffsets was in flight wins over the reset.
       if (state.epoch === epochs.get(state) && state.position === undefined) {
         state.position = listed.offset;
+        const outOfRange = state.outOfRange;
+        state.outOfRange = undefined;
+        if (outOfRange !== undefined && state.resetPolicy !== 'none') {
+          this.onOffsetReset({
+            topic: state.topic,
+            partition: state.partition,
+            ...outOfRange,
+            policy: state.resetPolicy,
+            resetTo: listed.offset,
+          });
+        }
       }
     });
   }
@@ -537,6 +600,20 @@ export class ConsumerFetcher {
     }
     return state;
   }
+}
+
+/** `orders[0]: offset 1000 is out of range: valid offsets are 0 to 42 (...)`. */
+export function outOfRangeMessage(
+  partition: { readonly topic: string; readonly partition: number },
+  outOfRange: OutOfRange,
+): string {
+  const { offset, logStartOffset, highWatermark } = outOfRange;
+  const range =
+    logStartOffset < 0n || highWatermark < 0n
+      ? 'the leader did not say which offsets are valid'
+      : `valid offsets are ${logStartOffset} to ${highWatermark} (the log start offset to the ` +
+        'high watermark)';
+  return `${partitionName(partition.topic, partition.partition)}: offset ${offset} is out of range: ${range}`;
 }
 
 function keyOf(topic: string, partition: number): string {

@@ -2,14 +2,16 @@
 // credit each Consume stream was granted): assigned partitions are consumed with exact bigint
 // offsets past 2^53, end to end from the producer; records below the requested offset in a batch
 // that starts before it are skipped; a slow handler holds the credit back, so the gateway stops
-// sending until the handler finishes and credit is granted again; OFFSET_OUT_OF_RANGE resets by
-// autoOffsetReset or fails with `none`; seek, pause, resume, the async iterator, subscriptions
+// sending until the handler finishes and credit is granted again; OFFSET_OUT_OF_RANGE (before the
+// log start, past the end) resets by autoOffsetReset and emits offsetReset, or fails with `none`
+// naming partition, offset and range; seek, pause, resume, the async iterator, subscriptions
 // without a group, and the refusal of assign in a group (groups: consumer-group.spec.ts).
 import { SpoolError } from '@spool/common';
 import type { RecordInput } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from './config';
 import type { Consumer } from './consumer';
+import type { OffsetReset } from './consumer-fetcher';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
@@ -162,25 +164,55 @@ describe('Consumer', () => {
     expect(consumer.assignment()).toEqual([{ topic: 'events', partition: 1 }]);
   });
 
-  it('resets an out-of-range position to the log start with autoOffsetReset earliest', async () => {
+  it('resets a position before the log start to it with autoOffsetReset earliest, and says so', async () => {
     const { gateway, consumer } = await setUp({ events: 1 }, { autoOffsetReset: 'earliest' });
     gateway.setLogStartOffset('events', 0, 100n);
     gateway.appendBatch('events', 0, records(['first', 'second']));
+    const resets: OffsetReset[] = [];
+    consumer.on('offsetReset', (reset) => resets.push(reset));
     consumer.assign([{ topic: 'events', partition: 0, offset: 5n }]);
     const received = await collect(consumer, 2);
     expect(received.map((message) => message.offset)).toEqual([100n, 101n]);
+    expect(resets).toEqual([
+      {
+        topic: 'events',
+        partition: 0,
+        offset: 5n,
+        logStartOffset: 100n,
+        highWatermark: 102n,
+        policy: 'earliest',
+        resetTo: 100n,
+      },
+    ]);
   });
 
-  it('fails with OFFSET_OUT_OF_RANGE naming the partition when autoOffsetReset is none', async () => {
+  it('resets a position past the end to the high watermark with latest, and reads on', async () => {
+    const { gateway, consumer } = await setUp({ events: 1 }, { autoOffsetReset: 'latest' });
+    gateway.appendBatch('events', 0, records(['a', 'b', 'c']));
+    const reset = new Promise<OffsetReset>((resolve) => consumer.on('offsetReset', resolve));
+    consumer.assign([{ topic: 'events', partition: 0, offset: 1_000_000_000n }]);
+    const collecting = collect(consumer, 1);
+    expect(await reset).toMatchObject({ offset: 1_000_000_000n, policy: 'latest', resetTo: 3n });
+    gateway.appendBatch('events', 0, records(['d']));
+    const [message] = await collecting;
+    expect([message!.offset, message!.value?.toString()]).toEqual([3n, 'd']);
+  });
+
+  it('fails with OFFSET_OUT_OF_RANGE naming partition, offset and range with none', async () => {
     const { gateway, consumer } = await setUp({ events: 2 }, { autoOffsetReset: 'none' });
     gateway.setLogStartOffset('events', 1, 100n);
-    consumer.assign([{ topic: 'events', partition: 1, offset: 5n }]);
+    gateway.appendBatch('events', 1, records(['a', 'b']));
+    consumer.assign([{ topic: 'events', partition: 1, offset: 1_000_000_000n }]);
     const crash = new Promise<Error>((resolve) => consumer.on('crash', resolve));
     await consumer.run({ eachMessage: async () => {} });
     const error = (await crash) as SpoolError;
     expect(error).toBeInstanceOf(SpoolError);
     expect(error.code).toBe('OFFSET_OUT_OF_RANGE');
-    expect(error.message).toMatch(/^events\[1\] at offset 5: /);
+    expect(error.retriable).toBe(false);
+    expect(error.message).toBe(
+      'events[1]: offset 1000000000 is out of range: valid offsets are 100 to 102 (the log ' +
+        'start offset to the high watermark), and autoOffsetReset is none',
+    );
   });
 
   it('starts at the high watermark without an offset (latest) and refuses none', async () => {

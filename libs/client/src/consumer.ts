@@ -8,7 +8,12 @@ import {
   type ConsumerOptions,
   type ResolvedSpoolConfig,
 } from './config';
-import { ConsumerFetcher, type FetchedChunk, type PartitionAssignment } from './consumer-fetcher';
+import {
+  ConsumerFetcher,
+  type FetchedChunk,
+  type OffsetReset,
+  type PartitionAssignment,
+} from './consumer-fetcher';
 import { ConsumerGroupSession, type RebalanceListener } from './consumer-group-session';
 import { ClientErrorCode, clientError, partitionName, toSpoolError } from './errors';
 import { GatewayConnection, type GatewayCallOptions } from './gateway-connection';
@@ -95,7 +100,9 @@ export class Consumer {
     this.logger = spool.logger.child({ component: 'consumer', groupId: this.config.groupId });
     this.lifecycle = new ClientLifecycle('consumer', this.logger);
     this.connection = new GatewayConnection(spool.brokers, spool.clientId, this.logger);
-    this.fetcher = new ConsumerFetcher(this.connection, this.config, this.logger);
+    this.fetcher = new ConsumerFetcher(this.connection, this.config, this.logger, (reset) =>
+      this.emitter.emit('offsetReset', reset),
+    );
   }
 
   /** Waits until a gateway accepts a connection; optional, `run` connects on first use. */
@@ -303,8 +310,18 @@ export class Consumer {
     return this.fetcher.position(topic, partition);
   }
 
-  /** `crash`: consumption stopped on an error; the listener gets the error. */
-  on(event: 'crash', listener: (error: Error) => void): this {
+  /**
+   * `crash`: consumption stopped on an error; the listener gets the error.
+   * `offsetReset`: a partition's position was out of range (past the log end or before the log
+   * start: OFFSET_OUT_OF_RANGE) and autoOffsetReset moved it; the listener learns from where to
+   * where. With autoOffsetReset `none` consumption fails with OFFSET_OUT_OF_RANGE instead.
+   */
+  on(event: 'crash', listener: (error: Error) => void): this;
+  on(event: 'offsetReset', listener: (reset: OffsetReset) => void): this;
+  on(
+    event: 'crash' | 'offsetReset',
+    listener: ((error: Error) => void) | ((reset: OffsetReset) => void),
+  ): this {
     this.emitter.on(event, listener);
     return this;
   }

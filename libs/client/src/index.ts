@@ -20,6 +20,7 @@ export type {
   PartitionSelection,
 } from './consumer-payloads';
 export type { PartitionsCallback, RebalanceListener } from './consumer-group-session';
+export type { OffsetReset } from './consumer-fetcher';
 export type {
   GroupDescription,
   GroupListing,
