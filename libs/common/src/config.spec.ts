@@ -49,6 +49,19 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads a negative number after a flag as its value, not as a flag', () => {
+    const signed = {
+      retentionBytes: { type: 'integer', default: 0, min: -1, max: 10, description: 'x' },
+    } as const satisfies SettingsSchema;
+    expect(loadConfig(signed, { argv: ['--retention-bytes', '-1'], env: {} })).toEqual({
+      retentionBytes: -1,
+    });
+    expect(() => loadConfig(signed, { argv: ['--retention-bytes', '-2'], env: {} })).toThrow(
+      /retention-bytes/,
+    );
+    expect(() => loadConfig(signed, { argv: ['-1'], env: {} })).toThrow(ConfigError);
+  });
+
   it('takes flags over environment over file', () => {
     const file = configFile(
       'server.properties',

@@ -120,7 +120,12 @@ function parseFlags(schema: SettingsSchema, argv: readonly string[]): Map<string
   for (const name of Object.keys(schema)) options[flagName(name)] = { type: 'string' };
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    parsed = parseArgs({
+      args: joinFlagValues(argv, options),
+      options,
+      strict: true,
+      allowPositionals: false,
+    });
   } catch (error) {
     throw new ConfigError(`bad command line: ${(error as Error).message}`);
   }
@@ -132,6 +137,27 @@ function parseFlags(schema: SettingsSchema, argv: readonly string[]): Map<string
     if (name !== undefined) flags.set(name, value);
   }
   return flags;
+}
+
+/**
+ * Every setting takes a value, so the word after `--flag` is its value even when it starts with a
+ * dash: `--local-retention-bytes -1` reads as `--local-retention-bytes=-1`. parseArgs would
+ * otherwise refuse a value that looks like a flag as ambiguous.
+ */
+function joinFlagValues(argv: readonly string[], options: Record<string, unknown>): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < argv.length; index += 1) {
+    const argument = argv[index]!;
+    const next = argv[index + 1];
+    const isKnownFlag = argument.startsWith('--') && !argument.includes('=');
+    if (isKnownFlag && argument.slice(2) in options && next !== undefined && next !== '--') {
+      joined.push(`${argument}=${next}`);
+      index += 1;
+    } else {
+      joined.push(argument);
+    }
+  }
+  return joined;
 }
 
 function readConfigFile(file: string): Map<string, string> {

@@ -122,8 +122,13 @@ export async function startService<S extends SettingsSchema>(
 ): Promise<RunningService> {
   const schema = { ...commonSettings(definition.defaultPorts), ...definition.settings };
   const argv = definition.argv ?? process.argv.slice(2);
-  if (argv.includes('--help')) {
-    process.stdout.write(`spool ${definition.name} [flags]\n\n${describeSettings(schema)}\n`);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(
+      `usage: spool ${definition.name} [flags]\n\n` +
+        `  --config FILE (SPOOL_CONFIG)\n      settings from a .properties or .json file; ` +
+        `flags > SPOOL_* variables > file > defaults\n${describeSettings(schema)}\n\n` +
+        `example:\n  spool ${definition.name} --config ${definition.name}.properties --log-level debug\n`,
+    );
     process.exit(0);
   }
   let config: ConfigValues<S & CommonSettings>;
