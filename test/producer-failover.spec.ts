@@ -72,6 +72,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await spool?.close();
   for (const service of processes) {
     service.child.kill('SIGKILL');
     await service.exited;
@@ -90,7 +91,7 @@ async function readPartition(partition: number, count: number): Promise<Consumed
       if (messages.length >= count) break;
     }
   } finally {
-    await consumer.disconnect();
+    await consumer.close();
   }
   return messages;
 }
@@ -122,7 +123,7 @@ describe('consuming from an offset out of range', () => {
       topic: rangeTopic,
       messages: Array.from({ length: rangeRecordCount }, (_, index) => ({ value: `v${index}` })),
     });
-    await producer.disconnect();
+    await producer.close();
   });
 
   it('resets past the end to latest, and fails naming the range under none', async () => {
@@ -141,7 +142,7 @@ describe('consuming from an offset out of range', () => {
     });
     const producer = spool.producer();
     await producer.send({ topic: rangeTopic, messages: [{ value: 'after the reset' }] });
-    await producer.disconnect();
+    await producer.close();
     const { value: message } = await next;
     expect(message?.value?.toString()).toBe('after the reset');
     await latest.close();
@@ -171,7 +172,7 @@ describe('consuming from an offset out of range', () => {
       topic: rangeTopic,
       partitions: [{ partition: 0, offset: 2n }],
     });
-    await admin.disconnect();
+    await admin.close();
     const earliest = spool.consumer({ autoOffsetReset: 'earliest' });
     const resets: OffsetReset[] = [];
     earliest.on('offsetReset', (reset) => resets.push(reset));
@@ -243,7 +244,7 @@ describe('a producer while the leader of its partition is killed', () => {
     }
     // Every send resolves: Promise.all rejects on the first that does not.
     await Promise.all(inFlight);
-    await producer.disconnect();
+    await producer.close();
     expect(killedAtMs, 'the leader was killed mid-run').toBeDefined();
     expect(acknowledged).toBe(recordCount);
     const retries = sdkLogCount('retrying a produce batch');
@@ -263,7 +264,7 @@ describe('a producer while the leader of its partition is killed', () => {
 
     const admin = spool.admin();
     const ends = await admin.fetchTopicOffsets(topic);
-    await admin.disconnect();
+    await admin.close();
     // Each log holds as many records as were sent to it: none written twice.
     expect(ends.map((end) => end.high)).toEqual(sent.map((values) => BigInt(values.length)));
     for (let partition = 0; partition < partitionCount; partition++) {

@@ -123,12 +123,14 @@ export class Admin {
   private readonly config: AdminConfig;
   private readonly lifecycle: ClientLifecycle;
   private readonly connection: GatewayConnection;
+  private readonly unregister: () => void;
 
   constructor(spool: ResolvedSpoolConfig, options: AdminOptions = {}) {
     this.config = resolveAdminConfig(options);
     const logger = spool.logger.child({ component: 'admin' });
     this.lifecycle = new ClientLifecycle('admin', logger);
     this.connection = new GatewayConnection(spool.brokers, spool.clientId, logger);
+    this.unregister = spool.registry?.register(this) ?? (() => {});
   }
 
   async connect(): Promise<void> {
@@ -139,14 +141,18 @@ export class Admin {
     }
   }
 
-  async disconnect(): Promise<void> {
+  /** Closes the connection; calls after it fail CLIENT_CLOSED. Kafka's Admin.close(). */
+  async close(): Promise<void> {
     if (!this.lifecycle.isOpen) return;
-    this.lifecycle.transitionTo(
-      [ClientState.Created, ClientState.Connected],
-      ClientState.Disconnecting,
-    );
+    this.lifecycle.transitionTo([ClientState.Created, ClientState.Connected], ClientState.Closing);
     this.connection.close();
-    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+    this.lifecycle.transitionTo([ClientState.Closing], ClientState.Closed);
+    this.unregister();
+  }
+
+  /** KafkaJS's name for `close`, kept as an alias. */
+  disconnect(): Promise<void> {
+    return this.close();
   }
 
   /** True if every topic was created; false if every failure was TOPIC_ALREADY_EXISTS. */

@@ -2,15 +2,15 @@ import { assert, type Logger } from '@spool/common';
 import { ClientErrorCode, clientError } from './errors';
 
 /**
- * The life of a producer, consumer or admin: created, connected, disconnecting, disconnected.
+ * The life of a producer, consumer or admin: created, connected, closing, closed.
  * One guarded `transitionTo` logs every change; calls check `ensureOpen` instead of flags.
- * Connecting is optional (the first call connects lazily), as is the order of disconnects.
+ * Connecting is optional (the first call connects lazily), as is the order of closes.
  */
 export enum ClientState {
   Created = 'created',
   Connected = 'connected',
-  Disconnecting = 'disconnecting',
-  Disconnected = 'disconnected',
+  Closing = 'closing',
+  Closed = 'closed',
 }
 
 export class ClientLifecycle {
@@ -38,7 +38,7 @@ export class ClientLifecycle {
     this.current = next;
   }
 
-  /** Throws CLIENT_CLOSED once disconnect has begun. */
+  /** Throws CLIENT_CLOSED once close (or its alias disconnect) has begun. */
   ensureOpen(operation: string): void {
     if (this.isOpen) return;
     throw clientError(

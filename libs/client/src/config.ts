@@ -1,5 +1,6 @@
 import { createLogger, type Logger, type LogLevel } from '@spool/common';
 import { Acks as ProtoAcks, CompressionType } from '@spool/protocol';
+import type { ClientRegistry } from './client-registry';
 import { ClientErrorCode, clientError } from './errors';
 
 /**
@@ -24,6 +25,8 @@ export interface ResolvedSpoolConfig {
   readonly brokers: readonly string[];
   readonly clientId: string;
   readonly logger: Logger;
+  /** The Spool's clients, which `spool.close()` closes; absent for a client made alone. */
+  readonly registry?: ClientRegistry;
 }
 
 export const brokersDefault: readonly string[] = ['localhost:9090'];

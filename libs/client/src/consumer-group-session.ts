@@ -16,7 +16,7 @@ import { OffsetCommitter, partitionKey, type TopicPartitionOffset } from './offs
  * One run of a consumer as a group member: the membership (heartbeats, reconciliation), the
  * committed offsets, auto commit, and the application's rebalance callbacks, wired to the
  * consumer's fetcher. The consumer makes a session when it starts with a groupId and ends it
- * (`leave`) on stop or disconnect.
+ * (`leave`) on stop or close.
  *
  * The application is "at" a chunk from the moment the consumer hands it over until its handler
  * returns (`beginDelivery`); a revocation waits for that (at most rebalanceTimeoutMs, after which

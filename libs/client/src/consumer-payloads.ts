@@ -49,7 +49,7 @@ export interface ConsumerBatch {
 
 export interface EachBatchPayload {
   readonly batch: ConsumerBatch;
-  /** False once stop or disconnect began. */
+  /** False once stop or close began. */
   isRunning(): boolean;
   /** True once a seek, pause or reset made this batch's partition move elsewhere. */
   isStale(): boolean;

@@ -46,7 +46,7 @@ import type { ConsumedMessage } from './message';
  * A group subscribes by topic names or by regular expressions (joined into one), not both; the
  * coordinator matches an expression against whole topic names, as Kafka does, and picks up
  * topics created later. The rebalance callbacks of the subscription (`onPartitionsAssigned`, `onPartitionsRevoked`,
- * `onPartitionsLost`) say what this member owns. `stop` and `disconnect` commit (with auto
+ * `onPartitionsLost`) say what this member owns. `stop` and `close` commit (with auto
  * commit), leave the group, and let the others take the partitions over at once.
  *
  * Delivery semantics of a group member:
@@ -66,7 +66,7 @@ import type { ConsumedMessage } from './message';
  * partitions that are someone else's by now.
  *
 
- * `run` resolves once consumption has started; it goes on until `stop` or `disconnect`. If a
+ * `run` resolves once consumption has started; it goes on until `stop` or `close`. If a
  * handler throws, or consumption fails, the consumer stops at the message that failed (its
  * position stays there) and emits `crash` with the error; a handler's own error is passed on
  * unchanged. Handlers run one at a time, in the order the gateway delivered: a slow handler
@@ -94,6 +94,8 @@ export class Consumer {
   private readonly seeksBeforeStart = new Map<string, PartitionOffset>();
   private runState = RunState.Idle;
   private runLoop: Promise<void> | undefined;
+  private readonly unregister: () => void;
+  private closing: Promise<void> | undefined;
 
   constructor(spool: ResolvedSpoolConfig, options: ConsumerOptions = {}) {
     this.config = resolveConsumerConfig(options);
@@ -103,6 +105,7 @@ export class Consumer {
     this.fetcher = new ConsumerFetcher(this.connection, this.config, this.logger, (reset) =>
       this.emitter.emit('offsetReset', reset),
     );
+    this.unregister = spool.registry?.register(this) ?? (() => {});
   }
 
   /** Waits until a gateway accepts a connection; optional, `run` connects on first use. */
@@ -356,20 +359,29 @@ export class Consumer {
     await this.leaveGroup();
   }
 
-  /** Kafka's name for disconnect: commit (with auto commit), leave the group, close. */
-  async close(): Promise<void> {
-    await this.disconnect();
+  /**
+   * Stops consuming, commits (with auto commit), leaves the group, closes the connection; calls
+   * after it fail CLIENT_CLOSED. Kafka's close(); a second call waits for the first.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
   }
 
-  async disconnect(): Promise<void> {
-    if (!this.lifecycle.isOpen) return;
-    this.lifecycle.transitionTo(
-      [ClientState.Created, ClientState.Connected],
-      ClientState.Disconnecting,
-    );
-    await this.stop();
-    this.connection.close();
-    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+  /** KafkaJS's name for `close`, kept as an alias. */
+  disconnect(): Promise<void> {
+    return this.close();
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.lifecycle.transitionTo([ClientState.Created, ClientState.Connected], ClientState.Closing);
+    try {
+      await this.stop();
+    } finally {
+      this.connection.close();
+      this.lifecycle.transitionTo([ClientState.Closing], ClientState.Closed);
+      this.unregister();
+    }
   }
 
   private async start(): Promise<void> {

@@ -43,7 +43,7 @@ export const ClientErrorCode = {
   OffsetOutOfRange: 'OFFSET_OUT_OF_RANGE',
   /** A partition has no position and the reset policy is `none` (NoOffsetForPartition). */
   NoOffsetForPartition: 'NO_OFFSET_FOR_PARTITION',
-  /** A call on a producer, consumer or admin after its disconnect. */
+  /** A call on a producer, consumer or admin after its close. */
   ClientClosed: 'CLIENT_CLOSED',
   RequestTimedOut: CommonErrorCode.RequestTimedOut,
   Unknown: CommonErrorCode.Unknown,

@@ -24,7 +24,7 @@ import { ClientErrorCode, clientError } from './errors';
  * The SDK's only way out: gRPC channels to the gateways in `brokers`. Calls go to one gateway at
  * a time; when it cannot be reached (UNAVAILABLE), the next call goes to the next address, so a
  * list of gateways behind no load balancer still fails over. Each producer, consumer and admin
- * has its own connection and closes it on disconnect, as KafkaJS clients do.
+ * has its own connection and closes it on close, as Kafka and KafkaJS clients do.
  */
 
 /** A ts-proto grpc-js unary method: (request, metadata, options, callback). */

@@ -44,6 +44,8 @@ export class Producer {
   private readonly memory: BufferMemory;
   private readonly accumulator: RecordAccumulator;
   private readonly sender: ProducerSender;
+  private readonly unregister: () => void;
+  private closing: Promise<void> | undefined;
 
   constructor(spool: ResolvedSpoolConfig, options: ProducerOptions = {}) {
     this.config = resolveProducerConfig(options);
@@ -70,6 +72,7 @@ export class Producer {
       this.metadata,
       logger,
     );
+    this.unregister = spool.registry?.register(this) ?? (() => {});
   }
 
   /** Waits until a gateway accepts a connection; optional, `send` connects on first use. */
@@ -159,7 +162,9 @@ export class Producer {
         }
         nowMs = Date.now();
       }
-      if (!this.lifecycle.isOpen) {
+      // A send made before close is delivered (close waits for its admission, then flushes);
+      // only a producer already closed has no sender left to take the record.
+      if (this.lifecycle.state === ClientState.Closed) {
         this.memory.release(sizeBytes);
         this.lifecycle.ensureOpen('send');
       }
@@ -199,13 +204,23 @@ export class Producer {
     await this.sender.flush();
   }
 
-  /** Flushes, then closes the connection; sends waiting for buffer space fail CLIENT_CLOSED. */
-  async disconnect(): Promise<void> {
-    if (!this.lifecycle.isOpen) return;
-    this.lifecycle.transitionTo(
-      [ClientState.Created, ClientState.Connected],
-      ClientState.Disconnecting,
-    );
+  /**
+   * Flushes (every record sent so far is acknowledged or failed), then closes the connection;
+   * sends waiting for buffer space fail CLIENT_CLOSED, later calls too. Kafka's close(); a
+   * second call waits for the first.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  /** KafkaJS's name for `close`, kept as an alias. */
+  disconnect(): Promise<void> {
+    return this.close();
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.lifecycle.transitionTo([ClientState.Created, ClientState.Connected], ClientState.Closing);
     this.memory.failWaiters(
       clientError(
         ClientErrorCode.ClientClosed,
@@ -216,7 +231,8 @@ export class Producer {
     await this.sender.flush();
     this.sender.stop();
     this.connection.close();
-    this.lifecycle.transitionTo([ClientState.Disconnecting], ClientState.Disconnected);
+    this.lifecycle.transitionTo([ClientState.Closing], ClientState.Closed);
+    this.unregister();
   }
 
   private checkRecordSize(sizeBytes: number, topic: string, index: number): number {

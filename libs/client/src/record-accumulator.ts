@@ -9,7 +9,7 @@ import { ProducerBatch } from './producer-batch';
  *
  * 1. the batch is full (batchSizeBytes), or another batch queues behind it;
  * 2. it has waited lingerMs since its first record;
- * 3. the producer is flushing or disconnecting;
+ * 3. the producer is flushing or closing;
  * 4. someone waits for buffer memory: lingering would only make them wait longer;
  * 5. and, for any of those, the partition has fewer than maxInFlight batches in flight, and a
  *    retried batch has waited out its backoff.
