@@ -62,7 +62,7 @@ const variants: Record<string, Record<string, unknown>> = {
   '5 storage nodes': { storageNode: { replicas: 5 } },
   'hard anti-affinity, LoadBalancer': {
     storageNode: { antiAffinity: 'hard' },
-    gateway: { service: { type: 'LoadBalancer', loadBalancerSourceRanges: ['10.0.0.0/8'] } },
+    gateway: { service: { type: 'LoadBalancer', loadBalancerSourceRanges: ['198.18.0.0/15'] } },
   },
 };
 
@@ -198,7 +198,7 @@ describe('helm/spool', () => {
         for (const container of podSpecOf(workload)!.containers) {
           const environment = containerEnvironment(
             container,
-            podIdentity(workload, 0, releaseNamespace, '10.1.2.3'),
+            podIdentity(workload, 0, releaseNamespace, '198.18.1.3'),
           );
           for (const [name, value] of environment) {
             for (const match of value.matchAll(pattern)) {
@@ -328,7 +328,7 @@ describe('helm/spool', () => {
     );
     expect(find(hard, 'Service', 'rel-spool-gateway')['spec']).toMatchObject({
       type: 'LoadBalancer',
-      loadBalancerSourceRanges: ['10.0.0.0/8'],
+      loadBalancerSourceRanges: ['198.18.0.0/15'],
     });
     expect(find(renders.get('defaults')!, 'Service', 'rel-spool-gateway')['spec']).toMatchObject({
       type: 'ClusterIP',
