@@ -1,261 +1,175 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
-import * as readline from 'node:readline';
-import { parseArgs } from 'node:util';
-import { serviceEntryPoint, type CommandContext, type ServiceName } from './commands';
-import { spoolNodeFlags } from './node-flags';
+import { UsageError } from './cli-errors';
+import { formatCommandHelp, wantsHelp } from './command-help';
+import type { CommandContext } from './commands';
+import { devHelp, parseDevOptions, type DevOptions } from './dev-options';
+import { describeOutOfSync, waitUntilInSync } from './dev-readiness';
+import { DevSupervisor } from './dev-supervisor';
 
 /**
- * `spool dev`: a whole cluster on one machine, each service a separate process, so what runs
- * locally is what runs in production. Logs are streamed with a prefix per process; the ports
- * each process bound are written to `<data-dir>/cluster.json`; Ctrl-C stops every process and
- * leaves none behind.
+ * `spool dev`: a whole cluster on one machine, each service a separate process in a process
+ * group of its own, supervised the way a StatefulSet supervises pods, so what runs locally
+ * behaves as production does: a process that dies is restarted (dev-supervised-process.ts), the
+ * rest keeps serving, and a terminal's Ctrl-C reaches `spool dev` alone, which stops the cluster
+ * in order (dev-supervisor.ts). "Ready" means every partition in sync (dev-readiness.ts).
+ *
+ * Exit codes: 0 after an orderly stop, 1 if the cluster did not start or the stop was forced by
+ * a second signal, 2 for a bad command line.
  */
-interface ClusterProcess {
-  readonly role: ServiceName;
-  readonly id: number;
-  readonly child: ChildProcess;
-  ports?: { grpc: number; metrics: number; data?: number };
-  dataPort?: number;
-}
 
-/** How long start-up may take before `spool dev` gives up and stops what it started. */
+/** How long the processes may take to start and report their ports. */
 const startTimeoutMs = 30_000;
-/** How long a process gets to exit after SIGTERM before it is killed. */
-const stopTimeoutMs = 10_000;
+/** How long the cluster may take to get every partition in sync before `spool dev` says what is not. */
+const readinessTimeoutMs = 60_000;
 
 export async function runDevCluster(context: CommandContext): Promise<number> {
-  const { values } = parseArgs({
-    args: [...context.argv],
-    options: {
-      'data-dir': { type: 'string', default: '.spool' },
-      'gateway-port': { type: 'string', default: '9090' },
-      nodes: { type: 'string', default: '3' },
-      coordinators: { type: 'string', default: '1' },
-      // For profiling the data path: the gateway and storage nodes write V8 CPU profiles here
-      // when they exit (node --cpu-prof; NODE_OPTIONS may not carry it).
-      'profile-dir': { type: 'string' },
-    },
-    strict: true,
-  });
-  const nodes = Number(values.nodes);
-  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 16) {
-    context.stderr.write(
-      `spool dev: --nodes must be an integer from 1 to 16, got "${values.nodes}"\n`,
-    );
+  if (wantsHelp(context.argv)) {
+    context.stdout.write(formatCommandHelp(devHelp));
+    return 0;
+  }
+  let options: DevOptions;
+  try {
+    options = parseDevOptions(context.argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    context.stderr.write(`spool dev: ${error.message}; see spool dev --help\n`);
     return 2;
   }
-  const coordinators = Number(values.coordinators);
-  if (!Number.isInteger(coordinators) || coordinators < 1 || coordinators > 8) {
-    context.stderr.write(
-      `spool dev: --coordinators must be an integer from 1 to 8, got "${values.coordinators}"\n`,
-    );
-    return 2;
-  }
-  const gatewayPort = Number(values['gateway-port']);
-  if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) {
-    context.stderr.write(
-      `spool dev: --gateway-port must be a port number, got "${values['gateway-port']}"\n`,
-    );
-    return 2;
-  }
-  const dataDirectory = path.resolve(values['data-dir']);
-  mkdirSync(dataDirectory, { recursive: true });
+  return new DevRun(options, context).run();
+}
 
-  const ephemeralPorts = ['--grpc-port', '0', '--metrics-port', '0'];
-  const processes: ClusterProcess[] = [];
-  const profileDirectory =
-    values['profile-dir'] === undefined ? undefined : path.resolve(values['profile-dir']);
-  if (profileDirectory !== undefined) mkdirSync(profileDirectory, { recursive: true });
-  const launch = (role: ServiceName, id: number, argv: string[]): ClusterProcess => {
-    const profiled =
-      profileDirectory !== undefined && (role === 'gateway' || role === 'storage-node');
-    const nodeFlags = [
-      ...spoolNodeFlags,
-      ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${profileDirectory}`] : []),
-    ];
-    const child = spawn(process.execPath, [...nodeFlags, serviceEntryPoint(role), ...argv], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: process.env,
-    });
-    const entry: ClusterProcess = { role, id, child };
-    processes.push(entry);
-    return entry;
-  };
+/** One run of `spool dev`, from the first start to the last exit. */
+class DevRun {
+  private readonly startedAtMs = Date.now();
+  private readonly supervisor: DevSupervisor;
+  /** Aborted by the first SIGINT or SIGTERM: start-up and readiness stop waiting. */
+  private readonly stopRequest = new AbortController();
+  private forced = false;
 
-  let stopping = false;
-  // Stop in reverse order of dependence: clients of the data path first, the controller last,
-  // so storage nodes can still hand their leaderships over (controlled shutdown) as they stop.
-  const stopAll = async (): Promise<void> => {
-    stopping = true;
-    const order: ServiceName[] = ['gateway', 'coordinator', 'storage-node', 'controller'];
-    for (const role of order) {
-      await Promise.all(
-        processes.filter((entry) => entry.role === role).map((entry) => stopProcess(entry.child)),
+  constructor(
+    private readonly options: DevOptions,
+    private readonly context: CommandContext,
+  ) {
+    this.supervisor = new DevSupervisor(options, context);
+  }
+
+  async run(): Promise<number> {
+    const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+    const onSignal = (signal: NodeJS.Signals): void => this.onSignal(signal);
+    for (const signal of signals) process.on(signal, onSignal);
+    try {
+      const started = await this.start();
+      if (started) {
+        await this.reportReadiness();
+        await this.stopRequested();
+      }
+      await this.stopInOrder();
+      if (this.forced) return 1;
+      return started || this.stopRequest.signal.aborted ? 0 : 1;
+    } finally {
+      for (const signal of signals) process.off(signal, onSignal);
+    }
+  }
+
+  /** The first signal stops in order; a second one kills every process group at once. */
+  private onSignal(signal: NodeJS.Signals): void {
+    if (!this.stopRequest.signal.aborted) {
+      this.context.stdout.write(
+        `spool dev: ${signal}: stopping in order (Ctrl-C again to kill everything at once)\n`,
+      );
+      this.stopRequest.abort();
+      return;
+    }
+    if (this.forced) return;
+    this.forced = true;
+    this.context.stderr.write(`spool dev: second ${signal}: killing every process (SIGKILL)\n`);
+    void this.supervisor.killAll();
+  }
+
+  /** True once every process reported its ports; false (after saying why) otherwise. */
+  private async start(): Promise<boolean> {
+    const startup = this.supervisor.startAll();
+    startup.catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      startup.then(
+        () => ({ kind: 'started' as const }),
+        (error: unknown) => ({ kind: 'failed' as const, error }),
+      ),
+      new Promise<{ kind: 'timed-out' }>((resolve) => {
+        timer = setTimeout(() => resolve({ kind: 'timed-out' }), startTimeoutMs);
+      }),
+      this.stopRequested().then(() => ({ kind: 'stopped' as const })),
+    ]);
+    clearTimeout(timer);
+    if (outcome.kind === 'started') return true;
+    if (outcome.kind === 'failed') {
+      const reason = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+      this.context.stderr.write(
+        `spool dev: the cluster did not start: ${reason}; stopping what did\n`,
+      );
+    } else if (outcome.kind === 'timed-out') {
+      const waiting = this.supervisor.processes.filter((process) => process.state === 'starting');
+      this.context.stderr.write(
+        `spool dev: the cluster did not start in ${startTimeoutMs / 1000} s ` +
+          `(${waiting.map((process) => process.name).join(', ')} never reported its ports); ` +
+          'stopping what did\n',
       );
     }
-  };
-  // The controller first: everything else is told where it is.
-  const startAll = async (): Promise<void> => {
-    const controller = launch('controller', 0, [
-      ...ephemeralPorts,
-      '--metadata-path',
-      path.join(dataDirectory, 'controller', 'metadata.journal'),
-    ]);
-    await watchProcess(controller, context, () => stopping);
-    const controllerAddress = `127.0.0.1:${controller.ports!.grpc}`;
-    const others = [
-      // A stable id per coordinator, so a restarted one is recognised by the controller.
-      ...Array.from({ length: coordinators }, (_, id) =>
-        launch('coordinator', id, [
-          ...ephemeralPorts,
-          '--coordinator-id',
-          `coordinator-${id}`,
-          '--controller-addresses',
-          controllerAddress,
-        ]),
-      ),
-      ...Array.from({ length: nodes }, (_, id) =>
-        launch('storage-node', id, [
-          ...ephemeralPorts,
-          '--data-port',
-          '0',
-          '--broker-id',
-          String(id),
-          '--data-dir',
-          path.join(dataDirectory, `storage-${id}`),
-          '--controller-addresses',
-          controllerAddress,
-        ]),
-      ),
-      launch('gateway', 0, [
-        '--grpc-port',
-        String(gatewayPort),
-        '--metrics-port',
-        '0',
-        '--controller-addresses',
-        controllerAddress,
-      ]),
-    ];
-    await Promise.all(others.map((entry) => watchProcess(entry, context, () => stopping)));
-  };
-  const timeout = new Promise<'timed-out'>((resolve) =>
-    setTimeout(() => resolve('timed-out'), startTimeoutMs).unref(),
-  );
-  const outcome = await Promise.race([
-    startAll().then(
-      () => 'started' as const,
-      () => 'failed' as const,
-    ),
-    timeout,
-  ]);
-  if (outcome !== 'started') {
-    context.stderr.write(`spool dev: the cluster did not start (${outcome}); stopping what did\n`);
-    await stopAll();
-    return 1;
+    return false;
   }
 
-  const clusterFile = path.join(dataDirectory, 'cluster.json');
-  const description = {
-    processes: processes.map((entry) => ({
-      role: entry.role,
-      id: entry.id,
-      pid: entry.child.pid,
-      ports: entry.ports,
-    })),
-  };
-  writeFileSync(clusterFile, `${JSON.stringify(description, null, 2)}\n`);
-  const gateway = processes.find((entry) => entry.role === 'gateway');
-  context.stdout.write(
-    `spool dev: ${processes.length} processes ready\n` +
-      `  gateway   localhost:${gateway?.ports?.grpc}\n` +
-      `  cluster   ${clusterFile} (every process's pid and ports, metrics included)\n` +
-      `  Ctrl-C stops everything\n`,
-  );
-
-  return new Promise<number>((resolve) => {
-    const onSignal = (): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      context.stdout.write('spool dev: stopping\n');
-      stopAll().then(() => resolve(0));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    for (const entry of processes) {
-      entry.child.once('exit', (code, signal) => {
-        if (stopping) return;
-        context.stderr.write(
-          `spool dev: ${label(entry)} exited (${signal ?? code}); stopping the cluster\n`,
-        );
-        onSignal();
-      });
+  /** Prints "ready" once every partition is in sync, or what is not after the timeout. */
+  private async reportReadiness(): Promise<void> {
+    const outcome = await waitUntilInSync({
+      gatewayAddress: this.supervisor.gatewayAddress,
+      brokerIds: Array.from({ length: this.options.storageNodeCount }, (_, id) => id),
+      timeoutMs: readinessTimeoutMs,
+      signal: this.stopRequest.signal,
+    });
+    if (outcome.kind === 'aborted') return;
+    const elapsed = `${((Date.now() - this.startedAtMs) / 1000).toFixed(1)} s`;
+    if (outcome.kind === 'timed-out') {
+      const what =
+        outcome.report === undefined
+          ? `the gateway did not answer (${errorMessage(outcome.lastError)})`
+          : describeOutOfSync(outcome.report);
+      this.context.stderr.write(
+        `spool dev: not in sync after ${elapsed}: ${what}; the cluster keeps running, ` +
+          '`spool cluster status` shows its state\n',
+      );
+      return;
     }
-  });
+    const { partitionsInSync } = outcome.report;
+    const processCount = this.supervisor.processes.length;
+    this.context.stdout.write(
+      `spool dev: ${processCount} processes ready in ${elapsed}, ` +
+        `${partitionsInSync} partition${partitionsInSync === 1 ? '' : 's'} in sync\n` +
+        `  gateway   ${this.supervisor.gatewayAddress}\n` +
+        `  cluster   ${this.supervisor.clusterFilePath} (every process's pid and ports)\n` +
+        `  restart   ${this.options.restartPolicy} (a process that exits ` +
+        `${this.options.restartPolicy === 'never' ? 'stays down' : 'is restarted'})\n` +
+        `  Ctrl-C stops everything\n`,
+    );
+  }
+
+  private async stopInOrder(): Promise<void> {
+    const stopStartedAtMs = Date.now();
+    await this.supervisor.stopInOrder();
+    if (this.forced) return;
+    this.context.stdout.write(
+      `spool dev: stopped in ${((Date.now() - stopStartedAtMs) / 1000).toFixed(1)} s\n`,
+    );
+  }
+
+  private stopRequested(): Promise<void> {
+    const { signal } = this.stopRequest;
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) =>
+      signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+  }
 }
 
-function label(entry: { role: string; id: number }): string {
-  return entry.role === 'storage-node' || entry.role === 'coordinator'
-    ? `${entry.role}-${entry.id}`
-    : entry.role;
-}
-
-/** Streams a process's log lines with its label and resolves once it reports its ports. */
-function watchProcess(
-  entry: ClusterProcess,
-  context: CommandContext,
-  isStopping: () => boolean,
-): Promise<void> {
-  const prefix = `[${label(entry)}] `;
-  return new Promise((resolve, reject) => {
-    const lines = readline.createInterface({ input: entry.child.stdout! });
-    lines.on('line', (line) => {
-      context.stdout.write(`${prefix}${line}\n`);
-      if (entry.ports !== undefined) return;
-      try {
-        const record = JSON.parse(line) as {
-          event?: string;
-          grpcPort?: number;
-          metricsPort?: number;
-          dataPort?: number;
-        };
-        if (record.dataPort !== undefined) entry.dataPort = record.dataPort;
-        if (
-          record.event === 'started' &&
-          record.grpcPort !== undefined &&
-          record.metricsPort !== undefined
-        ) {
-          entry.ports = {
-            grpc: record.grpcPort,
-            metrics: record.metricsPort,
-            ...(entry.dataPort === undefined ? {} : { data: entry.dataPort }),
-          };
-          resolve();
-        }
-      } catch {
-        // Not a log record: printed as it came.
-      }
-    });
-    readline.createInterface({ input: entry.child.stderr! }).on('line', (line) => {
-      context.stderr.write(`${prefix}${line}\n`);
-    });
-    entry.child.once('exit', (code, signal) => {
-      if (entry.ports === undefined && !isStopping()) {
-        reject(new Error(`${label(entry)} exited during start-up (${signal ?? code})`));
-      }
-    });
-  });
-}
-
-function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
