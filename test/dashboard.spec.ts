@@ -10,7 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Spool, type Consumer, type Producer } from '@spool/client';
+import { Spool } from '@spool/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { reservedLoopbackPort } from './support/loopback-ports';
 import { workspaceRoot } from './support/service-process';
@@ -59,8 +59,7 @@ let processes: ClusterProcess[] = [];
 let prometheus: ChildProcess | undefined;
 let prometheusOutput = '';
 let prometheusPort = 0;
-let producer: Producer | undefined;
-let consumer: Consumer | undefined;
+let spool: Spool | undefined;
 let producing = false;
 let producerLoop: Promise<void> | undefined;
 let producerFailure: unknown;
@@ -236,8 +235,8 @@ function drawable(results: readonly QueryResult[]): QueryResult[] {
 }
 
 /** A producer sending a few keyed records every produceIntervalMs until `producing` is off. */
-function startProducing(spool: Spool): void {
-  producer = spool.producer({ lingerMs: 5 });
+function startProducing(client: Spool): void {
+  const producer = client.producer({ lingerMs: 5 });
   producing = true;
   producerLoop = (async () => {
     let sequence = 0;
@@ -247,7 +246,7 @@ function startProducing(spool: Spool): void {
           key: `key-${sequence % 12}`,
           value: `record-${sequence++}`,
         }));
-        acknowledged += (await producer!.send({ topic, messages })).length;
+        acknowledged += (await producer.send({ topic, messages })).length;
         await sleep(produceIntervalMs);
       }
     } catch (error) {
@@ -261,18 +260,15 @@ beforeAll(async () => {
   await startCluster();
   await startPrometheus();
   const gateway = processes.find((entry) => entry.role === 'gateway')!;
-  const spool = new Spool({
-    brokers: [`127.0.0.1:${gateway.ports.grpc}`],
-    clientId: 'dashboard-spec',
-  });
+  spool = new Spool({ brokers: [`127.0.0.1:${gateway.ports.grpc}`], clientId: 'dashboard-spec' });
   const admin = spool.admin({ requestTimeoutMs: 10_000 });
   try {
     await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 3 }] });
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
   startProducing(spool);
-  consumer = spool.consumer({ groupId, autoOffsetReset: 'earliest' });
+  const consumer = spool.consumer({ groupId, autoOffsetReset: 'earliest' });
   await consumer.subscribe({ topic });
   await consumer.run({
     eachMessage: async () => {
@@ -286,8 +282,8 @@ afterAll(async () => {
   try {
     producing = false;
     await producerLoop;
-    await consumer?.disconnect();
-    await producer?.disconnect();
+    // The producer, the consumer and the admin.
+    await spool?.close();
     if (prometheus !== undefined) await signalAndWait(prometheus, 'SIGTERM', 10_000);
     if (dev !== undefined) devExitCode = await signalAndWait(dev, 'SIGINT', 30_000);
   } finally {
