@@ -70,7 +70,9 @@ export class Workload {
       retryBackoffMs: 100,
       retryBackoffMaxMs: 1_000,
       maxBlockMs: 10_000,
-      ...(this.options.idempotent ? { enableIdempotence: true, maxInFlight: 1 } : {}),
+      ...(this.options.idempotent
+        ? { enableIdempotence: true, maxInFlight: 1 }
+        : { enableIdempotence: false }),
     });
     this.clients.push(producer);
     for (let sequence = 0; this.running; sequence++) {
