@@ -118,7 +118,7 @@ export async function waitUntilInSync(options: {
     }
     return { kind: 'aborted' };
   } finally {
-    await admin.disconnect().catch(() => {});
+    await admin.close().catch(() => {});
   }
 }
 
