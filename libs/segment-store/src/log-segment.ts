@@ -26,6 +26,7 @@ import * as path from 'node:path';
 import * as protocol from '@spool/protocol';
 import * as common from '@spool/common';
 import { SegmentStoreError, storageError } from './errors';
+import type { FileHandleCache } from './file-handle-cache';
 import type { FileSlice } from './file-slice';
 import { readInt64AsNumber } from './int64-fields';
 import type { LogConfig } from './log-config';
@@ -133,38 +134,48 @@ export class LogSegment {
     readonly directory: string,
     readonly baseOffset: bigint,
     private readonly config: LogConfig,
+    files: FileHandleCache,
     create: boolean,
   ) {
-    this.logFile = SegmentFile.open(path.join(directory, segmentFileName(baseOffset, '.log')), {
-      create,
-    });
+    const logPath = path.join(directory, segmentFileName(baseOffset, '.log'));
+    this.logFile = create ? SegmentFile.create(files, logPath) : SegmentFile.open(files, logPath);
     this.offsetIndex = new OffsetIndex(
       path.join(directory, segmentFileName(baseOffset, '.index')),
       baseOffset,
       config.segmentIndexBytes,
-      { create },
+      { create, files },
     );
     this.timeIndex = new TimeIndex(
       path.join(directory, segmentFileName(baseOffset, '.timeindex')),
       baseOffset,
       config.segmentIndexBytes,
-      { create },
+      { create, files },
     );
     this.sizeBytes = create ? 0 : this.logFile.sizeBytes();
     this.nextOffset = baseOffset;
     this.offsetOfMaxTimestamp = baseOffset;
   }
 
-  static create(directory: string, baseOffset: bigint, config: LogConfig): LogSegment {
-    return new LogSegment(directory, baseOffset, config, true);
+  static create(
+    directory: string,
+    baseOffset: bigint,
+    config: LogConfig,
+    files: FileHandleCache,
+  ): LogSegment {
+    return new LogSegment(directory, baseOffset, config, files, true);
   }
 
   /**
    * Opens an existing segment. Nothing is read yet: the caller either recovers it or calls
    * `loadTrusted` to check its indexes and find its end.
    */
-  static open(directory: string, baseOffset: bigint, config: LogConfig): LogSegment {
-    return new LogSegment(directory, baseOffset, config, false);
+  static open(
+    directory: string,
+    baseOffset: bigint,
+    config: LogConfig,
+    files: FileHandleCache,
+  ): LogSegment {
+    return new LogSegment(directory, baseOffset, config, files, false);
   }
 
   get isEmpty(): boolean {
@@ -216,6 +227,7 @@ export class LogSegment {
     assert(batches[0]!.baseOffset >= this.nextOffset, 'append offsets must ascend');
     assert(batches.at(-1)!.lastOffset - this.baseOffset <= 0xffffffffn, 'relative offset overflow');
     const startPosition = this.sizeBytes;
+    this.logFile.markUnsynced();
     try {
       let written = 0;
       while (written < buffer.length) {
@@ -515,6 +527,9 @@ export class LogSegment {
     }
     const bytesTruncated = fileSizeBytes - position;
     if (bytesTruncated > 0) fs.ftruncateSync(this.logFile.fd, position);
+    // What survived may be pages a crashed process left unwritten: the log syncs it before its
+    // recovery point passes it.
+    this.logFile.markUnsynced();
     this.sizeBytes = position;
     return {
       batchesValid,
@@ -555,6 +570,7 @@ export class LogSegment {
     this.offsetIndex.truncateTo(first.baseOffset);
     this.timeIndex.truncateTo(first.baseOffset);
     fs.ftruncateSync(this.logFile.fd, first.position);
+    this.logFile.markUnsynced();
     this.sizeBytes = first.position;
     // The tail facts (end, largest timestamp) are read again from what remains.
     this.nextOffset = this.baseOffset;

@@ -45,6 +45,7 @@ import {
   writeOffsetCheckpoint,
 } from './checkpoint-file';
 import { OffsetOutOfRangeError, SegmentStoreError, storageError } from './errors';
+import { defaultFileHandleCache, type FileHandleCache } from './file-handle-cache';
 import type { FileSlice } from './file-slice';
 import { LeaderEpochCache } from './leader-epoch-cache';
 import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
@@ -160,6 +161,11 @@ export interface LogOpenOptions {
   readonly onBackgroundError?: (error: unknown) => void;
   /** The write-out of recent appends (writebackIntervalBytes); the addon's unless a test's. */
   readonly writeback?: WritebackBinding | null;
+  /**
+   * Where the log's descriptors live (file-handle-cache.ts): the node's, bounded by its setting;
+   * the process's default cache otherwise.
+   */
+  readonly files?: FileHandleCache;
 }
 
 export class Log {
@@ -177,6 +183,7 @@ export class Log {
   private writebackPosition = 0;
   private writebackSegment: LogSegment | undefined;
   private readonly writeback: WritebackBinding | undefined;
+  private readonly files: FileHandleCache;
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private flushAgain = false;
@@ -201,6 +208,7 @@ export class Log {
     this.recoveryPointValue = recoveryPoint;
     this.clock = options.clock ?? Date.now;
     this.onBackgroundError = options.onBackgroundError ?? (() => {});
+    this.files = options.files ?? defaultFileHandleCache;
     this.writeback =
       options.writeback === undefined ? writebackBindingDefault : (options.writeback ?? undefined);
   }
@@ -215,6 +223,7 @@ export class Log {
   ): Promise<{ log: Log; report: RecoveryReport }> {
     const startedAtMs = Date.now();
     const config = resolveLogConfig(options.config);
+    const files = options.files ?? defaultFileHandleCache;
     fs.mkdirSync(directory, { recursive: true });
     const baseOffsets = listSegmentBaseOffsets(directory);
     const markerPath = path.join(directory, cleanShutdownFile);
@@ -241,8 +250,8 @@ export class Log {
         path.join(directory, `${baseOffset.toString().padStart(20, '0')}.log`),
       );
       const segment = exists
-        ? LogSegment.open(directory, baseOffset, config)
-        : LogSegment.create(directory, baseOffset, config);
+        ? LogSegment.open(directory, baseOffset, config, files)
+        : LogSegment.create(directory, baseOffset, config, files);
       segment.createdAtMs = (options.clock ?? Date.now)();
       segments.push(segment);
       const nextBase = baseOffsets[index + 1];
@@ -270,7 +279,7 @@ export class Log {
           // Everything after the first bad batch is gone: later segments cannot be trusted to
           // continue the offsets, so they go too (Kafka does the same).
           for (const later of baseOffsets.slice(index + 1)) {
-            const doomed = LogSegment.open(directory, later, config);
+            const doomed = LogSegment.open(directory, later, config, files);
             bytesTruncated += doomed.sizeBytes;
             doomed.delete();
             segmentsDeleted++;
@@ -516,7 +525,7 @@ export class Log {
     const previous = this.activeSegment;
     if (previous.isEmpty) return;
     previous.onBecomeInactive();
-    const segment = LogSegment.create(this.directory, this.logEndOffset, this.config);
+    const segment = LogSegment.create(this.directory, this.logEndOffset, this.config, this.files);
     segment.createdAtMs = this.clock();
     this.segments.push(segment);
     // The folder's fsync waits for the journal, and the journal for the closed segment's data:
@@ -747,7 +756,7 @@ export class Log {
     }
     const segment = this.activeSegment;
     bytesTruncated += segment.truncateTo(offset);
-    fs.fdatasyncSync(segment.logFile.fd);
+    segment.logFile.flushSync();
     fsyncDirectory(this.directory);
     if (this.recoveryPointValue > this.logEndOffset) {
       this.recoveryPointValue = this.logEndOffset;
@@ -769,7 +778,7 @@ export class Log {
     assert(offset >= 0n, 'a log cannot start at a negative offset');
     this.truncationGeneration++;
     for (const segment of this.segments.splice(0)) segment.delete();
-    this.segments.push(LogSegment.create(this.directory, offset, this.config));
+    this.segments.push(LogSegment.create(this.directory, offset, this.config, this.files));
     fsyncDirectory(this.directory);
     this.recoveryPointValue = offset;
     this.logStartOffsetValue = offset;

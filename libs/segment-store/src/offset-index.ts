@@ -23,7 +23,7 @@
  * Crash story and interleaving: see index-file.ts.
  */
 import * as common from '@spool/common';
-import { IndexFile } from './index-file';
+import { IndexFile, type IndexFileOptions } from './index-file';
 
 export const offsetIndexEntrySizeBytes = 8;
 
@@ -53,7 +53,7 @@ export class OffsetIndex {
     path: string,
     readonly baseOffset: bigint,
     maxSizeBytes: number,
-    options: { create: boolean },
+    options: IndexFileOptions,
   ) {
     this.file = new IndexFile(
       path,

@@ -12,7 +12,7 @@
  * Crash story and interleaving: see index-file.ts.
  */
 import * as common from '@spool/common';
-import { IndexFile } from './index-file';
+import { IndexFile, type IndexFileOptions } from './index-file';
 import { readInt64AsNumber, writeInt64FromNumber } from './int64-fields';
 
 export const timeIndexEntrySizeBytes = 12;
@@ -35,7 +35,7 @@ export class TimeIndex {
     path: string,
     readonly baseOffset: bigint,
     maxSizeBytes: number,
-    options: { create: boolean },
+    options: IndexFileOptions,
   ) {
     this.file = new IndexFile(path, timeIndexEntrySizeBytes, maxSizeBytes, options);
   }
