@@ -1,6 +1,7 @@
 /**
  * The controller while it leads: the command queue, broker lifecycles and the periodic
- * maintenance that fences silent brokers and runs automatic elections. It exists only between
+ * maintenance that resolves unfinished topic changes, fences silent brokers and runs automatic
+ * elections. It exists only between
  * winning an election and losing it; a new leadership gets a new ActiveController built from a
  * fresh read of the store.
  */
@@ -13,6 +14,7 @@ import { CoordinatorLifecycle } from './coordinator-lifecycle';
 import type { ControllerMetrics } from './controller-metrics';
 import type { MetadataWriter } from './metadata-writer';
 import { runAutomaticElections } from './partition-commands';
+import { resolvePendingTopicChanges } from './topic-changes';
 
 export interface ActiveControllerSettings {
   readonly brokerSessionTimeoutMs: number;
@@ -50,6 +52,15 @@ export class ActiveController {
   }
 
   start(): void {
+    // A change the previous controller left half-written is resolved before anything else runs.
+    this.queue
+      .run(() => resolvePendingTopicChanges(this.context))
+      .catch((error: unknown) => {
+        this.context.logger.warn(
+          { err: error },
+          'resolving unfinished topic changes failed; retrying in maintenance',
+        );
+      });
     this.timer = setInterval(() => {
       // Maintenance waits behind client commands, and never queues up behind itself.
       if (this.queue.pending > 0) return;
@@ -66,6 +77,7 @@ export class ActiveController {
   }
 
   private async maintain(): Promise<void> {
+    await resolvePendingTopicChanges(this.context);
     for (const brokerId of this.brokers.expiredBrokers()) await this.brokers.fence(brokerId);
     const expiredCoordinators = this.coordinators.expiredCoordinators();
     if (expiredCoordinators.length > 0)

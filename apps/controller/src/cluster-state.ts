@@ -7,6 +7,16 @@
  *
  * The metadata version that WatchMetadata publishes is the store revision: monotonic across
  * controller failovers, because the store, not the controller, counts it.
+ *
+ * Visibility: a topic change may span several store transactions (topic-changes.ts), and the
+ * topic's own record is its commit point. `topics` holds only committed topics (no `state` in
+ * their record) and, in each, only the partitions below the record's partitionCount. Everything
+ * else the store holds under a topic (a topic being created or deleted, partition keys written
+ * ahead of a CreatePartitions flip, keys whose topic record is gone) is kept apart and reported
+ * by `pendingTopicChanges()`, for the active controller to finish or roll back. When the record
+ * flips, the partitions it commits move into the view in the same revision, so a delta carries
+ * them all at once; a partition put that stays hidden makes no delta at all. Each event costs
+ * O(1), except a flip, which costs O(partitions it moves) once.
  */
 import type { KeyValue, MetadataKeys, WatchEvent } from '@spool/metadata';
 import {
@@ -40,7 +50,19 @@ export interface PartitionState {
 export interface TopicState {
   readonly record: TopicRecord;
   readonly modRevision: bigint;
+  /** The committed partitions only: those below record.partitionCount. */
   readonly partitions: Map<number, PartitionState>;
+}
+
+/** What the store holds under a topic that readers must not see: a change in flight or left. */
+export interface PendingTopicChange {
+  readonly topic: string;
+  /** The topic's record; undefined when only partition keys are left (their topic key is gone). */
+  readonly record: TopicRecord | undefined;
+  /** The record's last write, the compare every step of finishing or rolling back carries. */
+  readonly modRevision: bigint | undefined;
+  /** Hidden partition keys: every one while creating or deleting, else those at or above the count. */
+  readonly partitions: readonly number[];
 }
 
 export interface CoordinatorState {
@@ -81,8 +103,14 @@ export class ClusterState {
   private revisionValue = 0n;
   private readonly revisionWaiters: Array<{ revision: bigint; resolve: () => void }> = [];
   private readonly listeners = new Set<(delta: MetadataDelta) => void>();
-  /** Partition records that arrived before their topic record (same revision, any order). */
-  private readonly orphanPartitions = new Map<string, Map<number, PartitionState>>();
+  /** Topics whose record has a state (creating, deleting): in the store, not in the view. */
+  private readonly hiddenTopics = new Map<string, { record: TopicRecord; modRevision: bigint }>();
+  /**
+   * Partition keys outside the view, per topic: those of hidden topics, those at or above a
+   * committed topic's count, and those whose topic record has not arrived (same revision, any
+   * order) or is gone.
+   */
+  private readonly hiddenPartitions = new Map<string, Map<number, PartitionState>>();
 
   constructor(
     private readonly keys: MetadataKeys,
@@ -99,7 +127,8 @@ export class ClusterState {
     this.topics.clear();
     this.coordinators.clear();
     this.coordinatorShards.clear();
-    this.orphanPartitions.clear();
+    this.hiddenTopics.clear();
+    this.hiddenPartitions.clear();
     this.producerIds = undefined;
     for (const entry of entries) this.applyPut(entry, undefined);
     this.revisionValue = revision;
@@ -143,17 +172,7 @@ export class ClusterState {
       }
       const topicName = this.keys.parseTopic(entry.key);
       if (topicName !== undefined) {
-        const existing = this.topics.get(topicName);
-        const partitions =
-          existing?.partitions ?? this.orphanPartitions.get(topicName) ?? new Map();
-        this.orphanPartitions.delete(topicName);
-        this.topics.set(topicName, {
-          record: decodeTopicRecord(entry.value),
-          modRevision: entry.modRevision,
-          partitions,
-        });
-        (delta?.changedTopics as Set<string> | undefined)?.add(topicName);
-        (delta?.deletedTopics as Set<string> | undefined)?.delete(topicName);
+        this.applyTopicRecord(topicName, decodeTopicRecord(entry.value), entry.modRevision, delta);
         return;
       }
       const partitionKey = this.keys.parsePartition(entry.key);
@@ -164,14 +183,12 @@ export class ClusterState {
           modRevision: entry.modRevision,
         };
         const topic = this.topics.get(partitionKey.topic);
-        if (topic !== undefined) topic.partitions.set(partitionKey.partition, state);
-        else {
-          const orphans =
-            this.orphanPartitions.get(partitionKey.topic) ?? new Map<number, PartitionState>();
-          orphans.set(partitionKey.partition, state);
-          this.orphanPartitions.set(partitionKey.topic, orphans);
+        if (topic !== undefined && partitionKey.partition < topic.record.partitionCount) {
+          topic.partitions.set(partitionKey.partition, state);
+          (delta?.changedTopics as Set<string> | undefined)?.add(partitionKey.topic);
+        } else {
+          this.hide(state);
         }
-        (delta?.changedTopics as Set<string> | undefined)?.add(partitionKey.topic);
         return;
       }
       const coordinatorId = this.keys.parseCoordinator(entry.key);
@@ -216,9 +233,14 @@ export class ClusterState {
     }
     const topicName = this.keys.parseTopic(key);
     if (topicName !== undefined) {
-      this.topics.delete(topicName);
-      this.orphanPartitions.delete(topicName);
-      (delta.deletedTopics as Set<string>).add(topicName);
+      this.hiddenTopics.delete(topicName);
+      const topic = this.topics.get(topicName);
+      if (topic !== undefined) {
+        // Its partition keys, if any are left, are now keys without a topic: hidden.
+        for (const partition of topic.partitions.values()) this.hide(partition);
+        this.topics.delete(topicName);
+        (delta.deletedTopics as Set<string>).add(topicName);
+      }
       return;
     }
     const coordinatorId = this.keys.parseCoordinator(key);
@@ -230,11 +252,96 @@ export class ClusterState {
     }
     const partitionKey = this.keys.parsePartition(key);
     if (partitionKey !== undefined) {
-      this.topics.get(partitionKey.topic)?.partitions.delete(partitionKey.partition);
-      this.orphanPartitions.get(partitionKey.topic)?.delete(partitionKey.partition);
-      if (this.topics.has(partitionKey.topic))
-        (delta.changedTopics as Set<string>).add(partitionKey.topic);
+      const { topic, partition } = partitionKey;
+      if (this.topics.get(topic)?.partitions.delete(partition) === true)
+        (delta.changedTopics as Set<string>).add(topic);
+      const hidden = this.hiddenPartitions.get(topic);
+      hidden?.delete(partition);
+      if (hidden?.size === 0) this.hiddenPartitions.delete(topic);
     }
+  }
+
+  /**
+   * A topic record was written. Cases:
+   *   1. It has a state (creating, deleting): the topic leaves the view, or never enters it; a
+   *      committed topic that starts deleting is a deleted topic for readers from here on.
+   *   2. It is committed: hidden partitions below its count join the view (the flip of a create
+   *      or CreatePartitions), and any visible ones at or above it (never written so) leave.
+   *      Readers hear of it when the topic is new to them or what they see of it changed; a
+   *      record that only gained or lost a pending marker changes nothing they see.
+   */
+  private applyTopicRecord(
+    name: string,
+    record: TopicRecord,
+    modRevision: bigint,
+    delta: MetadataDelta | undefined,
+  ): void {
+    const previous = this.topics.get(name);
+    if (record.state !== undefined) {
+      // Case 1.
+      this.hiddenTopics.set(name, { record, modRevision });
+      if (previous === undefined) return;
+      for (const partition of previous.partitions.values()) this.hide(partition);
+      this.topics.delete(name);
+      (delta?.deletedTopics as Set<string> | undefined)?.add(name);
+      (delta?.changedTopics as Set<string> | undefined)?.delete(name);
+      return;
+    }
+    // Case 2.
+    this.hiddenTopics.delete(name);
+    const partitions = previous?.partitions ?? new Map<number, PartitionState>();
+    if (previous !== undefined && record.partitionCount < previous.record.partitionCount) {
+      for (const partition of [...partitions.values()]) {
+        if (partition.partition < record.partitionCount) continue;
+        partitions.delete(partition.partition);
+        this.hide(partition);
+      }
+    }
+    const hidden = this.hiddenPartitions.get(name);
+    if (hidden !== undefined) {
+      for (const partition of [...hidden.values()]) {
+        if (partition.partition >= record.partitionCount) continue;
+        partitions.set(partition.partition, partition);
+        hidden.delete(partition.partition);
+      }
+      if (hidden.size === 0) this.hiddenPartitions.delete(name);
+    }
+    this.topics.set(name, { record, modRevision, partitions });
+    if (previous === undefined || !sameForReaders(previous.record, record)) {
+      (delta?.changedTopics as Set<string> | undefined)?.add(name);
+      (delta?.deletedTopics as Set<string> | undefined)?.delete(name);
+    }
+  }
+
+  private hide(partition: PartitionState): void {
+    let hidden = this.hiddenPartitions.get(partition.topic);
+    if (hidden === undefined) {
+      hidden = new Map();
+      this.hiddenPartitions.set(partition.topic, hidden);
+    }
+    hidden.set(partition.partition, partition);
+  }
+
+  /**
+   * Every topic whose store keys readers do not see in full: a create or delete in flight or
+   * abandoned, partitions written ahead of a CreatePartitions flip, keys left without a topic.
+   * O(hidden topics + committed topics); the partition lists are copies.
+   */
+  pendingTopicChanges(): PendingTopicChange[] {
+    const names = new Set([...this.hiddenTopics.keys(), ...this.hiddenPartitions.keys()]);
+    for (const [name, topic] of this.topics) {
+      if (topic.record.pendingPartitionCount !== undefined) names.add(name);
+    }
+    return [...names].sort().map((name) => {
+      const stored = this.hiddenTopics.get(name) ?? this.topics.get(name);
+      const hidden = this.hiddenPartitions.get(name);
+      return {
+        topic: name,
+        record: stored?.record,
+        modRevision: stored?.modRevision,
+        partitions: hidden === undefined ? [] : [...hidden.keys()].sort((a, b) => a - b),
+      };
+    });
   }
 
   /** Resolves once the view has applied `revision` (or a later one). */
@@ -268,4 +375,14 @@ export class ClusterState {
       .filter((broker) => !broker.record.fenced)
       .map((broker) => broker.record.brokerId);
   }
+}
+
+/** Whether readers see the same topic in both records (partitions aside). */
+function sameForReaders(left: TopicRecord, right: TopicRecord): boolean {
+  return (
+    left.topicId === right.topicId &&
+    left.partitionCount === right.partitionCount &&
+    left.internal === right.internal &&
+    JSON.stringify(left.configs) === JSON.stringify(right.configs)
+  );
 }

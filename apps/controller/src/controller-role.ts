@@ -42,7 +42,11 @@ export class ControllerRole {
     private readonly store: MetadataStore,
     private readonly keys: MetadataKeys,
     private readonly advertisedAddress: string,
-    private readonly settings: ActiveControllerSettings & { readonly leaseTtlMs: number },
+    private readonly settings: ActiveControllerSettings & {
+      readonly leaseTtlMs: number;
+      /** TEST HOOK: see MetadataWriterTestHooks; 0 (off) unless a test sets it. */
+      readonly testPauseAfterMetadataChunk?: number;
+    },
     private readonly logger: Logger,
     private readonly metrics: ControllerMetrics,
   ) {}
@@ -135,8 +139,14 @@ export class ControllerRole {
         this.stepDown?.();
       },
     });
-    const writer = new MetadataWriter(this.store, this.keys, state, leadership, () =>
-      this.stepDown?.(),
+    const pauseAfterChunk = this.settings.testPauseAfterMetadataChunk ?? 0;
+    const writer = new MetadataWriter(
+      this.store,
+      this.keys,
+      state,
+      leadership,
+      () => this.stepDown?.(),
+      pauseAfterChunk > 0 ? { pauseAfterChunk, logger: this.logger } : undefined,
     );
     const controller = new ActiveController(
       state,

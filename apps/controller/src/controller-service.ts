@@ -61,7 +61,9 @@ export const controllerSettings = {
     type: 'integer',
     default: 50,
     min: 1,
-    max: 1_000,
+    // A change of coordinators moves shards in the same store transaction as the coordinator
+    // record (so owners are never half-published), and a transaction holds at most 128 writes.
+    max: 100,
     description:
       'Partitions of __consumer_offsets, the shards coordinators share ' +
       '(offsets.topic.num.partitions); fixed once the topic exists.',
@@ -91,6 +93,17 @@ export const controllerSettings = {
     min: 100,
     max: 3_600_000,
     description: 'How often preferred leaders are restored.',
+  },
+  testPauseAfterMetadataChunk: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: 1_000_000,
+    description:
+      'TEST HOOK for the crash tests, never for production: after this many store ' +
+      'transactions of one topic change that spans several, the controller logs ' +
+      '"test-hook-paused" and writes nothing more, so a test can kill it mid-change; ' +
+      '0, the default, turns it off.',
   },
 } as const satisfies SettingsSchema;
 
@@ -163,6 +176,7 @@ export function startController(
             maintenanceIntervalMs,
             autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
             leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalMs,
+            testPauseAfterMetadataChunk: config.testPauseAfterMetadataChunk,
           },
           logger.child({ component: 'controller-role' }),
           controllerMetrics,

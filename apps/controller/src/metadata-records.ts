@@ -32,13 +32,29 @@ export interface BrokerRecord {
   readonly inControlledShutdown?: boolean;
 }
 
+/**
+ * A topic's key is the commit point of every change to the topic that spans several store
+ * transactions (see topic-changes.ts): readers see exactly the partitions below
+ * `partitionCount` of a topic without a `state`, whatever else the store holds.
+ */
 export interface TopicRecord {
   readonly name: string;
   readonly topicId: string;
+  /** The committed partition count: partition keys at or above it are not the topic's (yet). */
   readonly partitionCount: number;
   readonly configs: Readonly<Record<string, string>>;
   readonly internal: boolean;
+  /**
+   * Absent on a committed topic (and in records written before it existed). `creating`: the
+   * partition keys of a new topic are being written and nobody sees the topic yet; `deleting`:
+   * the topic is gone for readers and its keys are being removed.
+   */
+  readonly state?: TopicRecordState;
+  /** The partition count a create or CreatePartitions in flight writes partition keys up to. */
+  readonly pendingPartitionCount?: number;
 }
+
+export type TopicRecordState = 'creating' | 'deleting';
 
 export interface PartitionRecord {
   readonly replicas: readonly number[];
@@ -136,6 +152,14 @@ export function decodeTopicRecord(bytes: Buffer): TopicRecord {
     typeof value['internal'] !== 'boolean'
   ) {
     throw new Error('topic record is missing fields');
+  }
+  const state = value['state'];
+  if (state !== undefined && state !== 'creating' && state !== 'deleting') {
+    throw new Error(`topic record has an unknown state ${JSON.stringify(state)}`);
+  }
+  const pending = value['pendingPartitionCount'];
+  if (pending !== undefined && !(Number.isInteger(pending) && (pending as number) > 0)) {
+    throw new Error('topic record has a pendingPartitionCount that is not a positive integer');
   }
   return value as unknown as TopicRecord;
 }

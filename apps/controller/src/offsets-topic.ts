@@ -9,6 +9,7 @@
 import type { ControllerContext } from './controller-context';
 import { ControllerError } from './controller-errors';
 import type { TopicState } from './cluster-state';
+import { resolvePendingTopicChanges } from './topic-changes';
 import { writeNewTopic } from './topic-commands';
 
 export const offsetsTopicName = '__consumer_offsets';
@@ -16,6 +17,7 @@ export const offsetsTopicName = '__consumer_offsets';
 const offsetsTopicReplicationFactorMax = 3;
 
 export async function ensureOffsetsTopic(context: ControllerContext): Promise<TopicState> {
+  await resolvePendingTopicChanges(context);
   const existing = context.state.topics.get(offsetsTopicName);
   if (existing !== undefined) return existing;
   const liveBrokers = context.liveBrokerIds().size;

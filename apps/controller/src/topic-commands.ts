@@ -1,15 +1,22 @@
 /**
  * Topic administration on the active controller: CreateTopics, DeleteTopics, CreatePartitions,
  * AlterConfigs. Each topic in a request succeeds or fails on its own, with Kafka's error name; a
- * topic that fails validation writes nothing, and a topic that passes is written in one
- * transaction (topic record and every partition record together), so nothing is ever partial.
+ * topic that fails validation writes nothing, and a topic that passes is written as one change
+ * that readers see whole or not at all, whatever its size (topic-changes.ts). Before each
+ * command, changes an earlier controller left unfinished are resolved, so a command never builds
+ * on half of one.
  */
 import { randomUUID } from 'node:crypto';
-import type { Operation } from '@spool/metadata';
 import type { ControllerContext } from './controller-context';
 import { ControllerError } from './controller-errors';
-import { encodeRecord, type PartitionRecord, type TopicRecord } from './metadata-records';
+import { encodeRecord, type TopicRecord } from './metadata-records';
 import { assignReplicas } from './replica-placement';
+import {
+  resolvePendingTopicChanges,
+  writePartitionGrowth,
+  writeTopicCreation,
+  writeTopicDeletion,
+} from './topic-changes';
 import { topicConfigDefinitions, validateTopicConfig, validateTopicConfigs } from './topic-configs';
 import {
   partitionCountMax,
@@ -66,16 +73,13 @@ function placementBrokers(context: ControllerContext) {
     .map((broker) => ({ brokerId: broker.record.brokerId, rack: broker.record.rack }));
 }
 
-function initialPartition(replicas: readonly number[]): PartitionRecord {
-  return { replicas, isr: replicas, leader: replicas[0]!, leaderEpoch: 0, partitionEpoch: 0 };
-}
-
 export async function createTopics(
   context: ControllerContext,
   topics: readonly CreateTopicInput[],
   validateOnly: boolean,
 ): Promise<TopicOutcome[]> {
   const repeated = duplicates(topics.map((topic) => topic.name));
+  if (!validateOnly) await resolvePendingTopicChanges(context);
   const outcomes: TopicOutcome[] = [];
   for (const topic of topics) {
     outcomes.push(
@@ -126,19 +130,10 @@ export async function writeNewTopic(
   configs: Readonly<Record<string, string>>,
   internal: boolean,
 ): Promise<string> {
-  const keys = context.writer.metadataKeys;
   const assignment = assignReplicas(placementBrokers(context), partitionCount, replicationFactor);
   const record: TopicRecord = { name, topicId: randomUUID(), partitionCount, configs, internal };
-  const operations: Operation[] = [
-    { kind: 'put', key: keys.topic(name), value: encodeRecord(record) },
-    ...assignment.map((replicas, partition): Operation => ({
-      kind: 'put',
-      key: keys.partition(name, partition),
-      value: encodeRecord(initialPartition(replicas)),
-    })),
-  ];
   try {
-    await context.writer.commit([{ key: keys.topic(name), kind: 'absent' }], operations);
+    await writeTopicCreation(context, record, assignment);
   } catch (error) {
     if (error instanceof ControllerError && error.code === 'INVALID_UPDATE_VERSION') {
       throw new ControllerError('TOPIC_ALREADY_EXISTS', `topic "${name}" already exists`);
@@ -153,7 +148,7 @@ export async function deleteTopics(
   context: ControllerContext,
   names: readonly string[],
 ): Promise<TopicOutcome[]> {
-  const keys = context.writer.metadataKeys;
+  await resolvePendingTopicChanges(context);
   const outcomes: TopicOutcome[] = [];
   for (const name of names) {
     outcomes.push(
@@ -168,13 +163,7 @@ export async function deleteTopics(
             `topic "${name}" is internal and cannot be deleted`,
           );
         }
-        await context.writer.commit(
-          [{ key: keys.topic(name), kind: 'modRevision', equals: topic.modRevision }],
-          [
-            { kind: 'delete', key: keys.topic(name) },
-            { kind: 'deletePrefix', prefix: keys.partitions(name) },
-          ],
-        );
+        await writeTopicDeletion(context, topic);
         context.logger.info({ topic: name }, 'topic deleted');
         return topic.record.topicId;
       }),
@@ -188,7 +177,7 @@ export async function createPartitions(
   requests: ReadonlyArray<{ name: string; count: number }>,
   validateOnly: boolean,
 ): Promise<TopicOutcome[]> {
-  const keys = context.writer.metadataKeys;
+  if (!validateOnly) await resolvePendingTopicChanges(context);
   const outcomes: TopicOutcome[] = [];
   for (const request of requests) {
     outcomes.push(
@@ -219,20 +208,10 @@ export async function createPartitions(
         const added = assignReplicas(brokers, request.count - current, replicationFactor, {
           startPartitionId: current,
         });
-        await context.writer.commit(
-          [{ key: keys.topic(request.name), kind: 'modRevision', equals: topic.modRevision }],
-          [
-            {
-              kind: 'put',
-              key: keys.topic(request.name),
-              value: encodeRecord({ ...topic.record, partitionCount: request.count }),
-            },
-            ...added.map((replicas, index): Operation => ({
-              kind: 'put',
-              key: keys.partition(request.name, current + index),
-              value: encodeRecord(initialPartition(replicas)),
-            })),
-          ],
+        await writePartitionGrowth(context, topic, request.count, added);
+        context.logger.info(
+          { topic: request.name, partitionCount: request.count, previousPartitionCount: current },
+          'partitions created',
         );
         return undefined;
       }),
@@ -251,6 +230,7 @@ export async function alterConfigs(
   validateOnly: boolean,
 ): Promise<TopicOutcome[]> {
   const keys = context.writer.metadataKeys;
+  if (!validateOnly) await resolvePendingTopicChanges(context);
   const outcomes: TopicOutcome[] = [];
   for (const request of requests) {
     outcomes.push(
