@@ -1,8 +1,9 @@
 /**
  * Brokers' lives as the active controller sees them (Kafka's KRaft model): a storage node
  * registers with a new incarnation id per process start and receives a broker epoch (larger than
- * any epoch this id had before; see BrokerRecord); it then heartbeats. A broker silent for `broker.session.timeout.ms` is fenced: in one transaction it is
- * marked fenced, leaves every ISR it can leave, and loses its leaderships. A broker shutting down
+ * any epoch this id had before; see BrokerRecord); it then heartbeats. A broker silent for
+ * `broker.session.timeout.ms` is fenced: it leaves every ISR it can leave, loses its leaderships,
+ * and then is marked fenced (see fence() for why in that order). A broker shutting down
  * asks first (controlled shutdown) so its leaderships move while it still serves; the record
  * then says so (inControlledShutdown), and a new incarnation of that id registers at once.
  *
@@ -11,10 +12,10 @@
  * shutting down: those are gone or going, and their id is free for the next process at once.
  */
 import { assert } from '@spool/common';
-import type { Operation } from '@spool/metadata';
 import type { ControllerContext } from './controller-context';
 import { ControllerError } from './controller-errors';
 import { encodeRecord, type BrokerRecord, type EndpointRecord } from './metadata-records';
+import type { IndependentWrite } from './metadata-writer';
 import { removeBroker, type PartitionChange } from './partition-elections';
 import { effectiveTopicConfig } from './topic-configs';
 
@@ -157,30 +158,26 @@ export class BrokerLifecycle {
     return expired;
   }
 
-  /** Fences a silent broker: one transaction marks it and moves everything it held. */
+  /**
+   * Fences a silent broker: moves everything it held, then marks it fenced. Each partition's
+   * move stands alone, so the moves go in bounded transactions (thousands of partitions do not
+   * fit one); the mark comes last, so a controller that dies in between leaves a broker that is
+   * still unfenced, whose session the next controller times out and fences again.
+   */
   async fence(brokerId: number): Promise<void> {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.record.fenced) return;
     const keys = this.context.writer.metadataKeys;
     const moved = this.partitionChanges(brokerId, () => true);
+    await this.context.writer.commitIndependent(moved.map(toIndependentWrite));
     await this.context.writer.commit(
-      [
-        this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision),
-        ...moved.map((change) =>
-          this.context.writer.unchangedSince(change.key, change.modRevision),
-        ),
-      ],
+      [this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision)],
       [
         {
           kind: 'put',
           key: keys.broker(brokerId),
           value: encodeRecord({ ...broker.record, fenced: true }),
         },
-        ...moved.map((change): Operation => ({
-          kind: 'put',
-          key: change.key,
-          value: encodeRecord(change.change.record),
-        })),
       ],
     );
     this.sessions.delete(brokerId);
@@ -194,9 +191,10 @@ export class BrokerLifecycle {
   /**
    * Controlled shutdown: moves the broker's leaderships to other live ISR members and takes it
    * out of ISRs that have other members. Partitions it alone can lead stay with it; they are
-   * returned, and the caller decides whether to wait. The broker's record is marked
-   * inControlledShutdown in the same transaction, so its id is free for the next process even
-   * if this controller stops before that process registers.
+   * returned, and the caller decides whether to wait. The broker's record is then marked
+   * inControlledShutdown, so its id is free for the next process even if this controller stops
+   * before that process registers. The moves go in bounded transactions before the mark, as in
+   * fence(): a controller that dies in between leaves the broker to ask again.
    */
   async controlledShutdown(
     brokerId: number,
@@ -209,25 +207,16 @@ export class BrokerLifecycle {
     const broker = this.context.state.brokers.get(brokerId);
     assert(broker !== undefined, 'checkEpoch passed, so the broker is registered');
     const keys = this.context.writer.metadataKeys;
-    // One transaction: the moves, and the record saying this broker is on its way out.
+    await this.context.writer.commitIndependent(moved.map(toIndependentWrite));
+    const current = this.context.state.brokers.get(brokerId) ?? broker;
     await this.context.writer.commit(
-      [
-        this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision),
-        ...moved.map((change) =>
-          this.context.writer.unchangedSince(change.key, change.modRevision),
-        ),
-      ],
+      [this.context.writer.unchangedSince(keys.broker(brokerId), current.modRevision)],
       [
         {
           kind: 'put',
           key: keys.broker(brokerId),
-          value: encodeRecord({ ...broker.record, inControlledShutdown: true }),
+          value: encodeRecord({ ...current.record, inControlledShutdown: true }),
         },
-        ...moved.map((change): Operation => ({
-          kind: 'put',
-          key: change.key,
-          value: encodeRecord(change.change.record),
-        })),
       ],
     );
     this.countElections(moved.map((change) => change.change));
@@ -274,4 +263,15 @@ export class BrokerLifecycle {
         this.context.metrics.leaderElections.inc({ type: change.election });
     }
   }
+}
+
+function toIndependentWrite(change: {
+  key: string;
+  modRevision: bigint;
+  change: PartitionChange;
+}): IndependentWrite {
+  return {
+    compare: { key: change.key, kind: 'modRevision', equals: change.modRevision },
+    operation: { kind: 'put', key: change.key, value: encodeRecord(change.change.record) },
+  };
 }

@@ -4,7 +4,6 @@
  * itself: leaders for offline partitions once an eligible replica is back, and the preferred
  * leader when it is back in the ISR.
  */
-import type { Operation } from '@spool/metadata';
 import type { BrokerLifecycle } from './broker-lifecycle';
 import type { PartitionState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
@@ -92,8 +91,8 @@ export async function alterPartition(
 
 /**
  * Runs the elections that need no request: offline partitions whose ISR member is back (or any
- * live replica, with unclean election allowed), and, when asked, preferred leaders. One
- * transaction for all of them.
+ * live replica, with unclean election allowed), and, when asked, preferred leaders. Each
+ * partition's election stands alone, so they are written in bounded transactions, not one.
  */
 export async function runAutomaticElections(
   context: ControllerContext,
@@ -120,12 +119,10 @@ export async function runAutomaticElections(
     }
   }
   if (changes.length === 0) return 0;
-  await context.writer.commit(
-    changes.map((change) => context.writer.unchangedSince(change.key, change.modRevision)),
-    changes.map((change): Operation => ({
-      kind: 'put',
-      key: change.key,
-      value: encodeRecord(change.change.record),
+  await context.writer.commitIndependent(
+    changes.map((change) => ({
+      compare: context.writer.unchangedSince(change.key, change.modRevision),
+      operation: { kind: 'put', key: change.key, value: encodeRecord(change.change.record) },
     })),
   );
   brokers.countElections(changes.map((change) => change.change));
