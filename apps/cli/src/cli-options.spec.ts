@@ -29,7 +29,7 @@ describe('parseCommandArgs', () => {
     const parsed = parseCommandArgs(
       ['t', '--json', '--partitions', '3', '--verbose'],
       {
-        partitions: { type: 'string' },
+        partitions: { type: 'string', description: 'the partition count' },
       },
       {},
     );
@@ -43,7 +43,7 @@ describe('parseCommandArgs', () => {
     const parsed = parseCommandArgs(
       ['--config', 'a=1', '--config', 'b=x=y'],
       {
-        config: { type: 'string', multiple: true },
+        config: { type: 'string', multiple: true, description: 'a topic config' },
       },
       {},
     );
