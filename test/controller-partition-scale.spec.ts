@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   EtcdMetadataStore,
   LocalMetadataStore,
@@ -34,6 +34,13 @@ let clusterNumber = 0;
 
 beforeAll(async () => {
   etcd = await startEtcdServer();
+});
+
+/** Every cluster a test started, stopped after it whatever its outcome. */
+const running: Array<{ stop(): Promise<void> }> = [];
+
+afterEach(async () => {
+  for (const cluster of running.splice(0)) await cluster.stop();
 });
 
 afterAll(async () => {
@@ -78,16 +85,9 @@ function clusterOn(backend: Backend): {
 async function startCluster(args: string[], extraArgs: string[] = []) {
   const controller = await startServiceProcess('controller', [...args, ...extraArgs]);
   const client = new ControllerTestClient(`127.0.0.1:${controller.grpcPort}`);
-  await eventually(() => client.call(client.client.describeCluster, {}), 15_000);
   const brokers: FakeBroker[] = [];
-  for (let brokerId = 0; brokerId < 3; brokerId++) {
-    const broker = new FakeBroker(() => client, brokerId);
-    await eventually(() => broker.register(), 15_000);
-    broker.startHeartbeats(200);
-    brokers.push(broker);
-  }
   let stopped = false;
-  return {
+  const cluster = {
     controller,
     client,
     brokers,
@@ -101,6 +101,15 @@ async function startCluster(args: string[], extraArgs: string[] = []) {
       await controller.exited;
     },
   };
+  running.push(cluster);
+  await eventually(() => client.call(client.client.describeCluster, {}), 15_000);
+  for (let brokerId = 0; brokerId < 3; brokerId++) {
+    const broker = new FakeBroker(() => client, brokerId);
+    await eventually(() => broker.register(), 15_000);
+    broker.startHeartbeats(200);
+    brokers.push(broker);
+  }
+  return cluster;
 }
 
 /**
@@ -144,6 +153,14 @@ async function describePartitions(client: ControllerTestClient, topic: string): 
   );
   const entry = described.topics[0]!;
   return entry.error === undefined ? entry.topic!.partitions.length : -1;
+}
+
+function parseLogRecord(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resolves once the process logged that the test hook paused it. */
@@ -264,15 +281,10 @@ describe.each<Backend>(['local', 'etcd'])('partition scale on the %s backend', (
     // The next controller rolls the half-written topic back before it serves topic commands, so
     // once a create has gone through it, the store holds nothing of the first attempt.
     const second = await startCluster(args);
-    try {
-      expect((await second.client.createTopic('grown', 10, 3)).results[0]!.error).toBeUndefined();
-      expect(second.controller.logLines.join('\n')).toContain(
-        'rolled back the creation of a topic',
-      );
-      expect(await describePartitions(second.client, 'big')).toBe(-1);
-    } finally {
-      await second.stop();
-    }
+    expect((await second.client.createTopic('grown', 10, 3)).results[0]!.error).toBeUndefined();
+    expect(second.controller.logLines.join('\n')).toContain('rolled back the creation of a topic');
+    expect(await describePartitions(second.client, 'big')).toBe(-1);
+    await second.stop();
     expect(await partitionKeysOf(openStore, keys, 'big')).toEqual({
       partitionKeys: 0,
       topicKey: false,
@@ -292,35 +304,35 @@ describe.each<Backend>(['local', 'etcd'])('partition scale on the %s backend', (
     await third.stop();
     expect(await growing).toBeInstanceOf(Error);
 
+    // The next controller rolls back exactly the 10 chunks of 99 keys written, and the grow,
+    // retried as a client would, then succeeds whole.
     const fourth = await startCluster(args);
-    try {
-      await eventually(async () => {
-        expect(fourth.controller.logLines.join('\n')).toContain(
-          'rolled back partitions added to a topic',
-        );
-      }, 20_000);
-      expect(await describePartitions(fourth.client, 'grown')).toBe(10);
-    } finally {
-      await fourth.stop();
-    }
+    const rollback = await eventually(async () => {
+      const record = fourth.controller.logLines
+        .map(parseLogRecord)
+        .find((entry) => entry?.['msg'] === 'rolled back partitions added to a topic');
+      if (record === undefined) throw new Error('no rollback logged yet');
+      return record;
+    }, 20_000);
+    expect(rollback).toMatchObject({
+      topic: 'grown',
+      partitionCount: 10,
+      pendingPartitionCount: 5_000,
+      partitionKeysRemoved: 10 * 99,
+    });
+    expect(await describePartitions(fourth.client, 'grown')).toBe(10);
+    const retried = await fourth.client.call(
+      fourth.client.client.createPartitions,
+      { topics: [{ name: 'grown', count: 5_000 }], validateOnly: false },
+      bigCallDeadlineMs,
+    );
+    expect(retried.results[0]!.error).toBeUndefined();
+    expect(await describePartitions(fourth.client, 'grown')).toBe(5_000);
+    await fourth.stop();
     expect(await partitionKeysOf(openStore, keys, 'grown')).toEqual({
-      partitionKeys: 10,
+      partitionKeys: 5_000,
       topicKey: true,
     });
-
-    // The grow, retried as a client would, now succeeds whole.
-    const fifth = await startCluster(args);
-    try {
-      const retried = await fifth.client.call(
-        fifth.client.client.createPartitions,
-        { topics: [{ name: 'grown', count: 5_000 }], validateOnly: false },
-        bigCallDeadlineMs,
-      );
-      expect(retried.results[0]!.error).toBeUndefined();
-      expect(await describePartitions(fifth.client, 'grown')).toBe(5_000);
-    } finally {
-      await fifth.stop();
-    }
   });
 });
 
