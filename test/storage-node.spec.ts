@@ -201,7 +201,7 @@ describe('storage node', () => {
     const clean = await cluster.startNode(leader);
     expect(
       clean.logLines.some(
-        (line) => line.includes('"msg":"log opened"') && line.includes('"clean":true'),
+        (line) => line.includes('"msg":"local logs open') && line.includes('"cleanShutdown":true'),
       ),
     ).toBe(true);
     await eventually(

@@ -13,10 +13,13 @@ import * as path from 'node:path';
 import type { Logger } from '@spool/common';
 import type { ClusterMetadataCache, TopicMetadata } from '@spool/protocol';
 import {
-  Log,
+  type Log,
   logConfigFromTopicConfigs,
   type LogCorruption,
+  type LogDirectory,
+  type LogDirectoryLoadReport,
   type RecoveryReport,
+  recoveryDidWork,
   verifyLog,
 } from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
@@ -40,6 +43,8 @@ export interface ReplicaManagerEvents {
 }
 
 export interface ReplicaManagerOptions {
+  /** Opens the logs: the data directory's recovery points, marker and descriptor bound. */
+  readonly logDirectory: LogDirectory;
   /**
    * Read back every log found on disk before its replica is hosted (default true): a clean
    * open trusts the files, and bit rot would otherwise be served or replicated.
@@ -68,28 +73,35 @@ export class ReplicaManager {
     private readonly metadata: ClusterMetadataCache,
     private readonly logger: Logger,
     private readonly events: ReplicaManagerEvents = {},
-    private readonly options: ReplicaManagerOptions = {},
+    private readonly options: ReplicaManagerOptions,
   ) {}
 
-  /** Opens every log on disk. Never throws for damaged data: recovery cuts and reports it. */
-  async openLocalLogs(): Promise<number> {
-    for (const folder of this.dataDirectory.listPartitionFolders()) {
-      const { log, report } = await Log.open(folder.directory, {
+  /**
+   * Opens every log on disk, recovering only what needs it, and logs one line per recovered log
+   * and one summary (the directory's load report). Never throws for damaged data: recovery cuts
+   * and reports it.
+   */
+  async openLocalLogs(): Promise<LogDirectoryLoadReport> {
+    const folders = this.dataDirectory.listPartitionFolders();
+    const { logs, report } = await this.options.logDirectory.loadLogs(
+      folders.map((folder) => partitionKey(folder.topic, folder.partition)),
+      (name) => ({
         onBackgroundError: (error) =>
-          this.logger.error(
-            { err: error, partition: `${folder.topic}-${folder.partition}` },
-            'background flush failed',
-          ),
+          this.logger.error({ err: error, partition: name }, 'background flush failed'),
+      }),
+    );
+    for (const loaded of logs) {
+      const fields = { partition: loaded.folder, ...stringify(loaded.report) };
+      // 20,000 lines saying "nothing to do" would bury the ones that matter.
+      if (recoveryDidWork(loaded.report)) this.logger.info(fields, 'log recovered');
+      else this.logger.debug(fields, loaded.report.clean ? 'log opened' : 'log recovered');
+      this.events.onLogOpened?.(loaded.folder, loaded.report);
+      this.unclaimedLogs.set(loaded.folder, {
+        log: loaded.log,
+        topicId: readTopicId(loaded.log.directory),
       });
-      const name = partitionKey(folder.topic, folder.partition);
-      this.logger.info(
-        { partition: name, ...stringify(report) },
-        report.clean ? 'log opened' : 'log recovered',
-      );
-      this.events.onLogOpened?.(name, report);
-      this.unclaimedLogs.set(name, { log, topicId: readTopicId(folder.directory) });
     }
-    return this.unclaimedLogs.size;
+    return report;
   }
 
   get(topic: string, partition: number): PartitionReplica | undefined {
@@ -227,7 +239,7 @@ export class ReplicaManager {
       await unclaimed.log.delete();
     }
     const directory = this.dataDirectory.partitionDirectory(topic.name, partition);
-    const { log, report } = await Log.open(directory, {
+    const { log, report } = await this.options.logDirectory.openLog(name, {
       config: logConfigFromTopicConfigs(topicConfigMap(topic)),
       onBackgroundError: (error) =>
         this.logger.error({ err: error, partition: name }, 'background flush failed'),

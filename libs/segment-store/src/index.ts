@@ -46,6 +46,19 @@ export {
 } from './log-config';
 export { segmentFileName } from './log-segment';
 export {
+  type LoadedLog,
+  LogDirectory,
+  type LogDirectoryLoadReport,
+  recoveryDidWork,
+  recoveryPointCheckpointIntervalMs,
+} from './log-directory';
+export {
+  FileHandleCache,
+  type FileHandleCacheStatistics,
+  logOpenFilesMaxDefault,
+  logOpenFilesMaxMinimum,
+} from './file-handle-cache';
+export {
   type LogCorruption,
   logVerificationChunkBytesDefault,
   type LogVerificationOptions,

@@ -526,10 +526,10 @@ export class LogSegment {
       position += sizeBytes;
     }
     const bytesTruncated = fileSizeBytes - position;
-    if (bytesTruncated > 0) fs.ftruncateSync(this.logFile.fd, position);
-    // What survived may be pages a crashed process left unwritten: the log syncs it before its
-    // recovery point passes it.
-    this.logFile.markUnsynced();
+    if (bytesTruncated > 0) {
+      fs.ftruncateSync(this.logFile.fd, position);
+      this.logFile.markUnsynced();
+    }
     this.sizeBytes = position;
     return {
       batchesValid,
