@@ -92,6 +92,7 @@ const expectedPaths = [
   'bench consume',
   'bench e2e',
   'bench seek',
+  'bench partitions',
   'cluster',
   'cluster status',
   'dev',
@@ -118,6 +119,7 @@ const handListedFlags: Readonly<Record<string, readonly string[]>> = {
   consume: ['from-beginning', 'partition', 'offset', 'max-messages', 'format', 'group'],
   'bench produce': ['topic', 'records', 'throughput', 'acks', 'linger-ms', 'keys'],
   'bench seek': ['topic', 'reads'],
+  'bench partitions': ['create', 'partitions', 'nodes', 'idle-seconds', 'timeout-seconds', 'json'],
   'group reset-offsets': ['topic', 'to-earliest', 'to-latest', 'to-datetime', 'to-offset'],
 };
 

@@ -1,28 +1,50 @@
 import type { Admin, Consumer, Spool } from '@spool/client';
-import { parseBenchArgs, type BenchSettings } from './bench-options';
+import {
+  benchHelp as modeBenchHelp,
+  benchSubcommandHelps as modeSubcommandHelps,
+  parseBenchArgs,
+  type BenchSettings,
+} from './bench-options';
+import { runBenchPartitions } from './bench-partitions';
+import { benchPartitionsHelp } from './bench-partitions-options';
 import { benchEndToEnd } from './bench-e2e';
 import { produceAll, produceWork, Throttle } from './bench-produce';
 import { BenchTally, formatBenchResult, startProgress, type BenchResult } from './bench-report';
 import { connectReachableSpool } from './cli-options';
+import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 
 /**
- * `spool bench produce|consume|e2e|seek`: Kafka's perf tools for Spool. Benchmarks print figures;
- * nothing here passes or fails on them.
+ * `spool bench produce|consume|e2e|seek|partitions`: Kafka's perf tools for Spool. Benchmarks print
+ * figures; nothing here passes or fails on them.
  *
  * - produce: records/s, MB/s and the latency from `send` to acknowledgement;
  * - consume: records/s, MB/s from the first offset asked for, and the wait for each batch;
  * - e2e: records produced at --throughput R and consumed in this process (bench-e2e.ts); the latency is from
  *   the time each record was due at that rate to the consumer's hands (the time travels in the
  *   value), so a producer that cannot hold the rate shows it as latency;
- * - seek: read-by-offset latency: --reads random offsets, each the time from seek to its record.
+ * - seek: read-by-offset latency: --reads random offsets, each the time from seek to its record;
+ * - partitions: what partition count costs, on a spool dev cluster of its own (bench-partitions.ts).
  */
-export { benchHelp, benchSubcommandHelps } from './bench-options';
+export const benchHelp: CommandHelp = {
+  ...modeBenchHelp,
+  usage: `${modeBenchHelp.usage}, or spool bench partitions [flags]`,
+  examples: [...modeBenchHelp.examples, benchPartitionsHelp.examples[0]!],
+};
+
+export const benchSubcommandHelps: Readonly<Record<string, CommandHelp>> = {
+  ...modeSubcommandHelps,
+  partitions: benchPartitionsHelp,
+};
 
 /** How long the seek consumer may wait for a record before the run fails. */
 const recordWaitMsMax = 30_000;
 
 export async function runBenchCommand(context: CommandContext): Promise<number> {
+  // partitions starts a cluster of its own; the other modes measure the one at --gateway.
+  if (context.argv[0] === 'partitions') {
+    return runBenchPartitions({ ...context, argv: context.argv.slice(1) });
+  }
   const { settings, parsed } = parseBenchArgs(context.argv, context.env ?? process.env);
   const spool = await connectReachableSpool(parsed.global);
   if (settings.partitions !== undefined) await ensureTopic(spool, settings);

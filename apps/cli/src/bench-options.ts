@@ -235,7 +235,10 @@ export function parseBenchArgs(
   const parsed = parseCommandArgs(argv, allBenchFlags, environment);
   const [mode] = requirePositionals(parsed.positionals, ['MODE'], benchHelp.usage);
   if (!benchModes.includes(mode as BenchMode)) {
-    throw new UsageError(`bench mode must be one of ${benchModes.join('|')}, got "${mode}"`);
+    // partitions is dispatched before this parser (bench-command.ts) but is a mode to the user.
+    throw new UsageError(
+      `bench mode must be one of ${[...benchModes, 'partitions'].join('|')}, got "${mode}"`,
+    );
   }
   for (const name of parsed.given) {
     const modes = benchFlags[name]?.modes;
