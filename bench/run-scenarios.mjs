@@ -11,6 +11,8 @@
 //   5. consume N records from the beginning (10 million; fewer with --quick)
 //   6. end-to-end latency at half of the maximum throughput measured in 3, on a cluster of its own
 //   7. read-by-offset latency at a small and a large log
+//   partitions: `spool bench partitions` (issue 20), only when named: `--only partitions`, as it
+//      grows its own cluster to 20,000 partitions (--quick: 300) for many minutes
 //
 // Besides each scenario's figures: the CPU seconds every service process used during it (from
 // /proc/<pid>/stat), hence CPU seconds per GB on the storage node and gateway, and the peak RSS
@@ -37,7 +39,13 @@ const { spoolNodeFlags } = await import(
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const onlyIndex = argv.indexOf('--only');
-const only = onlyIndex >= 0 ? new Set(argv[onlyIndex + 1].split(',').map(Number)) : undefined;
+/** --only 2,3,partitions: numbered scenarios as numbers, named ones as their names. */
+const only =
+  onlyIndex >= 0
+    ? new Set(
+        argv[onlyIndex + 1].split(',').map((item) => (/^\d+$/.test(item) ? Number(item) : item)),
+      )
+    : undefined;
 const scaleIndex = argv.indexOf('--scale');
 /** --scale F: every record count times F (e.g. --quick --scale 5 for a medium run). */
 const scale = scaleIndex >= 0 ? Number(argv[scaleIndex + 1]) : 1;
@@ -68,6 +76,8 @@ const counts = quick
 
 for (const key of Object.keys(counts)) counts[key] = Math.max(1, Math.round(counts[key] * scale));
 const wanted = (scenario) => only === undefined || only.has(scenario);
+/** The partitions scenario runs only when --only names it (see the header). */
+const partitionsWanted = only !== undefined && only.has('partitions');
 
 function log(line) {
   process.stderr.write(`[bench] ${line}\n`);
@@ -412,6 +422,99 @@ async function endToEndGroup(maximum, results, memory) {
   }
 }
 
+/**
+ * `spool bench partitions` with its own cluster; the full sizes are the command's defaults
+ * (creates of 1,000 and 10,000, idle at 2,000 and 20,000, RF3 on 3 nodes).
+ */
+async function partitionsScenario() {
+  log('scenario partitions: spool bench partitions (its own spool dev cluster)');
+  const sizes = quick
+    ? ['--create', '100', '--partitions', '300', '--idle-seconds', '5', '--settle-seconds', '2']
+    : [];
+  // Exit code 1 still prints the figures measured before the step that failed, and names it.
+  const stdout = await new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      [...spoolNodeFlags, cli, 'bench', 'partitions', ...sizes, '--json'],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (error, output) =>
+        error && error.code !== 1
+          ? reject(new Error(`spool bench partitions failed: ${error.message}`))
+          : resolve(output),
+    );
+    child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+  });
+  return lastJsonLine(stdout);
+}
+
+function partitionsMarkdown(result) {
+  const seconds = (milliseconds) => (milliseconds / 1000).toFixed(2);
+  const lines = [
+    '',
+    `## Partition scale (RF${result.settings.replicationFactor} on ${result.settings.nodes} storage nodes)`,
+    '',
+    '| create partitions | topics | on top of | call s | all led s | all in sync s |',
+    '|---|---|---|---|---|---|',
+    ...result.create.map(
+      (create) =>
+        `| ${create.partitions} | ${create.topics} | ${create.existingPartitions} | ` +
+        `${seconds(create.createMs)} | ${seconds(create.leadersMs)} | ${seconds(create.inSyncMs)} |`,
+    ),
+  ];
+  for (const idle of result.idle) {
+    lines.push(
+      '',
+      `Idle at ${idle.partitions} partitions, CPU over ${idle.windowSeconds} s: the cluster ` +
+        `${idle.clusterCpuPercent} % of one core.`,
+      '',
+      '| process | CPU % | RSS MB | open fds | log files open / max |',
+      '|---|---|---|---|---|',
+    );
+    const files = new Map(idle.storageNodes.map((node) => [node.name, node]));
+    for (const process of [...idle.processes, idle.supervisor]) {
+      const node = files.get(process.name);
+      lines.push(
+        `| ${process.name} | ${process.cpuPercent} | ${process.rssMb} | ` +
+          `${node?.openDescriptors ?? ''} | ${node === undefined ? '' : `${node.logOpenFiles} / ${node.logOpenFilesMax}`} |`,
+      );
+    }
+  }
+  const { failover, startup } = result;
+  if (failover !== null) {
+    lines.push(
+      '',
+      `Failover at ${failover.partitions} partitions: kill -9 of storage-node-${failover.brokerId}, ` +
+        `leader of ${failover.partitionsLed}; ${failover.partitionsMoved} with a new leader, ` +
+        `p50 ${seconds(failover.p50Ms)} s, p99 ${seconds(failover.p99Ms)} s, max ${seconds(failover.maxMs)} s.`,
+    );
+  }
+  if (startup !== null) {
+    lines.push(
+      '',
+      `Start-up at ${startup.partitions} partitions: the whole cluster in sync after ` +
+        `${seconds(startup.clusterInSyncMs)} s; logs opened in ` +
+        startup.nodes
+          .map(
+            (node) =>
+              `${seconds(node.durationMs)} s (storage-node-${node.brokerId}, ` +
+              `${node.cleanShutdown ? 'clean' : `crash, ${node.logsRecovered} recovered`})`,
+          )
+          .join(', ') +
+        '.',
+    );
+    for (const restart of [startup.afterCleanStop, startup.afterKill]) {
+      if (restart === null) continue;
+      lines.push(
+        '',
+        `storage-node-${restart.brokerId} after ${restart.signal}: serving ${seconds(restart.startedMs)} s ` +
+          `after its start, in sync after ${seconds(restart.inSyncMs)} s.`,
+      );
+    }
+  }
+  for (const error of result.errors) lines.push('', `Error: ${error}`);
+  return lines;
+}
+
 function markdown(report) {
   const lines = [
     `# Spool benchmark ${report.startedAt}${report.quick ? ' (quick)' : ''}`,
@@ -440,6 +543,7 @@ function markdown(report) {
       '```',
     );
   }
+  if (report.partitions !== undefined) lines.push(...partitionsMarkdown(report.partitions));
   lines.push('', '## Peak RSS (MB, VmHWM)', '');
   for (const { cluster, peakRssMb } of report.memory) {
     lines.push(
@@ -508,6 +612,7 @@ async function main() {
     const maximum = await threeNodeGroup(results, memory);
     if (wanted(6)) await endToEndGroup(maximum, results, memory);
   }
+  const partitions = partitionsWanted ? await partitionsScenario() : undefined;
   const cpus = readFileSync('/proc/cpuinfo', 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('processor')).length;
@@ -517,6 +622,7 @@ async function main() {
     machine: `${cpus} CPUs, node ${process.version}, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} at the end`,
     results,
     memory,
+    ...(partitions === undefined ? {} : { partitions }),
   };
   mkdirSync(resultsDirectory, { recursive: true });
   const stem = path.join(resultsDirectory, startedAt.replace(/[:.]/g, '-'));
