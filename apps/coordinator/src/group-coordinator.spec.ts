@@ -154,6 +154,7 @@ function startCoordinator(
     controllerAddress: '',
     coordinators: [],
     deletedCoordinators: [],
+    changedPartitions: [],
     coordinatorShards: Array.from({ length: shardCount }, (_, partition) => ({
       partition,
       coordinatorId: owned.includes(partition) ? 'me' : 'other',

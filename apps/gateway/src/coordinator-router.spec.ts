@@ -86,6 +86,7 @@ function metadataMessage(
       endpoints: [{ name: 'grpc', host: '127.0.0.1', port }],
     })),
     deletedCoordinators: [],
+    changedPartitions: [],
     coordinatorShards: Array.from({ length: 50 }, (_, partition) => ({
       partition,
       coordinatorId: owners.get(partition) ?? '',

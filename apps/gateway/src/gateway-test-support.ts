@@ -58,6 +58,7 @@ export function testSnapshot(
     controllerAddress: '',
     coordinators: [],
     deletedCoordinators: [],
+    changedPartitions: [],
     coordinatorShards: [],
   };
 }

@@ -33,7 +33,8 @@ export function routeOf(
       error: new GatewayError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${key.topic}" does not exist`),
     };
   }
-  const partition = topic.partitions.find((candidate) => candidate.partition === key.partition);
+  // O(1): a 10,000-partition topic is not scanned per produced batch.
+  const partition = metadata.partition(key.topic, key.partition);
   if (partition === undefined) {
     return {
       kind: 'failed',

@@ -1,5 +1,6 @@
 // Proves the metadata cache follows the controller's stream: a snapshot replaces everything,
-// deltas replace and delete what they name, stale deltas are ignored, listeners hear each change.
+// deltas replace and delete what they name (whole topics or single partitions), stale deltas are
+// ignored, listeners hear each change.
 import { describe, expect, it } from 'vitest';
 import { ClusterMetadataCache } from './cluster-metadata-cache';
 
@@ -39,6 +40,7 @@ const message = (version: bigint, snapshot: boolean, extra: object) => ({
   coordinators: [],
   deletedCoordinators: [],
   coordinatorShards: [],
+  changedPartitions: [],
   ...extra,
 });
 
@@ -101,5 +103,58 @@ describe('ClusterMetadataCache', () => {
     cache.apply(message(3n, true, {}));
     expect(cache.coordinators.size).toBe(0);
     expect(cache.coordinatorShardCount).toBe(0);
+  });
+
+  it('replaces single partitions of a delta without touching the rest of their topic', () => {
+    const cache = new ClusterMetadataCache();
+    const wide = (name: string, count: number, leaderId: number) => ({
+      ...topic(name, leaderId),
+      partitions: Array.from({ length: count }, (_, partition) => ({
+        ...topic(name, leaderId).partitions[0]!,
+        partition,
+      })),
+    });
+    cache.apply(message(1n, true, { topics: [wide('a', 4, 0), wide('b', 2, 0)] }));
+    const before = cache.topics.get('a')!;
+    const changes: Array<{ topics: string[]; partitions: string[] }> = [];
+    cache.onChange((change) =>
+      changes.push({
+        topics: [...change.changedTopics],
+        partitions: change.changedPartitions.map((p) => `${p.topic}-${p.partition}`),
+      }),
+    );
+    const moved = { ...before.partitions[2]!, leaderId: 1, leaderEpoch: 2 };
+    cache.apply(
+      message(2n, false, {
+        changedPartitions: [
+          moved,
+          { ...moved, topic: 'gone', partition: 0 },
+          { ...moved, partition: 9 },
+        ],
+      }),
+    );
+    expect(cache.partition('a', 2)?.leaderId).toBe(1);
+    expect(cache.topics.get('a')!.partitions.map((p) => p.leaderId)).toEqual([0, 0, 1, 0]);
+    // The topic was replaced, not mutated: a reader holding the old one still sees it whole.
+    expect(before.partitions[2]!.leaderId).toBe(0);
+    expect(cache.topicConfig('a', 'min.insync.replicas')).toBe('2');
+    expect(cache.partition('b', 1)?.leaderId).toBe(0);
+    // Partitions of an unknown topic, or past a topic's end, are skipped and not reported.
+    expect(changes).toEqual([{ topics: [], partitions: ['a-2'] }]);
+  });
+
+  it('finds partitions listed out of order', () => {
+    const cache = new ClusterMetadataCache();
+    const shuffled = {
+      ...topic('s', 0),
+      partitions: [1, 0].map((partition) => ({
+        ...topic('s', partition).partitions[0]!,
+        partition,
+      })),
+    };
+    cache.apply(message(1n, true, { topics: [shuffled] }));
+    expect(cache.partition('s', 0)?.leaderId).toBe(0);
+    expect(cache.partition('s', 1)?.leaderId).toBe(1);
+    expect(cache.partition('s', 2)).toBeUndefined();
   });
 });

@@ -1,7 +1,12 @@
 /**
  * A follower's copy of the cluster metadata, built from the controller's WatchMetadata stream: a
- * snapshot replaces everything, a delta replaces the brokers and topics it names and removes the
+ * snapshot replaces everything, a delta replaces the brokers and topics it names, the single
+ * partitions it names (a leader or ISR change in a topic otherwise unchanged), and removes the
  * deleted ones. Storage nodes, coordinators and gateways keep one each; nobody polls.
+ *
+ * Cost follows the change, not the cluster: a delta of k partitions costs O(k) plus one copy of
+ * each touched topic's partition list (topics are replaced, never mutated, so a reader holding a
+ * TopicMetadata keeps a consistent one), and a partition is found by its number in O(1).
  *
  * It also follows the coordinators and which of them owns each __consumer_offsets partition
  * (shard), so a gateway routes a group to its coordinator and a coordinator knows its shards.
@@ -16,7 +21,10 @@ import type {
 export interface MetadataChange {
   readonly version: bigint;
   readonly snapshot: boolean;
+  /** Topics replaced whole (all of them on a snapshot). */
   readonly changedTopics: readonly string[];
+  /** Partitions replaced alone, in topics not in changedTopics (a leader or ISR change). */
+  readonly changedPartitions: readonly PartitionMetadata[];
   readonly deletedTopics: readonly string[];
   readonly changedBrokers: readonly number[];
   readonly deletedBrokers: readonly number[];
@@ -55,6 +63,7 @@ export class ClusterMetadataCache {
     }
     for (const broker of message.brokers) this.brokers.set(broker.brokerId, broker);
     for (const topic of message.topics) this.topics.set(topic.name, topic);
+    const changedPartitions = message.snapshot ? [] : this.applyPartitions(message);
     for (const name of message.deletedTopics) this.topics.delete(name);
     for (const brokerId of message.deletedBrokers) this.brokers.delete(brokerId);
     for (const coordinator of message.coordinators)
@@ -69,6 +78,7 @@ export class ClusterMetadataCache {
       version: message.metadataVersion,
       snapshot: message.snapshot,
       changedTopics: message.topics.map((topic) => topic.name),
+      changedPartitions,
       deletedTopics: message.deletedTopics,
       changedBrokers: message.brokers.map((broker) => broker.brokerId),
       deletedBrokers: message.deletedBrokers,
@@ -79,15 +89,45 @@ export class ClusterMetadataCache {
     for (const listener of this.listeners) listener(change);
   }
 
+  /**
+   * Replaces the partitions a delta names, copying each touched topic once. A partition of a
+   * topic this cache does not hold, or that its topic does not have, is a stream out of step
+   * with this cache; it is skipped (the next snapshot repairs it) and left out of the change.
+   */
+  private applyPartitions(message: WatchMetadataResponse): PartitionMetadata[] {
+    const byTopic = new Map<string, PartitionMetadata[]>();
+    for (const partition of message.changedPartitions) {
+      const list = byTopic.get(partition.topic);
+      if (list === undefined) byTopic.set(partition.topic, [partition]);
+      else list.push(partition);
+    }
+    const applied: PartitionMetadata[] = [];
+    for (const [name, changed] of byTopic) {
+      const topic = this.topics.get(name);
+      if (topic === undefined) continue;
+      const partitions = [...topic.partitions];
+      for (const partition of changed) {
+        const index = indexOfPartition(partitions, partition.partition);
+        if (index === -1) continue;
+        partitions[index] = partition;
+        applied.push(partition);
+      }
+      this.topics.set(name, { ...topic, partitions });
+    }
+    return applied;
+  }
+
   onChange(listener: (change: MetadataChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
+  /** O(1): the controller lists a topic's partitions in order, so partition n sits at index n. */
   partition(topic: string, partition: number): PartitionMetadata | undefined {
-    return this.topics
-      .get(topic)
-      ?.partitions.find((candidate) => candidate.partition === partition);
+    const partitions = this.topics.get(topic)?.partitions;
+    if (partitions === undefined) return undefined;
+    const index = indexOfPartition(partitions, partition);
+    return index === -1 ? undefined : partitions[index];
   }
 
   /** A topic config's effective value (the controller sends defaults too). */
@@ -124,4 +164,10 @@ export class ClusterMetadataCache {
       ?.endpoints.find((candidate) => candidate.name === name);
     return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
   }
+}
+
+/** Where partition `partition` is in a topic's list: at its own index, or found by a scan. */
+function indexOfPartition(partitions: readonly PartitionMetadata[], partition: number): number {
+  if (partitions[partition]?.partition === partition) return partition;
+  return partitions.findIndex((candidate) => candidate.partition === partition);
 }

@@ -33,6 +33,7 @@ import {
   type DataPortFetchRequest,
   type DataPortFetchResponse,
   encodeFetchRequest,
+  fetchApiVersionOf,
   fetchResponseBytesMax,
 } from './fetch-codec';
 import { FrameSplitter } from './frame-splitter';
@@ -69,11 +70,18 @@ export interface DataPortRequestOptions {
 export interface DataPortFetchOptions extends DataPortRequestOptions {
   /** Overrides fetchResponseBytesMax(request), the bound on the response frame. */
   readonly responseBytesMax?: number;
+  /**
+   * Partitions the request's fetch session holds beyond those the request names: the response
+   * may answer for them too, and its bound grows with them. 0 if unset.
+   */
+  readonly sessionPartitionsMax?: number;
 }
 
 interface PendingRequest {
   readonly correlationId: number;
   readonly apiKey: DataPortApiKey;
+  /** The request's version: a FETCH response's layout follows it. */
+  readonly apiVersion: number;
   readonly responseBytesMax: number;
   readonly resolve: (response: DataPortResponse) => void;
   readonly reject: (error: ProtocolError) => void;
@@ -162,8 +170,9 @@ export class DataPortClient {
     const response = await this.send(
       DataPortApiKey.Fetch,
       (correlationId) => encodeFetchRequest(correlationId, request),
-      options.responseBytesMax ?? fetchResponseBytesMax(request),
+      options.responseBytesMax ?? fetchResponseBytesMax(request, options.sessionPartitionsMax),
       options.timeoutMs,
+      fetchApiVersionOf(request),
     );
     assert.ok(response.apiKey === DataPortApiKey.Fetch, 'send matched the apiKey');
     return response.body;
@@ -214,6 +223,7 @@ export class DataPortClient {
     encode: (correlationId: number) => Buffer,
     responseBytesMax: number,
     timeoutMs: number,
+    apiVersion = 0,
   ): Promise<DataPortResponse> {
     assert.ok(Number.isInteger(timeoutMs), 'timeoutMs must be an integer');
     assert.ok(timeoutMs >= 1, 'timeoutMs must be at least 1');
@@ -233,7 +243,15 @@ export class DataPortClient {
     this.nextCorrelationId = (correlationId + 1) & correlationIdMask;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.onTimeout(correlationId, timeoutMs), timeoutMs);
-      this.pending.push({ correlationId, apiKey, responseBytesMax, resolve, reject, timer });
+      this.pending.push({
+        correlationId,
+        apiKey,
+        apiVersion,
+        responseBytesMax,
+        resolve,
+        reject,
+        timer,
+      });
       this.socket.write(frame);
     });
   }
@@ -282,7 +300,7 @@ export class DataPortClient {
           'request was pending',
       );
     }
-    const response = decodeDataPortResponse(frame);
+    const response = decodeDataPortResponse(frame, head.apiVersion);
     if (response.apiKey === dataPortErrorApiKey) {
       this.fail(serverRefusal(response.body.errorCode, response.body.errorMessage, this.peer));
       return;

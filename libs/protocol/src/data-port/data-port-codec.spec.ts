@@ -92,6 +92,24 @@ const fetchResponse: fc.Arbitrary<DataPortFetchResponse> = fc.record({
   ),
 });
 
+/** FETCH v1: the same request with fetch-session fields (KIP-227). */
+const fetchSessionRequest: fc.Arbitrary<DataPortFetchRequest> = fc
+  .tuple(
+    fetchRequest,
+    fc.record({
+      sessionId: nonNegativeInt32,
+      sessionEpoch: idOrUnknown,
+      forgottenPartitions: fc.array(fc.record({ topic, partition: nonNegativeInt32 }), {
+        maxLength: 8,
+      }),
+    }),
+  )
+  .map(([request, session]) => ({ ...request, session }));
+
+const fetchSessionResponse: fc.Arbitrary<DataPortFetchResponse> = fc
+  .tuple(fetchResponse, fc.record({ errorCode, errorMessage, sessionId: nonNegativeInt32 }))
+  .map(([response, session]) => ({ ...response, session }));
+
 const offsetForLeaderEpochRequest: fc.Arbitrary<DataPortOffsetForLeaderEpochRequest> = fc.record({
   replicaId: idOrUnknown,
   partitions: fc.array(
@@ -134,6 +152,9 @@ const apiVersionsResponse: fc.Arbitrary<DataPortApiVersionsResponse> = fc.record
 const anyRequestFrame = fc.oneof(
   correlationId.map((id) => encodeApiVersionsRequest(id)),
   fc.tuple(correlationId, fetchRequest).map(([id, request]) => encodeFetchRequest(id, request)),
+  fc
+    .tuple(correlationId, fetchSessionRequest)
+    .map(([id, request]) => encodeFetchRequest(id, request)),
   fc
     .tuple(correlationId, offsetForLeaderEpochRequest)
     .map(([id, request]) => encodeOffsetForLeaderEpochRequest(id, request)),
@@ -241,6 +262,53 @@ describe('round trips', () => {
             })),
           }),
         );
+      }),
+    );
+  });
+
+  it('FETCH v1 requests and responses with fetch-session fields', () => {
+    fc.assert(
+      fc.property(correlationId, fetchSessionRequest, (id, request) => {
+        expect(decodeDataPortRequest(framed(encodeFetchRequest(id, request)))).toEqual({
+          apiKey: DataPortApiKey.Fetch,
+          apiVersion: 1,
+          correlationId: id,
+          body: request,
+        });
+      }),
+    );
+    fc.assert(
+      fc.property(correlationId, fetchSessionResponse, (id, response) => {
+        const frame = encodeFetchResponse(id, response);
+        expect(decodeDataPortResponse(framed(frame), 1)).toEqual({
+          correlationId: id,
+          apiKey: DataPortApiKey.Fetch,
+          body: response,
+        });
+        // A session answers for partitions the request did not name: the bound counts them.
+        const bound = fetchResponseBytesMax(
+          {
+            replicaId: 1,
+            brokerEpoch: 1n,
+            maxWaitMs: 0,
+            minBytes: 0,
+            maxBytes: 0,
+            partitions: [],
+            session: { sessionId: 1, sessionEpoch: 1, forgottenPartitions: [] },
+          },
+          response.partitions.length,
+        );
+        expect(frame.length).toBeLessThanOrEqual(bound);
+      }),
+    );
+  });
+
+  it('FETCH v1 responses, damaged, throw ProtocolErrors naming a field', () => {
+    fc.assert(
+      fc.property(correlationId, fetchSessionResponse, fc.nat(), (id, response, cut) => {
+        const frame = encodeFetchResponse(id, response);
+        const truncated = resized(frame.subarray(0, cut % frame.length));
+        decodesOrProtocolError(() => decodeDataPortResponse(framed(truncated), 1));
       }),
     );
   });

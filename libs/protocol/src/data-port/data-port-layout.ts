@@ -49,6 +49,20 @@
 //   Headers first lets the server write them in one write and then sendfile each partition's
 //   slices; the records are never in the server's memory.
 //
+// FETCH (apiKey 1) v1: v0 with Kafka's incremental fetch sessions (KIP-227), for replica fetches.
+//   request body:
+//     replicaId i32, brokerEpoch i64, maxWaitMs i32, minBytes i32, maxBytes i32 (as v0)
+//     sessionId i32 (≥ 0; 0 = none), sessionEpoch i32 (≥ -1; 0 = full fetch opening a session,
+//                                                     -1 = close the session / no session)
+//     partitions: array of the v0 request partition (only those new to the session or whose
+//                 fetchOffset, currentLeaderEpoch, logStartOffset or partitionMaxBytes changed)
+//     forgottenPartitions: array of { topic string, partition i32 (≥ 0) }
+//   response body:
+//     errorCode string (empty, FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH),
+//     errorMessage string, sessionId i32 (≥ 0; 0 = no session)
+//     then the v0 response body: partitions (only those with records, an error, or a high
+//     watermark or log start offset the session has not sent yet), then their records.
+//
 // OFFSET_FOR_LEADER_EPOCH (apiKey 2) v0: where a leader epoch ends on the leader, so a follower
 // truncates a divergent tail before fetching (Kafka's OffsetsForLeaderEpoch, KIP-101/279).
 //   request body:
@@ -97,7 +111,7 @@ export interface DataPortApiVersion {
 /** What this code speaks: the server answers API_VERSIONS with it and refuses anything else. */
 export const dataPortSupportedApiVersions: readonly DataPortApiVersion[] = [
   { apiKey: DataPortApiKey.ApiVersions, minVersion: 0, maxVersion: 0 },
-  { apiKey: DataPortApiKey.Fetch, minVersion: 0, maxVersion: 0 },
+  { apiKey: DataPortApiKey.Fetch, minVersion: 0, maxVersion: 1 },
   { apiKey: DataPortApiKey.OffsetForLeaderEpoch, minVersion: 0, maxVersion: 0 },
 ];
 

@@ -57,7 +57,12 @@ export function decodeDataPortRequest(frame: Buffer): DataPortRequest {
       readApiVersionsRequestBody(reader);
       return { apiKey, apiVersion, correlationId, body: undefined };
     case DataPortApiKey.Fetch:
-      return { apiKey, apiVersion, correlationId, body: readFetchRequestBody(reader) };
+      return {
+        apiKey,
+        apiVersion,
+        correlationId,
+        body: readFetchRequestBody(reader, apiVersion),
+      };
     case DataPortApiKey.OffsetForLeaderEpoch:
       return {
         apiKey,

@@ -6,7 +6,11 @@ import {
 } from './api-versions-codec';
 import { DataPortApiKey, dataPortErrorApiKey, responseHeaderBytes } from './data-port-layout';
 import { type DataPortErrorResponse, readErrorResponseBody } from './error-response-codec';
-import { type DataPortFetchResponse, readFetchResponseBody } from './fetch-codec';
+import {
+  type DataPortFetchResponse,
+  fetchApiVersionSessionless,
+  readFetchResponseBody,
+} from './fetch-codec';
 import { FrameReader } from './frame-reader';
 import {
   type DataPortOffsetForLeaderEpochResponse,
@@ -29,8 +33,12 @@ export type DataPortResponse =
 /**
  * Decodes a whole response frame (sizeBytes included); bytes that do not follow the layout
  * throw a ProtocolError CORRUPT_MESSAGE. Record bytes in the result are views into `frame`.
+ * A FETCH response's layout depends on its request's version: `fetchApiVersion`.
  */
-export function decodeDataPortResponse(frame: Buffer): DataPortResponse {
+export function decodeDataPortResponse(
+  frame: Buffer,
+  fetchApiVersion = fetchApiVersionSessionless,
+): DataPortResponse {
   const reader = new FrameReader(frame, 'response', 'response frame', responseHeaderBytes);
   const correlationId = reader.u32('correlationId');
   const apiKeyPosition = reader.position;
@@ -40,7 +48,7 @@ export function decodeDataPortResponse(frame: Buffer): DataPortResponse {
     case DataPortApiKey.ApiVersions:
       return { correlationId, apiKey, body: readApiVersionsResponseBody(reader) };
     case DataPortApiKey.Fetch:
-      return { correlationId, apiKey, body: readFetchResponseBody(reader) };
+      return { correlationId, apiKey, body: readFetchResponseBody(reader, fetchApiVersion) };
     case DataPortApiKey.OffsetForLeaderEpoch:
       return { correlationId, apiKey, body: readOffsetForLeaderEpochResponseBody(reader) };
     case dataPortErrorApiKey:

@@ -201,6 +201,14 @@ export interface AlterPartitionResponse {
 export interface WatchMetadataRequest {
   /** Resume after this version; 0 asks for a full snapshot. */
   fromVersion: bigint;
+  /**
+   * A storage node's own watch: its broker id and the epoch it registered with. When this stream
+   * breaks while that registration is current, the controller fences the broker at once instead
+   * of after broker.session.timeout.ms (the process is gone; see broker-lifecycle.ts). Unset for
+   * any other watcher.
+   */
+  brokerId?: number | undefined;
+  brokerEpoch?: bigint | undefined;
 }
 
 export interface WatchMetadataResponse {
@@ -220,6 +228,12 @@ export interface WatchMetadataResponse {
    * assignments that changed.
    */
   coordinatorShards: CoordinatorShard[];
+  /**
+   * With snapshot=false: partitions that changed in topics not listed in `topics` (a leader
+   * election, an ISR change), each naming its topic; the watcher replaces just those. A topic
+   * whose own record changed comes whole in `topics` instead. Empty in a snapshot.
+   */
+  changedPartitions: PartitionMetadata[];
 }
 
 export interface CoordinatorMetadata {
@@ -3000,7 +3014,7 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
 };
 
 function createBaseWatchMetadataRequest(): WatchMetadataRequest {
-  return { fromVersion: 0n };
+  return { fromVersion: 0n, brokerId: undefined, brokerEpoch: undefined };
 }
 
 export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
@@ -3010,6 +3024,15 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
         throw new globalThis.Error("value provided for field message.fromVersion of type int64 too large");
       }
       writer.uint32(8).int64(message.fromVersion);
+    }
+    if (message.brokerId !== undefined) {
+      writer.uint32(16).int32(message.brokerId);
+    }
+    if (message.brokerEpoch !== undefined) {
+      if (BigInt.asIntN(64, message.brokerEpoch) !== message.brokerEpoch) {
+        throw new globalThis.Error("value provided for field message.brokerEpoch of type int64 too large");
+      }
+      writer.uint32(24).int64(message.brokerEpoch);
     }
     return writer;
   },
@@ -3035,6 +3058,22 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
             message.fromVersion = reader.int64() as bigint;
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.brokerEpoch = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3054,6 +3093,16 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
         : isSet(object.from_version)
         ? BigInt(object.from_version)
         : 0n,
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : undefined,
+      brokerEpoch: isSet(object.brokerEpoch)
+        ? BigInt(object.brokerEpoch)
+        : isSet(object.broker_epoch)
+        ? BigInt(object.broker_epoch)
+        : undefined,
     };
   },
 
@@ -3061,6 +3110,12 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
     const obj: any = {};
     if (message.fromVersion !== 0n) {
       obj.fromVersion = message.fromVersion.toString();
+    }
+    if (message.brokerId !== undefined) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    if (message.brokerEpoch !== undefined) {
+      obj.brokerEpoch = message.brokerEpoch.toString();
     }
     return obj;
   },
@@ -3073,6 +3128,10 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
     message.fromVersion = (object.fromVersion !== undefined && object.fromVersion !== null)
       ? BigInt(object.fromVersion)
       : 0n;
+    message.brokerId = object.brokerId ?? undefined;
+    message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
+      ? BigInt(object.brokerEpoch)
+      : undefined;
     return message;
   },
 };
@@ -3089,6 +3148,7 @@ function createBaseWatchMetadataResponse(): WatchMetadataResponse {
     coordinators: [],
     deletedCoordinators: [],
     coordinatorShards: [],
+    changedPartitions: [],
   };
 }
 
@@ -3130,6 +3190,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     }
     for (const v of message.coordinatorShards) {
       CoordinatorShard.encode(v!, writer.uint32(82).fork()).join();
+    }
+    for (const v of message.changedPartitions) {
+      PartitionMetadata.encode(v!, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -3237,6 +3300,14 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
             message.coordinatorShards.push(CoordinatorShard.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.changedPartitions.push(PartitionMetadata.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3289,6 +3360,11 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
         : globalThis.Array.isArray(object?.coordinator_shards)
         ? object.coordinator_shards.map((e: any) => CoordinatorShard.fromJSON(e))
         : [],
+      changedPartitions: globalThis.Array.isArray(object?.changedPartitions)
+        ? object.changedPartitions.map((e: any) => PartitionMetadata.fromJSON(e))
+        : globalThis.Array.isArray(object?.changed_partitions)
+        ? object.changed_partitions.map((e: any) => PartitionMetadata.fromJSON(e))
+        : [],
     };
   },
 
@@ -3324,6 +3400,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     if (message.coordinatorShards?.length) {
       obj.coordinatorShards = message.coordinatorShards.map((e) => CoordinatorShard.toJSON(e));
     }
+    if (message.changedPartitions?.length) {
+      obj.changedPartitions = message.changedPartitions.map((e) => PartitionMetadata.toJSON(e));
+    }
     return obj;
   },
 
@@ -3344,6 +3423,7 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     message.coordinators = object.coordinators?.map((e) => CoordinatorMetadata.fromPartial(e)) || [];
     message.deletedCoordinators = object.deletedCoordinators?.map((e) => e) || [];
     message.coordinatorShards = object.coordinatorShards?.map((e) => CoordinatorShard.fromPartial(e)) || [];
+    message.changedPartitions = object.changedPartitions?.map((e) => PartitionMetadata.fromPartial(e)) || [];
     return message;
   },
 };
