@@ -8,6 +8,7 @@ import {
   type DataPortOffsetForLeaderEpochRequest,
   type DataPortOffsetForLeaderEpochResponse,
   errorCodeBytesMax,
+  fetchSessionIdNone,
 } from '@spool/protocol';
 import type { FetchResult } from './data-port-handlers';
 
@@ -26,9 +27,15 @@ export function errorAnswerOf(error: unknown): ErrorAnswer {
   return { errorCode: unknownServerErrorCode, errorMessage: message };
 }
 
-/** A fetch answer with `answer` for every requested partition and no records. */
+/**
+ * A fetch answer with `answer` for every requested partition and no records. A request with a
+ * fetch session gets "no session" back, so its fetcher starts over with a full fetch.
+ */
 export function fetchErrorResult(request: DataPortFetchRequest, answer: ErrorAnswer): FetchResult {
   return {
+    ...(request.session === undefined
+      ? {}
+      : { session: { errorCode: '', errorMessage: '', sessionId: fetchSessionIdNone } }),
     partitions: request.partitions.map((partition) => ({
       topic: partition.topic,
       partition: partition.partition,

@@ -4,6 +4,7 @@
 import type {
   DataPortFetchPartitionHeader,
   DataPortFetchRequest,
+  DataPortFetchSessionResponse,
   DataPortOffsetForLeaderEpochRequest,
   DataPortOffsetForLeaderEpochResponse,
 } from '@spool/protocol';
@@ -23,6 +24,11 @@ export interface FetchPartitionResult extends Omit<
 /** A fetch answer. The server calls `release` exactly once: after the bytes were sent or failed. */
 export interface FetchResult {
   readonly partitions: readonly FetchPartitionResult[];
+  /**
+   * The fetch-session answer: present exactly when the request carried session fields (a v1
+   * request), since the response's layout follows the request's version.
+   */
+  readonly session?: DataPortFetchSessionResponse;
   /** Lets go of the files behind every slice (`LogReadResult.release` of each read). */
   release(): void;
 }

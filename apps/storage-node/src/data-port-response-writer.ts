@@ -58,6 +58,7 @@ export async function sendFetchResponse(
       ...fields,
       recordsSizeBytes: sizeBytes,
     })),
+    result.session,
   );
   if (result.partitions.every((partition) => partition.sizeBytes === 0)) {
     await writeFrame(socket, header);

@@ -4,7 +4,9 @@
  * `replica.lag.time.max.ms` leaves the ISR; one whose log end reaches the high watermark (and the
  * start of the current leader epoch) rejoins. Every change goes through the controller's
  * AlterPartition (a compare-and-set on the partition epoch) before the leader acts on it, and
- * one change per partition is in flight at a time.
+ * one change per partition is in flight at a time. A follower whose fetch session holds a
+ * partition is caught up as long as the session fetches (partition-replica.ts,
+ * followerLastCaughtUpTimeMs), though idle partitions are not read per fetch.
  */
 import type { Logger } from '@spool/common';
 import type { AlterPartitionResponse } from '@spool/protocol';
@@ -35,23 +37,30 @@ export class IsrManager {
     const { isr, replicas, leaderEpoch } = replica.assignment;
     const lagging = isr.filter((id) => {
       if (id === this.options.brokerId) return false;
-      const follower = replica.followers.get(id);
+      const lastCaughtUpTimeMs = replica.followerLastCaughtUpTimeMs(id, nowMs);
       return (
-        follower === undefined ||
-        nowMs - follower.lastCaughtUpTimeMs > this.options.replicaLagTimeMaxMs
+        lastCaughtUpTimeMs === undefined ||
+        nowMs - lastCaughtUpTimeMs > this.options.replicaLagTimeMaxMs
       );
     });
+    // The periodic check runs over every led partition: most have their whole replica set in
+    // the ISR, and need no look at the epoch history.
+    const outOfSync = replicas.filter((id) => !isr.includes(id) && id !== this.options.brokerId);
+    if (lagging.length === 0 && outOfSync.length === 0) return undefined;
     const epochStart =
-      replica.log.leaderEpochEntries().find((entry) => entry.epoch === leaderEpoch)?.startOffset ??
-      replica.log.logEndOffset;
-    const caughtUp = replicas.filter((id) => {
-      if (isr.includes(id) || id === this.options.brokerId) return false;
+      outOfSync.length === 0
+        ? replica.log.logEndOffset
+        : (replica.log.leaderEpochEntries().find((entry) => entry.epoch === leaderEpoch)
+            ?.startOffset ?? replica.log.logEndOffset);
+    const caughtUp = outOfSync.filter((id) => {
       const follower = replica.followers.get(id);
+      const lastCaughtUpTimeMs = replica.followerLastCaughtUpTimeMs(id, nowMs);
       return (
         follower !== undefined &&
+        lastCaughtUpTimeMs !== undefined &&
         follower.logEndOffset >= replica.highWatermark &&
         follower.logEndOffset >= epochStart &&
-        nowMs - follower.lastCaughtUpTimeMs <= this.options.replicaLagTimeMaxMs
+        nowMs - lastCaughtUpTimeMs <= this.options.replicaLagTimeMaxMs
       );
     });
     if (lagging.length === 0 && caughtUp.length === 0) return undefined;

@@ -13,9 +13,28 @@
  *
  * A partition whose request the leader refuses (a stale or newer leader epoch, not the leader)
  * waits a little and retries; a metadata change moves it to another fetcher or stops it.
+ *
+ * All partitions go in one request through an incremental fetch session (KIP-227, the leader's
+ * side in fetch-session.ts): the first request is a full fetch that opens the session; each
+ * later one names only partitions new to it or whose position (fetch offset, leader epoch, log
+ * start) changed since it was last sent, and those to forget (removed, truncating, backing off
+ * an error). The leader answers only partitions with records or news, and an idle request waits
+ * at the leader until an append wakes it or fetchWaitMaxMs passes: an idle round costs this
+ * side nothing per partition either. After any failed request, or a session error from the
+ * leader, the next request is a full fetch again.
  */
 import { backoffMs, sleep, type Logger } from '@spool/common';
-import { DataPortClient, recordBatchSizeBytes, type ClusterMetadataCache } from '@spool/protocol';
+import {
+  DataPortClient,
+  dataPortPartitionsMax,
+  type DataPortFetchedPartition,
+  type DataPortFetchPartition,
+  type DataPortTopicPartition,
+  fetchSessionEpochInitial,
+  fetchSessionIdNone,
+  recordBatchSizeBytes,
+  type ClusterMetadataCache,
+} from '@spool/protocol';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
 import { beforeLogAppendTestHook } from './slow-disk-test-hook';
@@ -31,6 +50,13 @@ export interface ReplicaFetcherOptions {
 
 type FetchState = 'truncating' | 'fetching';
 
+/** A partition's fetch position as the leader's session holds it. */
+interface SentPosition {
+  readonly fetchOffset: bigint;
+  readonly leaderEpoch: number;
+  readonly logStartOffset: bigint;
+}
+
 interface FollowedPartition {
   readonly replica: PartitionReplica;
   state: FetchState;
@@ -39,6 +65,8 @@ interface FollowedPartition {
   /** The epoch to ask the leader about next (KIP-279 may ask about older ones). */
   askedEpoch: number | undefined;
   askRounds: number;
+  /** What the session holds for it; undefined when the session does not hold it. */
+  sent: SentPosition | undefined;
 }
 
 /** OffsetsForLeaderEpoch rounds per truncation before falling back to the high watermark. */
@@ -47,9 +75,22 @@ const askRoundsMax = 16;
 const requestTimeoutMarginMs = 5_000;
 /** How long a partition whose append failed waits before it truncates and fetches again. */
 const appendFailureBackoffMs = 500;
+/** How long a partition the leader refused waits before it is asked for again. */
+const refusedBackoffMs = 200;
+/** With no session and nothing ready (everything backing off), the loop looks again after this. */
+const nothingReadyPauseMs = 50;
 
 export class ReplicaFetcher {
   private readonly partitions = new Map<string, FollowedPartition>();
+  /** Partitions to truncate before they fetch (state truncating). */
+  private readonly truncating = new Set<FollowedPartition>();
+  /** Partitions skipped until their retryAfterMs. */
+  private readonly backingOff = new Set<FollowedPartition>();
+  /** Fetching partitions whose position may differ from what the session holds. */
+  private readonly changed = new Set<FollowedPartition>();
+  /** Partitions the session holds and must drop, by name. */
+  private readonly forgotten = new Map<string, DataPortTopicPartition>();
+  private session: { id: number; nextEpoch: number } | undefined;
   private client: DataPortClient | undefined;
   private running = true;
   private readonly loop: Promise<void>;
@@ -67,18 +108,28 @@ export class ReplicaFetcher {
   }
 
   add(replica: PartitionReplica): void {
-    this.partitions.set(replica.name, {
+    const followed: FollowedPartition = {
       replica,
       state: 'truncating',
       retryAfterMs: 0,
       askedEpoch: undefined,
       askRounds: 0,
-    });
+      sent: undefined,
+    };
+    this.remove(replica.name);
+    this.partitions.set(replica.name, followed);
+    this.truncating.add(followed);
     this.wakeIdle();
   }
 
   remove(name: string): void {
+    const followed = this.partitions.get(name);
+    if (followed === undefined) return;
+    this.leaveSession(followed);
     this.partitions.delete(name);
+    this.truncating.delete(followed);
+    this.backingOff.delete(followed);
+    this.changed.delete(followed);
   }
 
   async stop(): Promise<void> {
@@ -99,6 +150,7 @@ export class ReplicaFetcher {
       }
       try {
         const client = await this.connect();
+        this.releaseDueBackoffs(Date.now());
         await this.truncatePartitions(client);
         await this.fetchOnce(client);
         failures = 0;
@@ -106,6 +158,7 @@ export class ReplicaFetcher {
         failures++;
         this.client?.close();
         this.client = undefined;
+        this.resetSession();
         if (this.running) {
           this.options.logger.debug(
             { err: error, leaderId: this.leaderId },
@@ -130,15 +183,59 @@ export class ReplicaFetcher {
     return this.client;
   }
 
+  /** Partitions whose back-off ended become ready again (only those backing off are looked at). */
+  private releaseDueBackoffs(nowMs: number): void {
+    for (const followed of this.backingOff) {
+      if (followed.retryAfterMs > nowMs) continue;
+      this.backingOff.delete(followed);
+      if (followed.state === 'fetching') this.changed.add(followed);
+    }
+  }
+
+  private backOff(followed: FollowedPartition, delayMs: number): void {
+    followed.retryAfterMs = Date.now() + delayMs;
+    this.backingOff.add(followed);
+    this.changed.delete(followed);
+    this.leaveSession(followed);
+  }
+
+  private startTruncating(followed: FollowedPartition): void {
+    followed.state = 'truncating';
+    this.truncating.add(followed);
+    this.changed.delete(followed);
+    this.leaveSession(followed);
+  }
+
+  /** The session stops holding the partition: the next request forgets it. */
+  private leaveSession(followed: FollowedPartition): void {
+    if (followed.sent === undefined) return;
+    followed.sent = undefined;
+    const { topic, partition, name } = followed.replica;
+    this.forgotten.set(name, { topic, partition });
+  }
+
+  /** After a failure or a session error: the next request is a full fetch. */
+  private resetSession(): void {
+    if (this.session === undefined && this.forgotten.size === 0) return;
+    this.session = undefined;
+    this.forgotten.clear();
+    for (const followed of this.partitions.values()) {
+      followed.sent = undefined;
+      if (followed.state === 'fetching' && !this.backingOff.has(followed)) {
+        this.changed.add(followed);
+      }
+    }
+  }
+
   /** Step 1 for every partition that needs it: find where the logs agree, cut the rest. */
   private async truncatePartitions(client: DataPortClient): Promise<void> {
-    const nowMs = Date.now();
-    const truncating = [...this.partitions.values()].filter(
-      (followed) => followed.state === 'truncating' && followed.retryAfterMs <= nowMs,
-    );
-    if (truncating.length === 0) return;
-    const withEpochs = truncating.filter((followed) => followed.replica.log.latestEpoch >= 0);
-    for (const followed of truncating) {
+    if (this.truncating.size === 0) return;
+    const ready = [...this.truncating].filter((followed) => !this.backingOff.has(followed));
+    if (ready.length === 0) return;
+    const withEpochs = ready
+      .filter((followed) => followed.replica.log.latestEpoch >= 0)
+      .slice(0, dataPortPartitionsMax);
+    for (const followed of ready) {
       if (followed.replica.log.latestEpoch < 0)
         this.truncate(followed, followed.replica.highWatermark, 'no epochs in the local log');
     }
@@ -159,7 +256,7 @@ export class ReplicaFetcher {
       const followed = this.partitions.get(`${answer.topic}-${answer.partition}`);
       if (followed === undefined || followed.state !== 'truncating') continue;
       if (answer.errorCode !== '') {
-        followed.retryAfterMs = Date.now() + 200;
+        this.backOff(followed, refusedBackoffMs);
         continue;
       }
       const decision = divergence(
@@ -201,18 +298,28 @@ export class ReplicaFetcher {
     followed.state = 'fetching';
     followed.askedEpoch = undefined;
     followed.askRounds = 0;
+    this.truncating.delete(followed);
+    this.changed.add(followed);
   }
 
-  /** Step 2: one fetch for every partition ready for it. */
+  /** Step 2: one fetch through the session (a full one when there is none). */
   private async fetchOnce(client: DataPortClient): Promise<void> {
-    const nowMs = Date.now();
-    const ready = [...this.partitions.values()].filter(
-      (followed) => followed.state === 'fetching' && followed.retryAfterMs <= nowMs,
-    );
-    if (ready.length === 0) {
-      await sleep(50);
+    const full = this.session === undefined;
+    const sending = full ? this.readyForFullFetch() : this.changedPositions();
+    if (full && sending.length === 0) {
+      await sleep(nothingReadyPauseMs);
       return;
     }
+    const forgotten = full ? [] : [...this.forgotten.values()].slice(0, dataPortPartitionsMax);
+    const sessionEpoch = this.session?.nextEpoch ?? fetchSessionEpochInitial;
+    const partitions = sending.map(({ followed, position }): DataPortFetchPartition => ({
+      topic: followed.replica.topic,
+      partition: followed.replica.partition,
+      fetchOffset: position.fetchOffset,
+      currentLeaderEpoch: position.leaderEpoch,
+      logStartOffset: position.logStartOffset,
+      partitionMaxBytes: this.options.fetchMaxBytes,
+    }));
     const response = await client.fetch(
       {
         replicaId: this.options.brokerId,
@@ -220,52 +327,91 @@ export class ReplicaFetcher {
         maxWaitMs: this.options.fetchWaitMaxMs,
         minBytes: 1,
         maxBytes: this.options.fetchMaxBytes,
-        partitions: ready.map((followed) => ({
-          topic: followed.replica.topic,
-          partition: followed.replica.partition,
-          fetchOffset: followed.replica.log.logEndOffset,
-          currentLeaderEpoch: followed.replica.assignment.leaderEpoch,
-          logStartOffset: followed.replica.log.logStartOffset,
-          partitionMaxBytes: this.options.fetchMaxBytes,
-        })),
+        partitions,
+        session: {
+          sessionId: this.session?.id ?? fetchSessionIdNone,
+          sessionEpoch,
+          forgottenPartitions: forgotten,
+        },
       },
-      { timeoutMs: this.options.fetchWaitMaxMs + requestTimeoutMarginMs },
+      {
+        timeoutMs: this.options.fetchWaitMaxMs + requestTimeoutMarginMs,
+        sessionPartitionsMax: this.partitions.size,
+      },
     );
-    for (const answer of response.partitions) {
-      const followed = this.partitions.get(`${answer.topic}-${answer.partition}`);
+    const answer = response.session;
+    if (answer === undefined || answer.errorCode !== '') {
+      this.options.logger.debug(
+        { leaderId: this.leaderId, error: answer?.errorCode, message: answer?.errorMessage },
+        'fetch session lost; starting a new one',
+      );
+      this.resetSession();
+      return;
+    }
+    // What the leader now holds: the positions sent, without the forgotten partitions.
+    for (const { topic, partition } of forgotten) this.forgotten.delete(`${topic}-${partition}`);
+    for (const { followed, position } of sending) {
+      if (this.partitions.get(followed.replica.name) !== followed) continue;
+      followed.sent = position;
+      this.changed.delete(followed);
+    }
+    this.session =
+      answer.sessionId === fetchSessionIdNone
+        ? undefined
+        : { id: answer.sessionId, nextEpoch: sessionEpoch >= 0x7fffffff ? 1 : sessionEpoch + 1 };
+    if (this.session === undefined) this.resetSession();
+    for (const fetched of response.partitions) {
+      const followed = this.partitions.get(`${fetched.topic}-${fetched.partition}`);
       if (followed === undefined || followed.state !== 'fetching') continue;
-      this.applyFetched(followed, answer);
+      this.applyFetched(followed, fetched);
     }
   }
 
-  private applyFetched(
-    followed: FollowedPartition,
-    answer: {
-      errorCode: string;
-      errorMessage: string;
-      records: Buffer;
-      highWatermark: bigint;
-      logStartOffset: bigint;
-      logEndOffset: bigint;
-    },
-  ): void {
+  /** A full fetch names every fetching partition not backing off. */
+  private readyForFullFetch(): Array<{ followed: FollowedPartition; position: SentPosition }> {
+    const ready: Array<{ followed: FollowedPartition; position: SentPosition }> = [];
+    for (const followed of this.partitions.values()) {
+      if (ready.length >= dataPortPartitionsMax) break;
+      if (followed.state !== 'fetching' || this.backingOff.has(followed)) continue;
+      ready.push({ followed, position: positionOf(followed.replica) });
+    }
+    return ready;
+  }
+
+  /** An incremental fetch names the partitions whose position differs from the session's. */
+  private changedPositions(): Array<{ followed: FollowedPartition; position: SentPosition }> {
+    const sending: Array<{ followed: FollowedPartition; position: SentPosition }> = [];
+    for (const followed of [...this.changed]) {
+      if (sending.length >= dataPortPartitionsMax) break;
+      const position = positionOf(followed.replica);
+      if (followed.sent !== undefined && samePosition(followed.sent, position)) {
+        this.changed.delete(followed);
+        continue;
+      }
+      sending.push({ followed, position });
+    }
+    return sending;
+  }
+
+  private applyFetched(followed: FollowedPartition, answer: DataPortFetchedPartition): void {
     const { replica } = followed;
     const log = replica.log;
     if (answer.errorCode === 'OFFSET_OUT_OF_RANGE') {
       if (log.logEndOffset < answer.logStartOffset) {
         replica.producerState.truncateFullyAndStartAt(answer.logStartOffset);
         replica.clampHighWatermark();
+        this.changed.add(followed);
         this.options.logger.info(
           { partition: replica.name, startAt: answer.logStartOffset.toString() },
           "follower restarted its log at the leader's start",
         );
       } else {
-        followed.state = 'truncating';
+        this.startTruncating(followed);
       }
       return;
     }
     if (answer.errorCode !== '') {
-      followed.retryAfterMs = Date.now() + 200;
+      this.backOff(followed, refusedBackoffMs);
       this.options.logger.debug(
         { partition: replica.name, error: answer.errorCode, message: answer.errorMessage },
         'leader refused a replica fetch',
@@ -281,8 +427,9 @@ export class ReplicaFetcher {
       } catch (error) {
         // Records that do not continue this log mean it diverged: find the agreement point again,
         // after a pause, so an append that keeps failing does not spin.
-        followed.state = 'truncating';
+        this.startTruncating(followed);
         followed.retryAfterMs = Date.now() + appendFailureBackoffMs;
+        this.backingOff.add(followed);
         this.options.logger.warn(
           { err: error, partition: replica.name },
           'replica append failed; truncating again',
@@ -290,12 +437,30 @@ export class ReplicaFetcher {
         return;
       }
       replica.wake();
+      this.changed.add(followed);
     }
     replica.updateHighWatermarkAsFollower(answer.highWatermark);
     if (answer.logStartOffset > log.logStartOffset && answer.logStartOffset <= log.logEndOffset) {
       log.deleteRecordsBefore(answer.logStartOffset);
+      this.changed.add(followed);
     }
   }
+}
+
+function positionOf(replica: PartitionReplica): SentPosition {
+  return {
+    fetchOffset: replica.log.logEndOffset,
+    leaderEpoch: replica.assignment.leaderEpoch,
+    logStartOffset: replica.log.logStartOffset,
+  };
+}
+
+function samePosition(left: SentPosition, right: SentPosition): boolean {
+  return (
+    left.fetchOffset === right.fetchOffset &&
+    left.leaderEpoch === right.leaderEpoch &&
+    left.logStartOffset === right.logStartOffset
+  );
 }
 
 /**
