@@ -27,6 +27,10 @@
  *      callback, so before any append that the higher, stale point could later vouch for.
  *   4. The checkpoint file is replaced atomically (checkpoint-file.ts); a malformed one is
  *      reported and every log recovers from its start, which is slow but never wrong.
+ *   5. A new log's folder entry (here) and its first segment files' entries (in its folder) are
+ *      fsynced in the background right after it is created, not on the caller's path: until then
+ *      it holds only records that no flush has covered, which an OS crash may take anyway, as
+ *      with a roll (log.ts, crash story 3); a lost folder is a log that starts empty again.
  *
  * Interleaving: loading is sequential (each Log.open yields between segments) and its bound on
  * descriptors is the node's FileHandleCache, which every log shares: loading 20,000 logs never
@@ -38,6 +42,7 @@ import * as path from 'node:path';
 import {
   CheckpointFormatError,
   fsyncDirectory,
+  fsyncDirectoryAsync,
   readCheckpointFile,
   writeCheckpointFile,
 } from './checkpoint-file';
@@ -87,6 +92,7 @@ export class LogDirectory {
   /** The marker and the start-up checkpoint speak for the logs loaded at start-up only. */
   private loaded = false;
   private checkpointScheduled = false;
+  private rootSyncScheduled = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -176,11 +182,15 @@ export class LogDirectory {
     folder: string,
     options: LogOpenOptions = {},
   ): Promise<{ log: Log; report: RecoveryReport }> {
-    const opened = await Log.open(path.join(this.root, folder), {
+    const directory = path.join(this.root, folder);
+    const created = !fs.existsSync(directory);
+    const opened = await Log.open(directory, {
       ...options,
       files: this.files,
       logDirectory: this.membership(folder),
     });
+    // The new folder's entry in the directory becomes durable soon, off the caller's path.
+    if (created) this.scheduleRootSync();
     this.logs.set(folder, opened.log);
     this.closedLogRecoveryPoints.delete(folder);
     return opened;
@@ -237,6 +247,16 @@ export class LogDirectory {
         if (how === 'closed') this.closedLogRecoveryPoints.set(folder, log.recoveryPoint);
       },
     };
+  }
+
+  /** One fsync of the directory for every folder created since the last one; never blocks. */
+  private scheduleRootSync(): void {
+    if (this.rootSyncScheduled) return;
+    this.rootSyncScheduled = true;
+    setImmediate(() => {
+      this.rootSyncScheduled = false;
+      fsyncDirectoryAsync(this.root).catch(this.onBackgroundError);
+    });
   }
 
   private scheduleCheckpoint(): void {

@@ -339,14 +339,9 @@ export class Log {
     const ownCheckpointRemoved = membership !== undefined && fs.existsSync(recoveryPointPath);
     if (ownCheckpointRemoved) fs.rmSync(recoveryPointPath);
     // A clean open of a directory's log changed nothing in its folder: no fsync (20,000 of them
-    // were most of a node's start-up).
-    if (
-      membership === undefined ||
-      ownMarker ||
-      ownCheckpointRemoved ||
-      createsSegment ||
-      segmentsDeleted > 0
-    ) {
+    // were most of a node's start-up). A new log's first segment files reach the folder's disk
+    // entry in a flush started below, off the caller's path, as a roll's do (crash story 3).
+    if (membership === undefined || ownMarker || ownCheckpointRemoved || segmentsDeleted > 0) {
       fsyncDirectory(directory);
     }
 
@@ -370,6 +365,10 @@ export class Log {
       options,
     );
     log.checkpointedLogStartOffset = checkpointedStart;
+    if (membership !== undefined && createsSegment) {
+      log.directoryUnsynced = true;
+      log.flush().catch(log.onBackgroundError);
+    }
     if (logStartOffset > logEndOffset) {
       // The tail below a DeleteRecords point was lost: start empty there, so deleted records
       // stay deleted and offsets stay monotonic.
@@ -951,10 +950,10 @@ export class Log {
         this.recoveryPointValue,
       );
     }
-    if (
-      this.logDirectory === undefined ||
-      this.checkpointedLogStartOffset !== this.logStartOffset
-    ) {
+    // A directory's log without the file starts at its first segment's base offset: a new log
+    // writes none (it cost a new partition two fsyncs).
+    const impliedLogStartOffset = this.checkpointedLogStartOffset ?? this.segments[0]!.baseOffset;
+    if (this.logDirectory === undefined || impliedLogStartOffset !== this.logStartOffset) {
       writeOffsetCheckpoint(
         path.join(this.directory, logStartOffsetCheckpointFile),
         this.logStartOffsetValue,
