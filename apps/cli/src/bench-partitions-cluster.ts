@@ -141,7 +141,7 @@ export class BenchDevCluster {
         throw new Error(`spool dev exited while waiting for ${what}:\n${this.output}`);
       if (performance.now() > deadlineMs) {
         throw new Error(
-          `no ${what} after ${timeoutMs / 1000} s; spool dev's last output:\n${this.output}`,
+          `not ${what} after ${timeoutMs / 1000} s; spool dev's last output:\n${this.output}`,
         );
       }
       await sleep(processPollIntervalMs);
@@ -219,6 +219,8 @@ export class MetadataWatch {
     timeoutMs: number,
     what: string,
     signal?: AbortSignal,
+    /** describe: what is still missing, for the timeout's message. */
+    describe?: () => string,
   ): Promise<number> {
     return new Promise((resolve, reject) => {
       let scheduled: NodeJS.Timeout | undefined;
@@ -234,10 +236,10 @@ export class MetadataWatch {
         scheduled = undefined;
         if (condition()) finish(undefined);
       };
-      const deadline = setTimeout(
-        () => finish(new Error(`no ${what} after ${timeoutMs / 1000} s`)),
-        timeoutMs,
-      );
+      const deadline = setTimeout(() => {
+        const missing = describe === undefined ? '' : `: ${describe()}`;
+        finish(new Error(`not ${what} after ${timeoutMs / 1000} s${missing}`));
+      }, timeoutMs);
       const failureCheck = setInterval(() => {
         if (this.failure !== undefined) finish(this.failure);
         else if (signal?.aborted === true) finish(new Error(`stopped waiting for ${what}`));

@@ -91,3 +91,35 @@ export function busiestLeader(
   const brokerId = counts.indexOf(Math.max(...counts));
   return { brokerId, led: led[brokerId]!, count: counts[brokerId]! };
 }
+
+/** What keeps the cluster from being in sync, in one line: brokers, then a few partitions. */
+export function describeOutOfSync(
+  metadata: ClusterMetadataCache,
+  brokerCount: number,
+  partitionsShownMax = 3,
+): string {
+  const parts: string[] = [];
+  for (let brokerId = 0; brokerId < brokerCount; brokerId++) {
+    const state = metadata.brokers.get(brokerId)?.state ?? 'not registered';
+    if (state !== 'ALIVE') parts.push(`broker ${brokerId} ${state}`);
+  }
+  const outOfSync: string[] = [];
+  let total = 0;
+  for (const topic of metadata.topics.values()) {
+    for (const partition of topic.partitions) {
+      total += 1;
+      if (isInSync(partition)) continue;
+      outOfSync.push(
+        `${topic.name}-${partition.partition} (leader ${partition.leaderId}, replicas ` +
+          `${partition.replicas.join(',')}, isr ${partition.isr.join(',') || 'none'})`,
+      );
+    }
+  }
+  if (outOfSync.length > 0) {
+    parts.push(
+      `${outOfSync.length} of ${total} partitions out of sync, such as ` +
+        outOfSync.slice(0, partitionsShownMax).join(', '),
+    );
+  }
+  return parts.join('; ');
+}

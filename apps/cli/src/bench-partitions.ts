@@ -8,6 +8,7 @@ import {
   brokerBackInSync,
   busiestLeader,
   clusterInSync,
+  describeOutOfSync,
   hasLeader,
   isInSync,
   partitionCount,
@@ -158,7 +159,9 @@ class PartitionsBenchmark {
       await watch.waitUntil(
         () => clusterInSync(watch.metadata, settings.storageNodeCount),
         this.timeoutMs,
-        'cluster in sync after start',
+        'every partition in sync after the start',
+        undefined,
+        () => describeOutOfSync(watch.metadata, settings.storageNodeCount),
       );
       for (const step of settings.steps) {
         if (step.kind === 'create') await this.createStep(step, admin, watch);
@@ -205,13 +208,13 @@ class PartitionsBenchmark {
     const led = watch.waitUntil(
       () => topicsPass(watch.metadata, topics, hasLeader),
       this.timeoutMs,
-      `leader for each of ${what}`,
+      `a leader for each of ${what}`,
       abandon.signal,
     );
     const inSync = watch.waitUntil(
       () => topicsPass(watch.metadata, topics, isInSync),
       this.timeoutMs,
-      `ISR of all replicas for each of ${what}`,
+      `all replicas in the ISR for each of ${what}`,
       abandon.signal,
     );
     try {
@@ -251,6 +254,8 @@ class PartitionsBenchmark {
       () => clusterInSync(watch.metadata, settings.storageNodeCount),
       this.timeoutMs,
       `every partition in sync at ${partitions}`,
+      undefined,
+      () => describeOutOfSync(watch.metadata, settings.storageNodeCount),
     );
     this.progress(
       `${partitions} partitions in sync; settling ${settings.settleSeconds} s, then idle for ` +
@@ -356,7 +361,7 @@ class PartitionsBenchmark {
         .until(
           () => times.length === count && fencedMs !== null,
           this.timeoutMs,
-          `new leader for every partition of storage-node-${brokerId} and its fence`,
+          `every partition of storage-node-${brokerId} led by another and the broker fenced`,
         )
         .catch((error: unknown) =>
           this.errors.push(
@@ -395,6 +400,8 @@ class PartitionsBenchmark {
         () => clusterInSync(watch.metadata, settings.storageNodeCount),
         this.timeoutMs,
         'every partition in sync after the cluster started again',
+        undefined,
+        () => describeOutOfSync(watch.metadata, settings.storageNodeCount),
       );
       const nodes = Array.from({ length: settings.storageNodeCount }, (_, brokerId) => {
         const report = cluster.startupReport(brokerId);
@@ -443,7 +450,7 @@ class PartitionsBenchmark {
     this.progress(`${signal} to ${name} (pid ${oldPid}); spool dev restarts it`);
     const signalledAtMs = performance.now();
     process.kill(oldPid, signal);
-    await cluster.until(() => !processExists(oldPid), this.timeoutMs, `exit of ${name}`);
+    await cluster.until(() => !processExists(oldPid), this.timeoutMs, `${name} exited`);
     const goneAtMs = performance.now();
     let newPid = 0;
     await cluster.until(
@@ -453,7 +460,7 @@ class PartitionsBenchmark {
         return newPid !== 0;
       },
       this.timeoutMs,
-      `restart of ${name}`,
+      `${name} restarted`,
     );
     const spawnedAtMs = performance.now();
     await cluster.until(
@@ -469,6 +476,8 @@ class PartitionsBenchmark {
       () => brokerBackInSync(watch.metadata, brokerId, epochBefore),
       this.timeoutMs,
       `${name} back in the ISR of its partitions`,
+      undefined,
+      () => describeOutOfSync(watch.metadata, this.settings.storageNodeCount),
     );
     return {
       brokerId,
