@@ -4,19 +4,41 @@
  * revision, each with its metadata version (the revision). Nobody polls. A watcher that asks to
  * resume from the version the controller is at gets no snapshot; any other gets a fresh one.
  *
+ * Deltas follow the size of the change, not of the cluster (what a failover at 20,000
+ * partitions needs: thousands of elections written in chunks, each chunk one revision):
+ *   1. A topic whose own record changed in the revision (created, configs, partition count)
+ *      goes whole in `topics`.
+ *   2. A topic that changed only through partition records (elections, ISR changes) sends just
+ *      those partitions, in `changedPartitions`: the ones whose record was written at this
+ *      revision (their modRevision).
+ *   3. A topic in the delta for which neither holds (a visible partition was deleted) goes
+ *      whole, as in 1: correct whatever changed. (Readers lose partitions only through a topic
+ *      record change, cluster-state.ts, so case 2 never hides a deletion.)
+ * Each delta message is built once and written to every watcher, not once per watcher.
+ *
+ * A storage node's watch names its registration: serve() resolves when the node's stream goes
+ * away (cancelled or failed, as a killed process's does), and the caller may fence the node
+ * then (controller-rpc.ts); isWatching() says whether the node has watched again since.
+ *
  * Bounds: a watcher that does not read its stream is cut off once its unsent messages pass
  * `pendingBytesMax` (it reconnects and gets a snapshot) instead of growing this process's memory.
  * When the controller stops being active every stream ends with NOT_CONTROLLER.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { Logger } from '@spool/common';
-import type { WatchMetadataRequest, WatchMetadataResponse } from '@spool/protocol';
-import type { ClusterState, MetadataDelta } from './cluster-state';
+import type {
+  PartitionMetadata,
+  TopicMetadata,
+  WatchMetadataRequest,
+  WatchMetadataResponse,
+} from '@spool/protocol';
+import type { ClusterState, MetadataDelta, TopicState } from './cluster-state';
 import { ControllerError } from './controller-errors';
 import {
   brokerMetadataOf,
   coordinatorMetadataOf,
   coordinatorShardOf,
+  partitionMetadataOf,
   sortedBrokers,
   sortedCoordinatorShards,
   sortedCoordinators,
@@ -26,13 +48,37 @@ import {
 /** Unsent bytes one watcher may hold before it is cut off. */
 export const pendingBytesMax = 64 * 1024 * 1024;
 
+type Send = (message: WatchMetadataResponse) => void;
+
+/** A storage node's own watch: its registration (WatchMetadataRequest.broker_id). */
+export interface BrokerWatch {
+  readonly brokerId: number;
+  readonly brokerEpoch: bigint;
+}
+
+/** The registration a watch names, or undefined for any other watcher. */
+export function brokerWatchOf(request: WatchMetadataRequest): BrokerWatch | undefined {
+  const { brokerId, brokerEpoch } = request;
+  if (brokerId === undefined || brokerEpoch === undefined || brokerEpoch <= 0n) return undefined;
+  return { brokerId, brokerEpoch };
+}
+
 export class MetadataPublisher {
   private readonly watchers = new Set<(error: Error) => void>();
+  /** Open watches per storage-node registration, `${brokerId}:${brokerEpoch}` → count. */
+  private readonly brokerWatches = new Map<string, number>();
+  /** Per cluster state (one per leadership): the watchers its deltas go to. */
+  private readonly fanOuts = new WeakMap<ClusterState, FanOut>();
 
   constructor(private readonly logger: Logger) {}
 
   get watcherCount(): number {
     return this.watchers.size;
+  }
+
+  /** Whether a watch of this registration is open (the node came back after a break). */
+  isWatching(watch: BrokerWatch): boolean {
+    return (this.brokerWatches.get(brokerWatchKey(watch)) ?? 0) > 0;
   }
 
   /** Streams until the client cancels or the controller steps down (the promise rejects). */
@@ -41,11 +87,24 @@ export class MetadataPublisher {
     state: ClusterState,
     controllerAddress: string,
   ): Promise<void> {
+    const broker = brokerWatchOf(call.request);
+    const brokerKey = broker === undefined ? undefined : brokerWatchKey(broker);
+    if (brokerKey !== undefined) {
+      this.brokerWatches.set(brokerKey, (this.brokerWatches.get(brokerKey) ?? 0) + 1);
+    }
     return new Promise<void>((resolve, reject) => {
       let unsubscribe = (): void => {};
+      let finished = false;
       const finish = (error?: Error): void => {
+        if (finished) return;
+        finished = true;
         unsubscribe();
         this.watchers.delete(endWithError);
+        if (brokerKey !== undefined) {
+          const count = (this.brokerWatches.get(brokerKey) ?? 1) - 1;
+          if (count > 0) this.brokerWatches.set(brokerKey, count);
+          else this.brokerWatches.delete(brokerKey);
+        }
         if (error === undefined) resolve();
         else reject(error);
       };
@@ -54,7 +113,7 @@ export class MetadataPublisher {
       call.on('cancelled', () => finish());
       call.on('error', () => finish());
 
-      const send = (message: WatchMetadataResponse): void => {
+      const send: Send = (message) => {
         if (call.writableLength > pendingBytesMax) {
           this.logger.warn({ peer: call.getPeer() }, 'metadata watcher too slow; cutting it off');
           finish(
@@ -77,34 +136,10 @@ export class MetadataPublisher {
           coordinators: sortedCoordinators(state),
           deletedCoordinators: [],
           coordinatorShards: sortedCoordinatorShards(state),
+          changedPartitions: [],
         });
       }
-      unsubscribe = state.onDelta((delta: MetadataDelta) => {
-        send({
-          metadataVersion: delta.revision,
-          snapshot: false,
-          brokers: [...delta.changedBrokers]
-            .map((brokerId) => state.brokers.get(brokerId))
-            .filter((broker) => broker !== undefined)
-            .map(brokerMetadataOf),
-          topics: [...delta.changedTopics]
-            .map((name) => state.topics.get(name))
-            .filter((topic) => topic !== undefined)
-            .map(topicMetadataOf),
-          deletedTopics: [...delta.deletedTopics],
-          deletedBrokers: [...delta.deletedBrokers],
-          controllerAddress,
-          coordinators: [...delta.changedCoordinators]
-            .map((coordinatorId) => state.coordinators.get(coordinatorId))
-            .filter((coordinator) => coordinator !== undefined)
-            .map(coordinatorMetadataOf),
-          deletedCoordinators: [...delta.deletedCoordinators],
-          coordinatorShards: [...delta.changedShards]
-            .map((partition) => state.coordinatorShards.get(partition))
-            .filter((shard) => shard !== undefined)
-            .map(coordinatorShardOf),
-        });
-      });
+      unsubscribe = this.fanOutOf(state, controllerAddress).add(send);
     });
   }
 
@@ -116,4 +151,93 @@ export class MetadataPublisher {
       );
     }
   }
+
+  private fanOutOf(state: ClusterState, controllerAddress: string): FanOut {
+    let fanOut = this.fanOuts.get(state);
+    if (fanOut === undefined) {
+      fanOut = new FanOut(state, controllerAddress);
+      this.fanOuts.set(state, fanOut);
+    }
+    return fanOut;
+  }
+}
+
+/** One subscription to a cluster state's deltas; each delta is encoded once for all watchers. */
+class FanOut {
+  private readonly sends = new Set<Send>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly state: ClusterState,
+    private readonly controllerAddress: string,
+  ) {}
+
+  add(send: Send): () => void {
+    this.sends.add(send);
+    this.unsubscribe ??= this.state.onDelta((delta) => this.publish(delta));
+    return () => {
+      this.sends.delete(send);
+      if (this.sends.size > 0) return;
+      this.unsubscribe?.();
+      this.unsubscribe = undefined;
+    };
+  }
+
+  private publish(delta: MetadataDelta): void {
+    const message = deltaMessage(this.state, delta, this.controllerAddress);
+    for (const send of [...this.sends]) send(message);
+  }
+}
+
+/** The delta message of one applied revision, by the cases in the header. */
+export function deltaMessage(
+  state: ClusterState,
+  delta: MetadataDelta,
+  controllerAddress: string,
+): WatchMetadataResponse {
+  const topics: TopicMetadata[] = [];
+  const changedPartitions: PartitionMetadata[] = [];
+  for (const name of delta.changedTopics) {
+    const topic = state.topics.get(name);
+    if (topic === undefined) continue;
+    const partitions =
+      topic.modRevision === delta.revision ? [] : partitionsWrittenAt(topic, delta.revision);
+    if (partitions.length === 0) topics.push(topicMetadataOf(topic));
+    else changedPartitions.push(...partitions);
+  }
+  return {
+    metadataVersion: delta.revision,
+    snapshot: false,
+    brokers: [...delta.changedBrokers]
+      .map((brokerId) => state.brokers.get(brokerId))
+      .filter((broker) => broker !== undefined)
+      .map(brokerMetadataOf),
+    topics,
+    deletedTopics: [...delta.deletedTopics],
+    deletedBrokers: [...delta.deletedBrokers],
+    controllerAddress,
+    coordinators: [...delta.changedCoordinators]
+      .map((coordinatorId) => state.coordinators.get(coordinatorId))
+      .filter((coordinator) => coordinator !== undefined)
+      .map(coordinatorMetadataOf),
+    deletedCoordinators: [...delta.deletedCoordinators],
+    coordinatorShards: [...delta.changedShards]
+      .map((partition) => state.coordinatorShards.get(partition))
+      .filter((shard) => shard !== undefined)
+      .map(coordinatorShardOf),
+    changedPartitions,
+  };
+}
+
+/** Case 2: the topic's partitions whose record this revision wrote, in partition order. */
+function partitionsWrittenAt(topic: TopicState, revision: bigint): PartitionMetadata[] {
+  const written: PartitionMetadata[] = [];
+  for (const partition of topic.partitions.values()) {
+    if (partition.modRevision === revision) written.push(partitionMetadataOf(partition));
+  }
+  return written.sort((left, right) => left.partition - right.partition);
+}
+
+function brokerWatchKey(watch: BrokerWatch): string {
+  return `${watch.brokerId}:${watch.brokerEpoch}`;
 }
