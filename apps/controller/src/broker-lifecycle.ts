@@ -159,12 +159,40 @@ export class BrokerLifecycle {
   }
 
   /**
+   * The broker's own WatchMetadata stream closed and it has not watched again: the connection of
+   * its current registration is gone (kill -9, a crash, a lost host). Fences it now instead of
+   * after broker.session.timeout.ms, when the stream belonged to the current registration.
+   *
+   * Why this is safe: fencing is the controller's unilateral decision at any time (Kafka fences
+   * on a missed session the same way, and a long GC pause looks like a death too). Safety never
+   * rests on the broker being dead: every new leader comes from the ISR with a bumped leader
+   * epoch, so a fenced broker that still runs is refused by followers and clients
+   * (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), cannot change the ISR of what it led (its
+   * AlterPartition carries a stale broker epoch), learns of the fence on its next heartbeat and
+   * registers again. A false positive (a live broker whose stream broke) therefore costs one
+   * leadership move, never a record; the caller waits a grace period for the stream to come back
+   * so a mere reconnect is not one. A stream of an older registration fences nothing, nor one
+   * of a broker in controlled shutdown.
+   */
+  async fenceDisconnected(brokerId: number, brokerEpoch: bigint): Promise<boolean> {
+    const broker = this.context.state.brokers.get(brokerId);
+    if (broker === undefined || broker.record.fenced || broker.brokerEpoch !== brokerEpoch) {
+      return false;
+    }
+    // A broker that shut down in order already handed its leaderships over; what it alone can
+    // lead stays with it until its session ends, as before.
+    if (this.sessions.get(brokerId)?.shuttingDown === true) return false;
+    await this.fence(brokerId, 'its controller stream closed');
+    return true;
+  }
+
+  /**
    * Fences a silent broker: moves everything it held, then marks it fenced. Each partition's
    * move stands alone, so the moves go in bounded transactions (thousands of partitions do not
    * fit one); the mark comes last, so a controller that dies in between leaves a broker that is
    * still unfenced, whose session the next controller times out and fences again.
    */
-  async fence(brokerId: number): Promise<void> {
+  async fence(brokerId: number, reason = 'its session expired'): Promise<void> {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.record.fenced) return;
     const keys = this.context.writer.metadataKeys;
@@ -184,7 +212,7 @@ export class BrokerLifecycle {
     this.countElections(moved.map((change) => change.change));
     this.context.logger.warn(
       { brokerId, partitionsChanged: moved.length },
-      'broker fenced: its session expired',
+      `broker fenced: ${reason}`,
     );
   }
 

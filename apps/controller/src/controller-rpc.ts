@@ -42,7 +42,7 @@ import type { ActiveController } from './active-controller';
 import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
 import { ensureOffsetsTopic } from './offsets-topic';
-import type { MetadataPublisher } from './metadata-publisher';
+import { type BrokerWatch, brokerWatchOf, type MetadataPublisher } from './metadata-publisher';
 import { alterPartition } from './partition-commands';
 import { allocateProducerIdBlock } from './producer-id-blocks';
 import { describeTopicConfigs } from './topic-configs';
@@ -322,11 +322,41 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     },
 
     watchMetadata: async (
-      _request: WatchMetadataRequest,
+      request: WatchMetadataRequest,
       call: ServerWritableStream<WatchMetadataRequest, WatchMetadataResponse>,
     ): Promise<void> => {
-      const { state } = await role.requireActive();
+      const { controller, state } = await role.requireActive();
       await publisher.serve(call, state, await role.activeAddress());
+      // Resolved: the watcher went away. A storage node's own stream going away means its
+      // process most likely did (broker-lifecycle.ts, fenceDisconnected, says why fencing is safe).
+      const broker = brokerWatchOf(request);
+      if (broker !== undefined) void fenceUnlessBack(controller, publisher, broker);
     },
   };
+}
+
+/**
+ * How long a storage node whose watch broke has to watch again before it is fenced: a reconnect
+ * after a benign break (its link backs off about 100 ms first) is not a death.
+ */
+export const brokerWatchReconnectGraceMs = 1_000;
+
+async function fenceUnlessBack(
+  controller: ActiveController,
+  publisher: MetadataPublisher,
+  broker: BrokerWatch,
+): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, brokerWatchReconnectGraceMs));
+  if (publisher.isWatching(broker)) return;
+  try {
+    await controller.queue.run(() =>
+      controller.brokers.fenceDisconnected(broker.brokerId, broker.brokerEpoch),
+    );
+  } catch (error) {
+    // This controller stepped down, or the write failed: the session timeout still applies.
+    controller.context.logger.info(
+      { err: error, brokerId: broker.brokerId },
+      'fencing a disconnected broker failed; its session timeout applies',
+    );
+  }
 }

@@ -3,7 +3,9 @@
  * per process, so a restart is told from an impostor), heartbeats, and registers again when the
  * controller says it was fenced. Once registered it follows WatchMetadata into the node's
  * metadata cache through the ClusterLink every service keeps, whose channel all these calls go
- * through too (it follows the active controller wherever it moves).
+ * through too (it follows the active controller wherever it moves). The watch names this
+ * node's registration, so the controller fences the node the moment the stream breaks (the
+ * process died) rather than after a silent session timeout.
  */
 import { randomUUID } from 'node:crypto';
 import { ClusterLink } from '@spool/cluster-link';
@@ -49,6 +51,11 @@ export class ControllerLink {
       controllerCallAttempts: controllerCallAttemptsMax,
       metadata,
       logger,
+      // The link starts watching after registering, so the epoch is this process's.
+      watchingBroker: () =>
+        this.brokerEpochValue > 0n
+          ? { brokerId: options.brokerId, brokerEpoch: this.brokerEpochValue }
+          : undefined,
     });
     this.channel = this.cluster.channel;
   }

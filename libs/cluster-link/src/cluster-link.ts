@@ -30,6 +30,12 @@ export interface ClusterLinkOptions {
   readonly controllerCallAttempts?: number;
   /** The cache to keep up to date; a new one if unset. */
   readonly metadata?: ClusterMetadataCache;
+  /**
+   * A storage node's registration, sent with each watch so the controller fences the node as
+   * soon as its stream breaks (WatchMetadataRequest.broker_id); undefined while unregistered
+   * and for other services.
+   */
+  readonly watchingBroker?: () => { brokerId: number; brokerEpoch: bigint } | undefined;
   readonly logger: Logger;
 }
 
@@ -49,7 +55,11 @@ export class ClusterLink {
     this.firstSnapshotApplied = new Promise((resolve) => (firstSnapshot = resolve));
     this.follower = new StreamFollower({
       channel: this.channel,
-      open: (client) => client.watchMetadata({ fromVersion: this.metadata.version }),
+      open: (client) =>
+        client.watchMetadata({
+          fromVersion: this.metadata.version,
+          ...options.watchingBroker?.(),
+        }),
       onMessage: (message: WatchMetadataResponse) => {
         this.metadata.apply(message);
         if (message.snapshot) firstSnapshot();
