@@ -68,6 +68,31 @@ export class IsrManager {
     return next.includes(this.options.brokerId) ? next : [this.options.brokerId, ...next];
   }
 
+  /**
+   * The controller changed the ISR of a partition this node leads, in the same term, without
+   * this leader asking: a fenced broker leaves every ISR at once (broker-lifecycle.ts). Counted
+   * as a shrink (or expand), as Kafka's IsrShrinksPerSec counts a dead broker's partitions; a
+   * change this leader has in flight is counted when its answer comes, not here.
+   */
+  observeAssignment(
+    replica: PartitionReplica,
+    change: { epochChanged: boolean; roleChanged: boolean; previousIsr?: readonly number[] },
+  ): void {
+    const previousIsr = change.previousIsr;
+    if (previousIsr === undefined || change.epochChanged || change.roleChanged) return;
+    if (this.inFlight.has(replica.name)) return;
+    const isr = replica.assignment.isr;
+    if (isr.length < previousIsr.length) this.options.onShrink();
+    else if (isr.length > previousIsr.length) this.options.onExpand();
+    else return;
+    this.options.logger.info(
+      { partition: replica.name, isr, previousIsr },
+      isr.length < previousIsr.length
+        ? 'ISR shrank by the controller (a replica was fenced)'
+        : 'ISR expanded by the controller',
+    );
+  }
+
   /** Checks one led partition and, when its ISR should change, asks the controller. */
   maybeUpdate(replica: PartitionReplica, nowMs = Date.now()): void {
     if (!replica.isLeader || this.inFlight.has(replica.name)) return;

@@ -11,9 +11,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Logger } from '@spool/common';
-import type { ClusterMetadataCache, TopicMetadata } from '@spool/protocol';
+import type {
+  ClusterMetadataCache,
+  MetadataChange,
+  PartitionMetadata,
+  TopicMetadata,
+} from '@spool/protocol';
 import {
   type Log,
+  type LogConfig,
   logConfigFromTopicConfigs,
   type LogCorruption,
   type LogDirectory,
@@ -32,14 +38,21 @@ export const partitionMetadataFile = 'partition.metadata';
 export interface ReplicaManagerEvents {
   /** A log was opened at start-up or created; `report` says what recovery did. */
   onLogOpened?(replicaName: string, report: RecoveryReport): void;
-  /** A replica became leader or follower at a new epoch (replication starts or stops here). */
-  onRoleChange?(
-    replica: PartitionReplica,
-    change: { epochChanged: boolean; roleChanged: boolean },
-  ): void;
+  /**
+   * The controller changed a replica's assignment (replication starts or stops here at a new
+   * epoch or role; a leader also sees ISR changes it did not ask for).
+   */
+  onRoleChange?(replica: PartitionReplica, change: AssignmentChange): void;
   onReplicaRemoved?(replica: PartitionReplica): void;
   /** Start-up verification found a corrupt batch and truncated the log there. */
   onLogCorruption?(replicaName: string, corruption: LogCorruption, bytesTruncated: number): void;
+}
+
+/** What an applied assignment changed; previousIsr is the ISR before it. */
+export interface AssignmentChange {
+  readonly epochChanged: boolean;
+  readonly roleChanged: boolean;
+  readonly previousIsr?: readonly number[];
 }
 
 export interface ReplicaManagerOptions {
@@ -63,6 +76,8 @@ function partitionKey(topic: string, partition: number): string {
 
 export class ReplicaManager {
   private readonly replicas = new Map<string, PartitionReplica>();
+  /** Each hosted replica's topic id, as its partition.metadata file says. */
+  private readonly topicIds = new Map<string, string>();
   /** Logs opened at start-up, waiting for metadata to say whether they are still ours. */
   private readonly unclaimedLogs = new Map<string, { log: Log; topicId: string }>();
   private reconciling = Promise.resolve();
@@ -130,86 +145,30 @@ export class ReplicaManager {
     );
   }
 
-  /** Applies the metadata cache to the hosted replicas; changes are applied one after another. */
-  reconcile(nowMs = Date.now()): Promise<void> {
+  /**
+   * Applies the metadata cache to the hosted replicas; changes are applied one after another.
+   * With a delta (`change`), only what it names is looked at: a failover that moves thousands of
+   * leaderships in chunks costs each chunk its own partitions, not every hosted replica. Without
+   * one, or with a snapshot, everything is (and local logs no longer assigned are deleted).
+   * Either way the cache's current state is applied, so a later change is never undone.
+   */
+  reconcile(change?: MetadataChange, nowMs = Date.now()): Promise<void> {
     this.reconciling = this.reconciling
-      .then(() => this.reconcileOnce(nowMs))
+      .then(() =>
+        change === undefined || change.snapshot
+          ? this.reconcileAll(nowMs)
+          : this.reconcileChange(change, nowMs),
+      )
       .catch((error: unknown) => {
         this.logger.error({ err: error }, 'applying metadata to local replicas failed');
       });
     return this.reconciling;
   }
 
-  private async reconcileOnce(nowMs: number): Promise<void> {
+  private async reconcileAll(nowMs: number): Promise<void> {
     const assigned = new Set<string>();
     for (const topic of this.metadata.topics.values()) {
-      for (const partition of topic.partitions) {
-        if (!partition.replicas.includes(this.brokerId)) continue;
-        const name = partitionKey(topic.name, partition.partition);
-        assigned.add(name);
-        const assignment: PartitionAssignment = {
-          leaderId: partition.leaderId,
-          leaderEpoch: partition.leaderEpoch,
-          partitionEpoch: partition.partitionEpoch,
-          replicas: partition.replicas,
-          isr: partition.isr,
-        };
-        const config = logConfigFromTopicConfigs(topicConfigMap(topic));
-        let replica = this.replicas.get(name);
-        if (replica !== undefined && this.topicIdOf(replica) !== topic.topicId) {
-          await this.remove(replica);
-          replica = undefined;
-        }
-        if (replica === undefined) {
-          const log = await this.claimOrCreateLog(topic, partition.partition);
-          log.updateConfig(config);
-          replica = new PartitionReplica(
-            topic.name,
-            partition.partition,
-            log,
-            this.brokerId,
-            assignment,
-            this.options.producerStateSettings ?? producerStateSettingsDefault,
-          );
-          this.replicas.set(name, replica);
-          const rebuild = replica.producerStateRebuild;
-          this.logger.info(
-            {
-              partition: name,
-              role: replica.role,
-              leaderEpoch: assignment.leaderEpoch,
-              producers: replica.producerState.producers.producerCount,
-              producerSnapshotOffset: rebuild.snapshotOffset?.toString(),
-              producerBatchesReplayed: rebuild.batchesReplayed,
-            },
-            'replica hosted',
-          );
-          for (const problem of rebuild.problems) {
-            this.logger.warn({ partition: name, problem }, 'producer state snapshot skipped');
-          }
-          this.events.onRoleChange?.(replica, { epochChanged: true, roleChanged: true });
-          continue;
-        }
-        replica.log.updateConfig(config);
-        if (
-          replica.assignment.leaderEpoch !== assignment.leaderEpoch ||
-          replica.assignment.partitionEpoch !== assignment.partitionEpoch
-        ) {
-          const change = replica.applyAssignment(assignment, nowMs);
-          if (change.epochChanged || change.roleChanged) {
-            this.logger.info(
-              {
-                partition: name,
-                role: replica.role,
-                leaderEpoch: assignment.leaderEpoch,
-                isr: assignment.isr,
-              },
-              'replica role changed',
-            );
-          }
-          this.events.onRoleChange?.(replica, change);
-        }
-      }
+      for (const name of await this.reconcileTopic(topic, nowMs)) assigned.add(name);
     }
     for (const [name, replica] of this.replicas) {
       if (!assigned.has(name)) await this.remove(replica);
@@ -220,6 +179,136 @@ export class ReplicaManager {
       await unclaimed.log.delete();
       this.unclaimedLogs.delete(name);
     }
+  }
+
+  private async reconcileChange(change: MetadataChange, nowMs: number): Promise<void> {
+    for (const name of change.deletedTopics) await this.removeTopicReplicas(name, new Set());
+    for (const name of change.changedTopics) {
+      const topic = this.metadata.topics.get(name);
+      if (topic === undefined) await this.removeTopicReplicas(name, new Set());
+      else await this.removeTopicReplicas(name, await this.reconcileTopic(topic, nowMs));
+    }
+    const configs = new Map<string, LogConfig>();
+    for (const changed of change.changedPartitions) {
+      const topic = this.metadata.topics.get(changed.topic);
+      const partition = this.metadata.partition(changed.topic, changed.partition);
+      if (topic === undefined || partition === undefined) continue;
+      let config = configs.get(topic.name);
+      if (config === undefined) {
+        config = logConfigFromTopicConfigs(topicConfigMap(topic));
+        configs.set(topic.name, config);
+      }
+      const assigned = await this.reconcilePartition(topic, partition, config, nowMs);
+      const hosted = this.replicas.get(partitionKey(topic.name, partition.partition));
+      if (!assigned && hosted !== undefined) await this.remove(hosted);
+    }
+  }
+
+  /** Applies one topic; returns the names of its partitions assigned to this node. */
+  private async reconcileTopic(topic: TopicMetadata, nowMs: number): Promise<Set<string>> {
+    const assigned = new Set<string>();
+    const config = logConfigFromTopicConfigs(topicConfigMap(topic));
+    for (const partition of topic.partitions) {
+      if (await this.reconcilePartition(topic, partition, config, nowMs)) {
+        assigned.add(partitionKey(topic.name, partition.partition));
+      }
+    }
+    return assigned;
+  }
+
+  /** Removes the hosted replicas of `topicName` not in `keep`. */
+  private async removeTopicReplicas(topicName: string, keep: ReadonlySet<string>): Promise<void> {
+    for (const replica of [...this.replicas.values()]) {
+      if (replica.topic === topicName && !keep.has(replica.name)) await this.remove(replica);
+    }
+  }
+
+  /**
+   * Hosts, updates or (when the topic id changed) replaces one partition's replica; returns
+   * whether the partition is assigned to this node.
+   */
+  private async reconcilePartition(
+    topic: TopicMetadata,
+    partition: PartitionMetadata,
+    config: LogConfig,
+    nowMs: number,
+  ): Promise<boolean> {
+    if (!partition.replicas.includes(this.brokerId)) return false;
+    const name = partitionKey(topic.name, partition.partition);
+    const assignment: PartitionAssignment = {
+      leaderId: partition.leaderId,
+      leaderEpoch: partition.leaderEpoch,
+      partitionEpoch: partition.partitionEpoch,
+      replicas: partition.replicas,
+      isr: partition.isr,
+    };
+    let replica = this.replicas.get(name);
+    if (replica !== undefined && this.topicIdOf(replica) !== topic.topicId) {
+      await this.remove(replica);
+      replica = undefined;
+    }
+    if (replica === undefined) {
+      await this.host(topic, partition.partition, assignment, config);
+      return true;
+    }
+    replica.log.updateConfig(config);
+    if (
+      replica.assignment.leaderEpoch !== assignment.leaderEpoch ||
+      replica.assignment.partitionEpoch !== assignment.partitionEpoch
+    ) {
+      const previousIsr = replica.assignment.isr;
+      const change = { ...replica.applyAssignment(assignment, nowMs), previousIsr };
+      if (change.epochChanged || change.roleChanged) {
+        this.logger.info(
+          {
+            partition: name,
+            role: replica.role,
+            leaderEpoch: assignment.leaderEpoch,
+            isr: assignment.isr,
+          },
+          'replica role changed',
+        );
+      }
+      this.events.onRoleChange?.(replica, change);
+    }
+    return true;
+  }
+
+  private async host(
+    topic: TopicMetadata,
+    partition: number,
+    assignment: PartitionAssignment,
+    config: LogConfig,
+  ): Promise<void> {
+    const name = partitionKey(topic.name, partition);
+    const log = await this.claimOrCreateLog(topic, partition);
+    log.updateConfig(config);
+    this.topicIds.set(name, topic.topicId);
+    const replica = new PartitionReplica(
+      topic.name,
+      partition,
+      log,
+      this.brokerId,
+      assignment,
+      this.options.producerStateSettings ?? producerStateSettingsDefault,
+    );
+    this.replicas.set(name, replica);
+    const rebuild = replica.producerStateRebuild;
+    this.logger.info(
+      {
+        partition: name,
+        role: replica.role,
+        leaderEpoch: assignment.leaderEpoch,
+        producers: replica.producerState.producers.producerCount,
+        producerSnapshotOffset: rebuild.snapshotOffset?.toString(),
+        producerBatchesReplayed: rebuild.batchesReplayed,
+      },
+      'replica hosted',
+    );
+    for (const problem of rebuild.problems) {
+      this.logger.warn({ partition: name, problem }, 'producer state snapshot skipped');
+    }
+    this.events.onRoleChange?.(replica, { epochChanged: true, roleChanged: true });
   }
 
   private async claimOrCreateLog(topic: TopicMetadata, partition: number): Promise<Log> {
@@ -287,12 +376,14 @@ export class ReplicaManager {
     this.events.onLogCorruption?.(name, corruption, bytesTruncated);
   }
 
+  /** The topic id the replica's log belongs to: remembered when hosted, so no file is read. */
   private topicIdOf(replica: PartitionReplica): string {
-    return readTopicId(replica.log.directory);
+    return this.topicIds.get(replica.name) ?? readTopicId(replica.log.directory);
   }
 
   private async remove(replica: PartitionReplica): Promise<void> {
     this.replicas.delete(replica.name);
+    this.topicIds.delete(replica.name);
     this.events.onReplicaRemoved?.(replica);
     replica.wake();
     this.logger.info(

@@ -21,7 +21,7 @@ import { ControllerLink } from './controller-link';
 import { DataDirectory } from './data-directory';
 import { DataPortServer } from './data-port-server';
 import { createFetchHandlers } from './fetch-handler';
-import { ReplicaManager } from './replica-manager';
+import { type AssignmentChange, ReplicaManager } from './replica-manager';
 import { createLogFileHandleCache, registerLogOpenFileMetrics } from './log-open-files';
 import { StorageMetrics } from './storage-metrics';
 import { IsrManager } from './isr-manager';
@@ -233,12 +233,10 @@ export function startStorageNode(
       const replication = {
         fetchers: undefined as ReplicaFetcherManager | undefined,
         isr: undefined as IsrManager | undefined,
-        onRoleChange(
-          replica: PartitionReplica,
-          change: { epochChanged: boolean; roleChanged: boolean },
-        ): void {
+        onRoleChange(replica: PartitionReplica, change: AssignmentChange): void {
           if (replica.isLeader) {
             this.fetchers?.unfollow(replica.name);
+            this.isr?.observeAssignment(replica, change);
             this.isr?.maybeUpdate(replica);
           } else if (change.epochChanged || change.roleChanged) {
             // A new leader or term: truncate to where the logs agree, then fetch.
@@ -374,7 +372,7 @@ export function startStorageNode(
           Math.max(50, Math.floor(config.replicaLagTimeMaxMs / 2)),
         );
         isrTimer.unref();
-        metadata.onChange(() => void replicas.reconcile());
+        metadata.onChange((change) => void replicas.reconcile(change));
         void link
           .start()
           .catch((error: unknown) => nodeLogger.error({ err: error }, 'controller link failed'));
