@@ -28,18 +28,25 @@
  *
  * Bounds: sessions are for followers only (a consumer's fetch gets no session), one per follower
  * broker (a new one replaces its predecessor: a follower has one fetcher per leader), at most
- * fetchSessionSlotsMax in all (the least recently used goes first), each holding at most what one
- * request may name, dataPortPartitionsMax partitions.
+ * fetchSessionSlotsMax in all (the least recently used goes first), each holding at most
+ * fetchSessionPartitionsMax partitions.
  *
  * Interleaving: everything here is synchronous except the wait; a wake-up between a read and the
  * wait is not lost, because the read and the wake-up's registration happen in one turn and the
  * wait checks the dirty set before it sleeps.
  */
-import { dataPortPartitionsMax, type DataPortFetchPartition } from '@spool/protocol';
+import type { DataPortFetchPartition } from '@spool/protocol';
 import type { FetchSessionClock, PartitionReplica } from './partition-replica';
 
 /** Sessions a leader keeps (Kafka's max.incremental.fetch.session.cache.slots default). */
 export const fetchSessionSlotsMax = 1_000;
+/**
+ * Partitions one session holds: every partition a follower follows from this leader, over
+ * several requests when more than one request may name (dataPortPartitionsMax). About 200 bytes
+ * each, so a full session is some 40 MB; a follower of more is not held past it (its extra
+ * partitions are still answered when named, but not woken by appends).
+ */
+export const fetchSessionPartitionsMax = 200_000;
 
 /** One partition a session holds, with what it last told the follower about it. */
 export interface SessionPartition {
@@ -105,7 +112,7 @@ export class FetchSession {
   /**
    * Point 1: takes the request's partitions into the session and drops the forgotten ones.
    * Returns the partitions the request named, which this fetch must read. Partitions past
-   * dataPortPartitionsMax are not taken; they are returned too, so each is answered.
+   * fetchSessionPartitionsMax are not taken; they are returned too, so each is answered.
    */
   update(
     requested: readonly DataPortFetchPartition[],
@@ -136,7 +143,7 @@ export class FetchSession {
           listenedReplica: undefined,
           cancelListen: undefined,
         };
-        if (this.partitions.size < dataPortPartitionsMax) this.partitions.set(name, held);
+        if (this.partitions.size < fetchSessionPartitionsMax) this.partitions.set(name, held);
       } else {
         held.fetchOffset = wanted.fetchOffset;
         held.currentLeaderEpoch = wanted.currentLeaderEpoch;

@@ -32,8 +32,28 @@ export class IsrManager {
 
   constructor(private readonly options: IsrManagerOptions) {}
 
+  /**
+   * Whether the ISR may need a change: a replica outside it, or a member that lags. Allocates
+   * nothing, since the periodic check runs it over every led partition and almost all answer no.
+   */
+  private mayChange(replica: PartitionReplica, nowMs: number): boolean {
+    const { isr, replicas } = replica.assignment;
+    for (const id of replicas) {
+      if (id === this.options.brokerId) continue;
+      if (!isr.includes(id)) return true;
+      const lastCaughtUpTimeMs = replica.followerLastCaughtUpTimeMs(id, nowMs);
+      if (lastCaughtUpTimeMs === undefined) return true;
+      if (nowMs - lastCaughtUpTimeMs > this.options.replicaLagTimeMaxMs) return true;
+    }
+    for (const id of isr) {
+      if (id !== this.options.brokerId && !replicas.includes(id)) return true;
+    }
+    return false;
+  }
+
   /** The ISR this leader would have now, or undefined when it is right as it is. */
   private proposedIsr(replica: PartitionReplica, nowMs: number): number[] | undefined {
+    if (!this.mayChange(replica, nowMs)) return undefined;
     const { isr, replicas, leaderEpoch } = replica.assignment;
     const lagging = isr.filter((id) => {
       if (id === this.options.brokerId) return false;

@@ -27,6 +27,7 @@ import { backoffMs, sleep, type Logger } from '@spool/common';
 import {
   DataPortClient,
   dataPortPartitionsMax,
+  dataPortRequestBytesMax,
   type DataPortFetchedPartition,
   type DataPortFetchPartition,
   type DataPortTopicPartition,
@@ -79,6 +80,12 @@ const appendFailureBackoffMs = 500;
 const refusedBackoffMs = 200;
 /** With no session and nothing ready (everything backing off), the loop looks again after this. */
 const nothingReadyPauseMs = 50;
+/**
+ * The partitions of one request stay within the data port's request bound with room for the
+ * header and the forgotten partitions: each costs its topic's bytes and 30 more.
+ */
+const partitionsBytesMax = dataPortRequestBytesMax / 2;
+const partitionBytesOverhead = 30;
 
 export class ReplicaFetcher {
   private readonly partitions = new Map<string, FollowedPartition>();
@@ -232,9 +239,10 @@ export class ReplicaFetcher {
     if (this.truncating.size === 0) return;
     const ready = [...this.truncating].filter((followed) => !this.backingOff.has(followed));
     if (ready.length === 0) return;
-    const withEpochs = ready
-      .filter((followed) => followed.replica.log.latestEpoch >= 0)
-      .slice(0, dataPortPartitionsMax);
+    const budget = new RequestBudget();
+    const withEpochs = ready.filter(
+      (followed) => followed.replica.log.latestEpoch >= 0 && budget.take(followed.replica.topic),
+    );
     for (const followed of ready) {
       if (followed.replica.log.latestEpoch < 0)
         this.truncate(followed, followed.replica.highWatermark, 'no epochs in the local log');
@@ -310,7 +318,10 @@ export class ReplicaFetcher {
       await sleep(nothingReadyPauseMs);
       return;
     }
-    const forgotten = full ? [] : [...this.forgotten.values()].slice(0, dataPortPartitionsMax);
+    const forgottenBudget = new RequestBudget();
+    const forgotten = full
+      ? []
+      : [...this.forgotten.values()].filter(({ topic }) => forgottenBudget.take(topic));
     const sessionEpoch = this.session?.nextEpoch ?? fetchSessionEpochInitial;
     const partitions = sending.map(({ followed, position }): DataPortFetchPartition => ({
       topic: followed.replica.topic,
@@ -370,9 +381,10 @@ export class ReplicaFetcher {
   /** A full fetch names every fetching partition not backing off. */
   private readyForFullFetch(): Array<{ followed: FollowedPartition; position: SentPosition }> {
     const ready: Array<{ followed: FollowedPartition; position: SentPosition }> = [];
+    const budget = new RequestBudget();
     for (const followed of this.partitions.values()) {
-      if (ready.length >= dataPortPartitionsMax) break;
       if (followed.state !== 'fetching' || this.backingOff.has(followed)) continue;
+      if (!budget.take(followed.replica.topic)) break;
       ready.push({ followed, position: positionOf(followed.replica) });
     }
     return ready;
@@ -381,13 +393,14 @@ export class ReplicaFetcher {
   /** An incremental fetch names the partitions whose position differs from the session's. */
   private changedPositions(): Array<{ followed: FollowedPartition; position: SentPosition }> {
     const sending: Array<{ followed: FollowedPartition; position: SentPosition }> = [];
+    const budget = new RequestBudget();
     for (const followed of [...this.changed]) {
-      if (sending.length >= dataPortPartitionsMax) break;
       const position = positionOf(followed.replica);
       if (followed.sent !== undefined && samePosition(followed.sent, position)) {
         this.changed.delete(followed);
         continue;
       }
+      if (!budget.take(followed.replica.topic)) break;
       sending.push({ followed, position });
     }
     return sending;
@@ -444,6 +457,21 @@ export class ReplicaFetcher {
       log.deleteRecordsBefore(answer.logStartOffset);
       this.changed.add(followed);
     }
+  }
+}
+
+/** Counts partitions into one request: at most dataPortPartitionsMax, and partitionsBytesMax. */
+class RequestBudget {
+  private count = 0;
+  private sizeBytes = 0;
+
+  take(topic: string): boolean {
+    const entryBytes = Buffer.byteLength(topic, 'utf8') + partitionBytesOverhead;
+    if (this.count >= dataPortPartitionsMax) return false;
+    if (this.sizeBytes + entryBytes > partitionsBytesMax) return false;
+    this.count++;
+    this.sizeBytes += entryBytes;
+    return true;
   }
 }
 
