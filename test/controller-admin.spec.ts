@@ -166,13 +166,21 @@ describe('controller admin', () => {
     const stale = await client.call(client.client.alterPartition, {
       brokerId: 0,
       brokerEpoch: brokers[0]!.brokerEpoch,
-      topic: 'orders',
-      partition: 99,
-      leaderEpoch: 0,
-      partitionEpoch: 0,
-      newIsr: [0],
+      topics: [
+        {
+          topic: 'orders',
+          partitions: [{ partition: 99, leaderEpoch: 0, partitionEpoch: 0, newIsr: [0] }],
+        },
+      ],
     });
-    expect(stale.error?.code).toBe('UNKNOWN_TOPIC_OR_PARTITION');
+    expect(stale.error).toBeUndefined();
+    expect(stale.topics[0]!.partitions[0]!.error?.code).toBe('UNKNOWN_TOPIC_OR_PARTITION');
+    const staleBroker = await client.call(client.client.alterPartition, {
+      brokerId: 0,
+      brokerEpoch: 12345n,
+      topics: [],
+    });
+    expect(staleBroker.error?.code).toBe('STALE_BROKER_EPOCH');
     const badEpoch = await errorOf(
       client.call(client.client.controlledShutdown, { brokerId: 1, brokerEpoch: 12345n }),
     );
@@ -245,13 +253,23 @@ describe('controller admin', () => {
       const response = await client.call(client.client.alterPartition, {
         brokerId: leader.brokerId,
         brokerEpoch: leader.brokerEpoch,
-        topic: 'orders',
-        partition: partition.partition,
-        leaderEpoch: partition.leaderEpoch,
-        partitionEpoch: partition.partitionEpoch,
-        newIsr: [...partition.isr, 0],
+        topics: [
+          {
+            topic: 'orders',
+            partitions: [
+              {
+                partition: partition.partition,
+                leaderEpoch: partition.leaderEpoch,
+                partitionEpoch: partition.partitionEpoch,
+                newIsr: [...partition.isr, 0],
+              },
+            ],
+          },
+        ],
       });
       expect(response.error).toBeUndefined();
+      expect(response.topics[0]!.partitions[0]!.error).toBeUndefined();
+      expect(response.topics[0]!.partitions[0]!.partitionMetadata?.isr).toContain(0);
     }
     await eventually(async () => {
       const after = await client.call(client.client.describeTopics, { names: ['orders'] });

@@ -11,6 +11,7 @@ import type {
   AlterConfigsResponse,
   AlterPartitionRequest,
   AlterPartitionResponse,
+  AlterPartitionTopicResult,
   BrokerHeartbeatRequest,
   BrokerHeartbeatResponse,
   ControlledShutdownRequest,
@@ -43,7 +44,7 @@ import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
 import { ensureOffsetsTopic } from './offsets-topic';
 import { type BrokerWatch, brokerWatchOf, type MetadataPublisher } from './metadata-publisher';
-import { alterPartition } from './partition-commands';
+import { type AlterPartitionItem, alterPartitions } from './partition-commands';
 import { allocateProducerIdBlock } from './producer-id-blocks';
 import { describeTopicConfigs } from './topic-configs';
 import {
@@ -54,6 +55,12 @@ import {
   internalTopics,
   type TopicOutcome,
 } from './topic-commands';
+
+/**
+ * The most partitions one AlterPartition may name: the controller's queue waits behind the
+ * request's transactions (100 partitions each), so a leader sends more as several requests.
+ */
+export const alterPartitionMaxPartitions = 2_000;
 
 function protoError(error: ControllerError | undefined): ProtoError | undefined {
   return error === undefined
@@ -248,22 +255,30 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     },
 
     alterPartition: async (request: AlterPartitionRequest): Promise<AlterPartitionResponse> => {
-      requireInt32(request.partition, 'partition', 0);
       requireInt32(request.brokerId, 'broker_id', 0);
+      const partitions: AlterPartitionItem[] = [];
+      for (const topic of request.topics) {
+        for (const item of topic.partitions) {
+          requireInt32(item.partition, `partition of topic ${topic.topic}`, 0);
+          partitions.push({ topic: topic.topic, ...item });
+        }
+      }
+      if (partitions.length > alterPartitionMaxPartitions) {
+        throw new ControllerError(
+          'INVALID_REQUEST',
+          `AlterPartition names ${partitions.length} partitions; at most ${alterPartitionMaxPartitions} per request`,
+        );
+      }
       const { controller } = await role.requireActive();
+      let results;
       try {
-        const partition = await controller.queue.run(() =>
-          alterPartition(controller.context, controller.brokers, {
+        results = await controller.queue.run(() =>
+          alterPartitions(controller.context, controller.brokers, {
             brokerId: request.brokerId,
             brokerEpoch: request.brokerEpoch,
-            topic: request.topic,
-            partition: request.partition,
-            leaderEpoch: request.leaderEpoch,
-            partitionEpoch: request.partitionEpoch,
-            newIsr: request.newIsr,
+            partitions,
           }),
         );
-        return { error: undefined, partition: partitionMetadataOf(partition) };
       } catch (error) {
         if (
           !(error instanceof ControllerError) ||
@@ -272,14 +287,23 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
         ) {
           throw error;
         }
-        const current = controller.context.state.topics
-          .get(request.topic)
-          ?.partitions.get(request.partition);
-        return {
-          error: protoError(error),
-          partition: current === undefined ? undefined : partitionMetadataOf(current),
-        };
+        return { error: protoError(error), topics: [] };
       }
+      const topics = new Map<string, AlterPartitionTopicResult>();
+      for (const result of results) {
+        let topic = topics.get(result.item.topic);
+        if (topic === undefined) {
+          topic = { topic: result.item.topic, partitions: [] };
+          topics.set(result.item.topic, topic);
+        }
+        topic.partitions.push({
+          partition: result.item.partition,
+          error: protoError(result.error),
+          partitionMetadata:
+            result.partition === undefined ? undefined : partitionMetadataOf(result.partition),
+        });
+      }
+      return { error: undefined, topics: [...topics.values()] };
     },
 
     allocateProducerIds: async (

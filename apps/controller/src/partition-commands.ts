@@ -9,12 +9,12 @@ import type { PartitionState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
 import { ControllerError } from './controller-errors';
 import { encodeRecord, type PartitionRecord } from './metadata-records';
+import { chunkOperationsMax, type IndependentWrite, splitIntoChunks } from './metadata-writer';
 import { electOffline, electPreferred, type PartitionChange } from './partition-elections';
 import { effectiveTopicConfig } from './topic-configs';
 
-export interface AlterPartitionInput {
-  readonly brokerId: number;
-  readonly brokerEpoch: bigint;
+/** One partition's ISR change in a leader's AlterPartition. */
+export interface AlterPartitionItem {
   readonly topic: string;
   readonly partition: number;
   readonly leaderEpoch: number;
@@ -22,71 +22,162 @@ export interface AlterPartitionInput {
   readonly newIsr: readonly number[];
 }
 
-export async function alterPartition(
+export interface AlterPartitionInput {
+  readonly brokerId: number;
+  readonly brokerEpoch: bigint;
+  readonly partitions: readonly AlterPartitionItem[];
+}
+
+/** One partition's answer: its state after the change, or why it was refused. */
+export type AlterPartitionResult =
+  | {
+      readonly item: AlterPartitionItem;
+      readonly partition: PartitionState;
+      readonly error?: undefined;
+    }
+  | {
+      readonly item: AlterPartitionItem;
+      readonly partition: PartitionState | undefined;
+      readonly error: ControllerError;
+    };
+
+/**
+ * A leader's ISR changes, many partitions at once (Kafka's AlterPartition is batched: a node
+ * that comes back rejoins thousands of ISRs together). A stale broker epoch refuses the whole
+ * request; every partition is then checked on its own, and the accepted ones are written in
+ * transactions of at most `chunkOperationsMax`, each partition guarded by its own mod revision.
+ * A transaction that fails refuses just its own partitions.
+ */
+export async function alterPartitions(
   context: ControllerContext,
   brokers: BrokerLifecycle,
   input: AlterPartitionInput,
-): Promise<PartitionState> {
+): Promise<AlterPartitionResult[]> {
   brokers.checkEpoch(input.brokerId, input.brokerEpoch);
-  const current = context.state.topics.get(input.topic)?.partitions.get(input.partition);
-  if (current === undefined) {
-    throw new ControllerError(
-      'UNKNOWN_TOPIC_OR_PARTITION',
-      `partition ${input.topic}-${input.partition} does not exist`,
+  const live = context.liveBrokerIds();
+  const keys = context.writer.metadataKeys;
+  const results: AlterPartitionResult[] = [];
+  const accepted: Array<{
+    item: AlterPartitionItem;
+    write: IndependentWrite;
+    isr: readonly number[];
+  }> = [];
+  const seen = new Set<string>();
+  for (const item of input.partitions) {
+    const name = `${item.topic}-${item.partition}`;
+    const current = context.state.topics.get(item.topic)?.partitions.get(item.partition);
+    try {
+      if (seen.has(name)) {
+        throw new ControllerError('INVALID_REQUEST', `partition ${name} is named twice`);
+      }
+      seen.add(name);
+      const next = checkedChange(current, input.brokerId, item, live);
+      const key = keys.partition(item.topic, item.partition);
+      accepted.push({
+        item,
+        isr: next.isr,
+        write: {
+          compare: { key, kind: 'modRevision', equals: current!.modRevision },
+          operation: { kind: 'put', key, value: encodeRecord(next) },
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof ControllerError)) throw error;
+      results.push({ item, partition: current, error });
+    }
+  }
+  for (const chunk of splitIntoChunks(
+    accepted,
+    chunkOperationsMax,
+    (change) => change.write.operation,
+  )) {
+    try {
+      await context.writer.commit(
+        chunk.map((change) => change.write.compare),
+        chunk.map((change) => change.write.operation),
+      );
+    } catch (error) {
+      // Losing the leadership (or the store) ends the request; a partition changed meanwhile
+      // refuses this chunk only.
+      if (!(error instanceof ControllerError) || error.code !== 'INVALID_UPDATE_VERSION')
+        throw error;
+      for (const { item } of chunk) {
+        results.push({ item, partition: partitionState(context, item), error });
+      }
+      continue;
+    }
+    for (const { item } of chunk) {
+      results.push({ item, partition: partitionState(context, item)! });
+    }
+  }
+  if (accepted.length > 0) {
+    context.logger.info(
+      {
+        brokerId: input.brokerId,
+        partitions: accepted.length,
+        refused: results.filter((result) => result.error !== undefined).length,
+        sample: accepted
+          .slice(0, 3)
+          .map(({ item, isr }) => `${item.topic}-${item.partition} isr=${isr.join(',')}`),
+      },
+      'ISR changed',
     );
+  }
+  return results;
+}
+
+function partitionState(
+  context: ControllerContext,
+  item: AlterPartitionItem,
+): PartitionState | undefined {
+  return context.state.topics.get(item.topic)?.partitions.get(item.partition);
+}
+
+/** The partition record after `item`'s change, or the reason the change is refused. */
+function checkedChange(
+  current: PartitionState | undefined,
+  brokerId: number,
+  item: AlterPartitionItem,
+  live: ReadonlySet<number>,
+): PartitionRecord {
+  const name = `${item.topic}-${item.partition}`;
+  if (current === undefined) {
+    throw new ControllerError('UNKNOWN_TOPIC_OR_PARTITION', `partition ${name} does not exist`);
   }
   const record = current.record;
-  if (record.leader !== input.brokerId) {
+  if (record.leader !== brokerId) {
     throw new ControllerError(
       'NOT_LEADER_OR_FOLLOWER',
-      `broker ${input.brokerId} does not lead ${input.topic}-${input.partition}; broker ${record.leader} does`,
+      `broker ${brokerId} does not lead ${name}; broker ${record.leader} does`,
     );
   }
-  if (input.leaderEpoch !== record.leaderEpoch) {
+  if (item.leaderEpoch !== record.leaderEpoch) {
     throw new ControllerError(
       'FENCED_LEADER_EPOCH',
-      `leader epoch ${input.leaderEpoch} of ${input.topic}-${input.partition} is stale; it is ${record.leaderEpoch}`,
+      `leader epoch ${item.leaderEpoch} of ${name} is stale; it is ${record.leaderEpoch}`,
     );
   }
-  if (input.partitionEpoch !== record.partitionEpoch) {
+  if (item.partitionEpoch !== record.partitionEpoch) {
     throw new ControllerError(
       'INVALID_UPDATE_VERSION',
-      `partition epoch ${input.partitionEpoch} of ${input.topic}-${input.partition} is stale; it is ${record.partitionEpoch}`,
+      `partition epoch ${item.partitionEpoch} of ${name} is stale; it is ${record.partitionEpoch}`,
     );
   }
-  const newIsr = [...new Set(input.newIsr)];
+  const newIsr = [...new Set(item.newIsr)];
   if (!newIsr.includes(record.leader)) {
-    throw new ControllerError(
-      'INELIGIBLE_REPLICA',
-      `new_isr of ${input.topic}-${input.partition} must include its leader`,
-    );
+    throw new ControllerError('INELIGIBLE_REPLICA', `new_isr of ${name} must include its leader`);
   }
-  const live = context.liveBrokerIds();
   for (const replica of newIsr) {
     const joining = !record.isr.includes(replica);
     if (!record.replicas.includes(replica) || (joining && !live.has(replica))) {
       throw new ControllerError(
         'INELIGIBLE_REPLICA',
-        `broker ${replica} cannot join the ISR of ${input.topic}-${input.partition}: ` +
+        `broker ${replica} cannot join the ISR of ${name}: ` +
           (record.replicas.includes(replica) ? 'it is not live' : 'it is not a replica'),
       );
     }
   }
-  const next: PartitionRecord = {
-    ...record,
-    isr: newIsr,
-    partitionEpoch: record.partitionEpoch + 1,
-  };
-  const key = context.writer.metadataKeys.partition(input.topic, input.partition);
-  await context.writer.commit(
-    [{ key, kind: 'modRevision', equals: current.modRevision }],
-    [{ kind: 'put', key, value: encodeRecord(next) }],
-  );
-  context.logger.info(
-    { topic: input.topic, partition: input.partition, isr: newIsr, previousIsr: record.isr },
-    newIsr.length < record.isr.length ? 'ISR shrank' : 'ISR changed',
-  );
-  return context.state.topics.get(input.topic)!.partitions.get(input.partition)!;
+  return { ...record, isr: newIsr, partitionEpoch: record.partitionEpoch + 1 };
 }
 
 /**

@@ -3,32 +3,45 @@
  * `Partition.maybeShrinkIsr` / `maybeExpandIsr`). A follower that has not caught up for
  * `replica.lag.time.max.ms` leaves the ISR; one whose log end reaches the high watermark (and the
  * start of the current leader epoch) rejoins. Every change goes through the controller's
- * AlterPartition (a compare-and-set on the partition epoch) before the leader acts on it, and
- * one change per partition is in flight at a time. A follower whose fetch session holds a
+ * AlterPartition (a compare-and-set on the partition epoch) before the leader acts on it. As in
+ * Kafka's AlterPartitionManager, changes are coalesced: at most one request is in flight, carrying
+ * every partition that was waiting (up to `alterPartitionBatchMax`), so a node that comes back
+ * rejoins thousands of ISRs in a few requests instead of one call (and one metadata write) each. A follower whose fetch session holds a
  * partition is caught up as long as the session fetches (partition-replica.ts,
  * followerLastCaughtUpTimeMs), though idle partitions are not read per fetch.
  */
 import type { Logger } from '@spool/common';
-import type { AlterPartitionResponse } from '@spool/protocol';
+import type { AlterPartitionResponse, PartitionMetadata } from '@spool/protocol';
 import type { PartitionReplica } from './partition-replica';
 
 export interface IsrManagerOptions {
   readonly brokerId: number;
   readonly replicaLagTimeMaxMs: number;
   readonly alterPartition: (request: {
-    topic: string;
-    partition: number;
-    leaderEpoch: number;
-    partitionEpoch: number;
-    newIsr: number[];
+    topics: Array<{
+      topic: string;
+      partitions: Array<{
+        partition: number;
+        leaderEpoch: number;
+        partitionEpoch: number;
+        newIsr: number[];
+      }>;
+    }>;
   }) => Promise<AlterPartitionResponse>;
   readonly logger: Logger;
   readonly onShrink: () => void;
   readonly onExpand: () => void;
 }
 
+/** The most partitions one AlterPartition carries (the controller takes up to 2,000). */
+export const alterPartitionBatchMax = 1_000;
+
 export class IsrManager {
+  /** Partitions of the request in flight. */
   private readonly inFlight = new Set<string>();
+  /** Partitions whose ISR should change, waiting for the next request, by name. */
+  private readonly pending = new Map<string, PartitionReplica>();
+  private sending = false;
 
   constructor(private readonly options: IsrManagerOptions) {}
 
@@ -113,57 +126,144 @@ export class IsrManager {
     );
   }
 
-  /** Checks one led partition and, when its ISR should change, asks the controller. */
+  /**
+   * Checks one led partition and, when its ISR should change, queues it for the next
+   * AlterPartition (sent at once when none is in flight).
+   */
   maybeUpdate(replica: PartitionReplica, nowMs = Date.now()): void {
-    if (!replica.isLeader || this.inFlight.has(replica.name)) return;
-    const newIsr = this.proposedIsr(replica, nowMs);
-    if (newIsr === undefined) return;
-    const previous = replica.assignment;
-    this.inFlight.add(replica.name);
-    this.options
-      .alterPartition({
-        topic: replica.topic,
+    if (!replica.isLeader || this.inFlight.has(replica.name) || this.pending.has(replica.name)) {
+      return;
+    }
+    if (this.proposedIsr(replica, nowMs) === undefined) return;
+    this.pending.set(replica.name, replica);
+    if (!this.sending) {
+      this.sending = true;
+      // After the current turn, so one periodic pass over every partition makes one request.
+      setImmediate(() => void this.sendPending());
+    }
+  }
+
+  /** Sends the waiting changes, one request at a time, until none is left. */
+  private async sendPending(): Promise<void> {
+    try {
+      while (this.pending.size > 0) {
+        const batch = this.takeBatch(Date.now());
+        if (batch.length === 0) continue;
+        await this.send(batch);
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  /**
+   * Up to `alterPartitionBatchMax` waiting partitions, each with the ISR proposed now (the
+   * assignment may have moved since it was queued; one that needs no change any more is dropped).
+   */
+  private takeBatch(nowMs: number): Array<{ replica: PartitionReplica; newIsr: number[] }> {
+    const batch: Array<{ replica: PartitionReplica; newIsr: number[] }> = [];
+    for (const [name, replica] of this.pending) {
+      if (batch.length >= alterPartitionBatchMax) break;
+      this.pending.delete(name);
+      const newIsr = replica.isLeader ? this.proposedIsr(replica, nowMs) : undefined;
+      if (newIsr !== undefined) batch.push({ replica, newIsr });
+    }
+    return batch;
+  }
+
+  private async send(batch: Array<{ replica: PartitionReplica; newIsr: number[] }>): Promise<void> {
+    const previous = new Map<string, { replica: PartitionReplica; isr: readonly number[] }>();
+    const topics = new Map<
+      string,
+      Array<{ partition: number; leaderEpoch: number; partitionEpoch: number; newIsr: number[] }>
+    >();
+    for (const { replica, newIsr } of batch) {
+      const assignment = replica.assignment;
+      previous.set(replica.name, { replica, isr: assignment.isr });
+      this.inFlight.add(replica.name);
+      let partitions = topics.get(replica.topic);
+      if (partitions === undefined) {
+        partitions = [];
+        topics.set(replica.topic, partitions);
+      }
+      partitions.push({
         partition: replica.partition,
-        leaderEpoch: previous.leaderEpoch,
-        partitionEpoch: previous.partitionEpoch,
+        leaderEpoch: assignment.leaderEpoch,
+        partitionEpoch: assignment.partitionEpoch,
         newIsr,
-      })
-      .then((response) => {
-        const updated = response.partition;
-        if (response.error !== undefined || updated === undefined) {
-          this.options.logger.info(
-            {
-              partition: replica.name,
-              error: response.error?.code,
-              message: response.error?.message,
-            },
-            'ISR change refused; waiting for newer metadata',
-          );
-          return;
+      });
+    }
+    try {
+      const response = await this.options.alterPartition({
+        topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+      });
+      if (response.error !== undefined) {
+        this.options.logger.info(
+          { partitions: batch.length, error: response.error.code, message: response.error.message },
+          'AlterPartition refused; waiting for newer metadata',
+        );
+        return;
+      }
+      this.applyResults(response, previous);
+    } catch (error) {
+      this.options.logger.warn(
+        { err: error, partitions: batch.length },
+        'AlterPartition failed; the next ISR check asks again',
+      );
+    } finally {
+      for (const { replica } of batch) this.inFlight.delete(replica.name);
+    }
+  }
+
+  private applyResults(
+    response: AlterPartitionResponse,
+    previous: Map<string, { replica: PartitionReplica; isr: readonly number[] }>,
+  ): void {
+    let shrunk = 0;
+    let expanded = 0;
+    const refused: string[] = [];
+    for (const topic of response.topics) {
+      for (const result of topic.partitions) {
+        const sent = previous.get(`${topic.topic}-${result.partition}`);
+        if (sent === undefined) continue;
+        const updated = result.partitionMetadata;
+        if (result.error !== undefined || updated === undefined) {
+          refused.push(`${sent.replica.name}: ${result.error?.code ?? 'no partition'}`);
+          continue;
         }
         // Act on the controller's answer at once; the metadata stream brings the same state.
-        if (updated.partitionEpoch > replica.assignment.partitionEpoch) {
-          replica.applyAssignment(
-            {
-              leaderId: updated.leaderId,
-              leaderEpoch: updated.leaderEpoch,
-              partitionEpoch: updated.partitionEpoch,
-              replicas: updated.replicas,
-              isr: updated.isr,
-            },
-            Date.now(),
-          );
+        this.applyUpdated(sent.replica, updated);
+        if (updated.isr.length < sent.isr.length) {
+          shrunk += 1;
+          this.options.onShrink();
+        } else {
+          expanded += 1;
+          this.options.onExpand();
         }
-        if (updated.isr.length < previous.isr.length) this.options.onShrink();
-        else this.options.onExpand();
-        this.options.logger.info(
-          { partition: replica.name, isr: updated.isr, previousIsr: previous.isr },
-          updated.isr.length < previous.isr.length ? 'ISR shrank' : 'ISR expanded',
-        );
-      })
-      .catch((error: unknown) => {
-        this.options.logger.warn({ err: error, partition: replica.name }, 'AlterPartition failed');
-      })
-      .finally(() => this.inFlight.delete(replica.name));
+      }
+    }
+    if (shrunk + expanded > 0) {
+      this.options.logger.info({ shrunk, expanded }, 'ISR changed');
+    }
+    if (refused.length > 0) {
+      this.options.logger.info(
+        { refused: refused.length, sample: refused.slice(0, 5) },
+        'ISR change refused; waiting for newer metadata',
+      );
+    }
+  }
+
+  private applyUpdated(replica: PartitionReplica, updated: PartitionMetadata): void {
+    if (updated.partitionEpoch <= replica.assignment.partitionEpoch) return;
+    replica.applyAssignment(
+      {
+        leaderId: updated.leaderId,
+        leaderEpoch: updated.leaderEpoch,
+        partitionEpoch: updated.partitionEpoch,
+        replicas: updated.replicas,
+        isr: updated.isr,
+      },
+      Date.now(),
+    );
   }
 }

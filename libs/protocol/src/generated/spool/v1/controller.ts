@@ -182,10 +182,22 @@ export interface DescribeClusterResponse {
   metadataVersion: bigint;
 }
 
+/**
+ * A leader's ISR changes, many partitions in one request (Kafka's AlterPartition:
+ * topics[].partitions[]). Each partition is checked and answered on its own.
+ */
 export interface AlterPartitionRequest {
   brokerId: number;
   brokerEpoch: bigint;
+  topics: AlterPartitionTopic[];
+}
+
+export interface AlterPartitionTopic {
   topic: string;
+  partitions: AlterPartitionItem[];
+}
+
+export interface AlterPartitionItem {
   partition: number;
   leaderEpoch: number;
   /** The partition epoch the leader last saw; a stale one is refused. */
@@ -194,8 +206,23 @@ export interface AlterPartitionRequest {
 }
 
 export interface AlterPartitionResponse {
+  /** Set when the whole request was refused (a stale broker epoch, a malformed request). */
   error: Error | undefined;
-  partition: PartitionMetadata | undefined;
+  topics: AlterPartitionTopicResult[];
+}
+
+export interface AlterPartitionTopicResult {
+  topic: string;
+  partitions: AlterPartitionPartitionResult[];
+}
+
+export interface AlterPartitionPartitionResult {
+  partition: number;
+  error:
+    | Error
+    | undefined;
+  /** The partition as the controller has it: changed, or the reason for a refusal. */
+  partitionMetadata: PartitionMetadata | undefined;
 }
 
 export interface WatchMetadataRequest {
@@ -2723,7 +2750,7 @@ export const DescribeClusterResponse: MessageFns<DescribeClusterResponse> = {
 };
 
 function createBaseAlterPartitionRequest(): AlterPartitionRequest {
-  return { brokerId: 0, brokerEpoch: 0n, topic: "", partition: 0, leaderEpoch: 0, partitionEpoch: 0, newIsr: [] };
+  return { brokerId: 0, brokerEpoch: 0n, topics: [] };
 }
 
 export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
@@ -2737,24 +2764,8 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
       }
       writer.uint32(16).int64(message.brokerEpoch);
     }
-    if (message.topic !== "") {
-      writer.uint32(26).string(message.topic);
-    }
-    if (message.partition !== 0) {
-      writer.uint32(32).int32(message.partition);
-    }
-    if (message.leaderEpoch !== 0) {
-      writer.uint32(40).int32(message.leaderEpoch);
-    }
-    if (message.partitionEpoch !== 0) {
-      writer.uint32(48).int32(message.partitionEpoch);
-    }
-    if (message.newIsr.length !== 0) {
-      writer.uint32(58).fork();
-      for (const v of message.newIsr) {
-        writer.int32(v);
-      }
-      writer.join();
+    for (const v of message.topics) {
+      AlterPartitionTopic.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -2788,55 +2799,13 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
             message.brokerEpoch = reader.int64() as bigint;
             continue;
           }
-          case 3: {
-            if (tag !== 26) {
+          case 8: {
+            if (tag !== 66) {
               break;
             }
 
-            message.topic = reader.string();
+            message.topics.push(AlterPartitionTopic.decode(reader, reader.uint32()));
             continue;
-          }
-          case 4: {
-            if (tag !== 32) {
-              break;
-            }
-
-            message.partition = reader.int32();
-            continue;
-          }
-          case 5: {
-            if (tag !== 40) {
-              break;
-            }
-
-            message.leaderEpoch = reader.int32();
-            continue;
-          }
-          case 6: {
-            if (tag !== 48) {
-              break;
-            }
-
-            message.partitionEpoch = reader.int32();
-            continue;
-          }
-          case 7: {
-            if (tag === 56) {
-              message.newIsr.push(reader.int32());
-
-              continue;
-            }
-
-            if (tag === 58) {
-              const end2 = reader.uint32() + reader.pos;
-              while (reader.pos < end2) {
-                message.newIsr.push(reader.int32());
-              }
-
-              continue;
-            }
-
-            break;
           }
         }
         if ((tag & 7) === 4 || tag === 0) {
@@ -2862,7 +2831,221 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
         : isSet(object.broker_epoch)
         ? BigInt(object.broker_epoch)
         : 0n,
+      topics: globalThis.Array.isArray(object?.topics)
+        ? object.topics.map((e: any) => AlterPartitionTopic.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterPartitionRequest): unknown {
+    const obj: any = {};
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    if (message.brokerEpoch !== 0n) {
+      obj.brokerEpoch = message.brokerEpoch.toString();
+    }
+    if (message.topics?.length) {
+      obj.topics = message.topics.map((e) => AlterPartitionTopic.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionRequest>, I>>(base?: I): AlterPartitionRequest {
+    return AlterPartitionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionRequest>, I>>(object: I): AlterPartitionRequest {
+    const message = createBaseAlterPartitionRequest();
+    message.brokerId = object.brokerId ?? 0;
+    message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
+      ? BigInt(object.brokerEpoch)
+      : 0n;
+    message.topics = object.topics?.map((e) => AlterPartitionTopic.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterPartitionTopic(): AlterPartitionTopic {
+  return { topic: "", partitions: [] };
+}
+
+export const AlterPartitionTopic: MessageFns<AlterPartitionTopic> = {
+  encode(message: AlterPartitionTopic, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.topic !== "") {
+      writer.uint32(10).string(message.topic);
+    }
+    for (const v of message.partitions) {
+      AlterPartitionItem.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionTopic {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionTopic();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(AlterPartitionItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionTopic {
+    return {
       topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => AlterPartitionItem.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterPartitionTopic): unknown {
+    const obj: any = {};
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => AlterPartitionItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionTopic>, I>>(base?: I): AlterPartitionTopic {
+    return AlterPartitionTopic.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionTopic>, I>>(object: I): AlterPartitionTopic {
+    const message = createBaseAlterPartitionTopic();
+    message.topic = object.topic ?? "";
+    message.partitions = object.partitions?.map((e) => AlterPartitionItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterPartitionItem(): AlterPartitionItem {
+  return { partition: 0, leaderEpoch: 0, partitionEpoch: 0, newIsr: [] };
+}
+
+export const AlterPartitionItem: MessageFns<AlterPartitionItem> = {
+  encode(message: AlterPartitionItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.leaderEpoch !== 0) {
+      writer.uint32(16).int32(message.leaderEpoch);
+    }
+    if (message.partitionEpoch !== 0) {
+      writer.uint32(24).int32(message.partitionEpoch);
+    }
+    if (message.newIsr.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.newIsr) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.leaderEpoch = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.partitionEpoch = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag === 32) {
+              message.newIsr.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.newIsr.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionItem {
+    return {
       partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
       leaderEpoch: isSet(object.leaderEpoch)
         ? globalThis.Number(object.leaderEpoch)
@@ -2882,17 +3065,8 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
     };
   },
 
-  toJSON(message: AlterPartitionRequest): unknown {
+  toJSON(message: AlterPartitionItem): unknown {
     const obj: any = {};
-    if (message.brokerId !== 0) {
-      obj.brokerId = Math.round(message.brokerId);
-    }
-    if (message.brokerEpoch !== 0n) {
-      obj.brokerEpoch = message.brokerEpoch.toString();
-    }
-    if (message.topic !== "") {
-      obj.topic = message.topic;
-    }
     if (message.partition !== 0) {
       obj.partition = Math.round(message.partition);
     }
@@ -2908,16 +3082,11 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<AlterPartitionRequest>, I>>(base?: I): AlterPartitionRequest {
-    return AlterPartitionRequest.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<AlterPartitionItem>, I>>(base?: I): AlterPartitionItem {
+    return AlterPartitionItem.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<AlterPartitionRequest>, I>>(object: I): AlterPartitionRequest {
-    const message = createBaseAlterPartitionRequest();
-    message.brokerId = object.brokerId ?? 0;
-    message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
-      ? BigInt(object.brokerEpoch)
-      : 0n;
-    message.topic = object.topic ?? "";
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionItem>, I>>(object: I): AlterPartitionItem {
+    const message = createBaseAlterPartitionItem();
     message.partition = object.partition ?? 0;
     message.leaderEpoch = object.leaderEpoch ?? 0;
     message.partitionEpoch = object.partitionEpoch ?? 0;
@@ -2927,7 +3096,7 @@ export const AlterPartitionRequest: MessageFns<AlterPartitionRequest> = {
 };
 
 function createBaseAlterPartitionResponse(): AlterPartitionResponse {
-  return { error: undefined, partition: undefined };
+  return { error: undefined, topics: [] };
 }
 
 export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
@@ -2935,8 +3104,8 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
     if (message.error !== undefined) {
       Error.encode(message.error, writer.uint32(10).fork()).join();
     }
-    if (message.partition !== undefined) {
-      PartitionMetadata.encode(message.partition, writer.uint32(18).fork()).join();
+    for (const v of message.topics) {
+      AlterPartitionTopicResult.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -2962,12 +3131,12 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
             message.error = Error.decode(reader, reader.uint32());
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
+          case 3: {
+            if (tag !== 26) {
               break;
             }
 
-            message.partition = PartitionMetadata.decode(reader, reader.uint32());
+            message.topics.push(AlterPartitionTopicResult.decode(reader, reader.uint32()));
             continue;
           }
         }
@@ -2985,7 +3154,9 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
   fromJSON(object: any): AlterPartitionResponse {
     return {
       error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
-      partition: isSet(object.partition) ? PartitionMetadata.fromJSON(object.partition) : undefined,
+      topics: globalThis.Array.isArray(object?.topics)
+        ? object.topics.map((e: any) => AlterPartitionTopicResult.fromJSON(e))
+        : [],
     };
   },
 
@@ -2994,8 +3165,8 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
     if (message.error !== undefined) {
       obj.error = Error.toJSON(message.error);
     }
-    if (message.partition !== undefined) {
-      obj.partition = PartitionMetadata.toJSON(message.partition);
+    if (message.topics?.length) {
+      obj.topics = message.topics.map((e) => AlterPartitionTopicResult.toJSON(e));
     }
     return obj;
   },
@@ -3006,8 +3177,202 @@ export const AlterPartitionResponse: MessageFns<AlterPartitionResponse> = {
   fromPartial<I extends Exact<DeepPartial<AlterPartitionResponse>, I>>(object: I): AlterPartitionResponse {
     const message = createBaseAlterPartitionResponse();
     message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
-    message.partition = (object.partition !== undefined && object.partition !== null)
-      ? PartitionMetadata.fromPartial(object.partition)
+    message.topics = object.topics?.map((e) => AlterPartitionTopicResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterPartitionTopicResult(): AlterPartitionTopicResult {
+  return { topic: "", partitions: [] };
+}
+
+export const AlterPartitionTopicResult: MessageFns<AlterPartitionTopicResult> = {
+  encode(message: AlterPartitionTopicResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.topic !== "") {
+      writer.uint32(10).string(message.topic);
+    }
+    for (const v of message.partitions) {
+      AlterPartitionPartitionResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionTopicResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionTopicResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(AlterPartitionPartitionResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionTopicResult {
+    return {
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => AlterPartitionPartitionResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterPartitionTopicResult): unknown {
+    const obj: any = {};
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => AlterPartitionPartitionResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionTopicResult>, I>>(base?: I): AlterPartitionTopicResult {
+    return AlterPartitionTopicResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionTopicResult>, I>>(object: I): AlterPartitionTopicResult {
+    const message = createBaseAlterPartitionTopicResult();
+    message.topic = object.topic ?? "";
+    message.partitions = object.partitions?.map((e) => AlterPartitionPartitionResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterPartitionPartitionResult(): AlterPartitionPartitionResult {
+  return { partition: 0, error: undefined, partitionMetadata: undefined };
+}
+
+export const AlterPartitionPartitionResult: MessageFns<AlterPartitionPartitionResult> = {
+  encode(message: AlterPartitionPartitionResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    if (message.partitionMetadata !== undefined) {
+      PartitionMetadata.encode(message.partitionMetadata, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionPartitionResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionPartitionResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.partitionMetadata = PartitionMetadata.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionPartitionResult {
+    return {
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      partitionMetadata: isSet(object.partitionMetadata)
+        ? PartitionMetadata.fromJSON(object.partitionMetadata)
+        : isSet(object.partition_metadata)
+        ? PartitionMetadata.fromJSON(object.partition_metadata)
+        : undefined,
+    };
+  },
+
+  toJSON(message: AlterPartitionPartitionResult): unknown {
+    const obj: any = {};
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.partitionMetadata !== undefined) {
+      obj.partitionMetadata = PartitionMetadata.toJSON(message.partitionMetadata);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionPartitionResult>, I>>(base?: I): AlterPartitionPartitionResult {
+    return AlterPartitionPartitionResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionPartitionResult>, I>>(
+    object: I,
+  ): AlterPartitionPartitionResult {
+    const message = createBaseAlterPartitionPartitionResult();
+    message.partition = object.partition ?? 0;
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.partitionMetadata = (object.partitionMetadata !== undefined && object.partitionMetadata !== null)
+      ? PartitionMetadata.fromPartial(object.partitionMetadata)
       : undefined;
     return message;
   },
