@@ -207,6 +207,18 @@ export class CachedFile {
     return fd;
   }
 
+  /** fdatasync on the libuv pool with the descriptor pinned meanwhile, so no eviction closes it. */
+  async datasync(): Promise<void> {
+    const fd = this.pin();
+    try {
+      await new Promise<void>((resolve, reject) =>
+        fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+      );
+    } finally {
+      this.unpin();
+    }
+  }
+
   unpin(): void {
     assert(this.pins > 0, 'unpin of a cached file that is not pinned');
     this.pins--;

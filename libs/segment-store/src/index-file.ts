@@ -278,17 +278,11 @@ export class IndexFile {
     if (!this.unsynced || this.fileBroken || this.file === undefined) return;
     // Cleared first: a write while the sync runs marks it again for the next flush.
     this.unsynced = false;
-    const file = this.file;
-    const fd = file.pin();
     try {
-      await new Promise<void>((resolve, reject) =>
-        fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-      );
+      await this.file.datasync();
     } catch (error) {
       this.unsynced = true;
       throw error;
-    } finally {
-      file.unpin();
     }
   }
 

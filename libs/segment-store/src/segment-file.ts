@@ -85,16 +85,11 @@ export class SegmentFile implements SegmentFileHandle {
     if (!this.unsynced) return;
     // Cleared first: a write while the sync runs marks it again for the next flush.
     this.unsynced = false;
-    const fd = this.file.pin();
     try {
-      await new Promise<void>((resolve, reject) =>
-        fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-      );
+      await this.file.datasync();
     } catch (error) {
       this.unsynced = true;
       throw error;
-    } finally {
-      this.file.unpin();
     }
   }
 
