@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { workspaceRoot } from './support/service-process';
+import { cliEntryPoint, runCli } from './support/cli-process';
 
 interface BenchLine {
   mode: string;
@@ -27,7 +27,6 @@ interface BenchLine {
   settings: Record<string, string | number | boolean>;
 }
 
-const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
 const recordCount = 20_000;
 const dataDirectory = mkdtempSync(path.join(tmpdir(), 'spool-bench-'));
 let dev: ChildProcess | undefined;
@@ -41,20 +40,6 @@ afterAll(async () => {
   }
   rmSync(dataDirectory, { recursive: true, force: true });
 });
-
-function runCli(
-  argv: string[],
-): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [cliEntryPoint, ...argv], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const result = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
-  return new Promise((resolve) =>
-    child.once('close', (exitCode) => resolve({ exitCode, ...result })),
-  );
-}
 
 function lastJsonLine(stdout: string): BenchLine {
   const lines = stdout.trimEnd().split('\n');

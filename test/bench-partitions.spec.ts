@@ -3,26 +3,8 @@
 // started again on the same data and one node restarted after SIGTERM and one after SIGKILL. The
 // --json line has every figure, each a positive number where it is a time, a size or a count of
 // what must exist, the killed node's partitions all moved, and none of the processes outlives it.
-import { spawn } from 'node:child_process';
-import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { workspaceRoot } from './support/service-process';
-
-const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
-
-function runCli(
-  argv: string[],
-): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [cliEntryPoint, ...argv], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const result = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
-  return new Promise((resolve) =>
-    child.once('close', (exitCode) => resolve({ exitCode, ...result })),
-  );
-}
+import { runCli } from './support/cli-process';
 
 function expectPositive(values: Record<string, unknown>, names: readonly string[]): void {
   for (const name of names) {

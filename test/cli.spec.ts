@@ -9,19 +9,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { partitionForKey } from '@spool/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { workspaceRoot } from './support/service-process';
+import { cliEntryPoint, runCli } from './support/cli-process';
 
 interface ClusterFile {
   processes: Array<{ role: string; id: number; pid: number; ports: { grpc: number } }>;
 }
 
-interface CliResult {
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
 const recordCount = 20_000;
 const partitionCount = 6;
 
@@ -35,18 +28,6 @@ function isAlive(pid: number): boolean {
 }
 
 /** Runs the built CLI as a child process, feeding `input` to its stdin. */
-function runCli(argv: string[], input = ''): Promise<CliResult> {
-  const child = spawn(process.execPath, [cliEntryPoint, ...argv], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const result = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
-  child.stdin.end(input);
-  return new Promise((resolve) =>
-    child.once('close', (exitCode) => resolve({ exitCode, ...result })),
-  );
-}
 
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
