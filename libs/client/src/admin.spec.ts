@@ -2,11 +2,11 @@
 // created, listed, described and deleted; per-topic errors throw one SpoolError that names each
 // failed topic and code (createTopics resolves false when every topic already existed, as in
 // KafkaJS); partition offsets come back as bigints.
-import { SpoolError } from '@spool/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Admin } from './admin';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { rejection } from './test-support/rejection';
 
 let gateway: FakeGateway | undefined;
 let admin: Admin | undefined;
@@ -25,15 +25,6 @@ afterEach(async () => {
   gateway = undefined;
   admin = undefined;
 });
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(SpoolError);
-  return error as SpoolError;
-}
 
 describe('Admin', () => {
   it('creates, lists, describes and deletes topics', async () => {

@@ -3,12 +3,12 @@
 // committed offset, high watermark and lag; delete and offset reset are refused while the group
 // has members (NON_EMPTY_GROUP) and work once it is empty; every reset strategy lands where
 // Kafka's would; bad arguments fail before anything is sent, naming the field.
-import { SpoolError } from '@spool/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Admin } from './admin';
 import type { Consumer } from './consumer';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { rejection } from './test-support/rejection';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];
@@ -44,15 +44,6 @@ async function joinedMember(spool: Spool): Promise<Consumer> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   return consumer;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(SpoolError);
-  return error as SpoolError;
 }
 
 describe('Admin groups', () => {

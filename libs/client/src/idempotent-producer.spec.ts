@@ -14,6 +14,7 @@ import type { ProducerOptions } from './config';
 import type { Producer } from './producer';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { rejection } from './test-support/rejection';
 
 let gateway: FakeGateway | undefined;
 const producers: Producer[] = [];
@@ -51,15 +52,6 @@ function stored(topic: string, partition: number): string[] {
 
 function headers(topic: string, partition: number): RecordBatchHeader[] {
   return gateway!.storedBatches(topic, partition).map((bytes) => new RecordBatchHeader(bytes, 0));
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(SpoolError);
-  return error as SpoolError;
 }
 
 /** Polls until `condition` holds; fails after `timeoutMs`. */

@@ -6,13 +6,14 @@
 // maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are retried with backoff, others
 // fail naming topic and partition; settings that conflict with idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
 // without it (an older one) is produced to with unary calls.
-import { SpoolError } from '@spool/common';
+import type { SpoolError } from '@spool/common';
 import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProducerOptions } from './config';
 import type { Producer } from './producer';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { rejection } from './test-support/rejection';
 
 let gateway: FakeGateway | undefined;
 const producers: Producer[] = [];
@@ -35,15 +36,6 @@ afterEach(async () => {
   await gateway?.stop();
   gateway = undefined;
 });
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(SpoolError);
-  return error as SpoolError;
-}
 
 const value = (sizeBytes: number): string => 'v'.repeat(sizeBytes);
 

@@ -8,6 +8,7 @@ import { SpoolError } from '@spool/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { rejection } from './test-support/rejection';
 
 let gateway: FakeGateway | undefined;
 
@@ -24,15 +25,6 @@ function failure(call: () => unknown): SpoolError {
     return error as SpoolError;
   }
   throw new Error('expected the call to throw');
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(SpoolError);
-  return error as SpoolError;
 }
 
 describe('Spool.close', () => {
