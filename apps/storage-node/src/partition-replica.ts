@@ -90,7 +90,14 @@ export class PartitionReplica {
     const checkpoint = readHighWatermark(log);
     this.highWatermarkValue = checkpoint.highWatermark;
     this.checkpointedHighWatermark = checkpoint.checkpointed;
-    if (this.role === ReplicaRole.Leader) this.resetFollowers(Date.now());
+    if (this.role === ReplicaRole.Leader) {
+      this.resetFollowers(Date.now());
+      // The checkpoint is as old as the last checkpoint round (a kill -9 loses up to one): a
+      // leader whose ISR is itself alone has no follower fetch to raise it, so a retried
+      // duplicate's acks=all wait would sleep until its timeout. Compute it now, as
+      // applyAssignment does for a leadership that arrives later.
+      this.maybeAdvanceHighWatermark();
+    }
   }
 
   get name(): string {

@@ -1,0 +1,76 @@
+// Proves that a replica hosted as leader computes its high watermark at once from its stale
+// checkpoint and its ISR: a node restarted after kill -9 that leads a partition alone must
+// answer a retried duplicate's acks=all wait without waiting for an append or a follower.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { encodeRecordBatch } from '@spool/protocol';
+import { Log } from '@spool/segment-store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PartitionReplica } from './partition-replica';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+/** A log of `records` one-record batches whose high-watermark file says `checkpoint`. */
+async function logWithStaleCheckpoint(records: number, checkpoint: bigint): Promise<Log> {
+  const directory = mkdtempSync(path.join(tmpdir(), 'spool-replica-'));
+  const { log } = await Log.open(directory);
+  cleanups.push(() => {
+    log.abandon();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  for (let index = 0; index < records; index++) {
+    log.append(
+      encodeRecordBatch({
+        baseOffset: 0n,
+        records: [{ key: null, value: Buffer.from(`v${index}`), timestampMs: 1n }],
+      }),
+      { leaderEpoch: 0, assignOffsets: true },
+    );
+  }
+  writeFileSync(path.join(directory, 'high-watermark'), `${checkpoint}\n`);
+  return log;
+}
+
+describe('PartitionReplica', () => {
+  it('hosted as the only in-sync replica and leader, its HW is the log end at once', async () => {
+    const log = await logWithStaleCheckpoint(20, 6n);
+    const replica = new PartitionReplica('t', 0, log, 0, {
+      leaderId: 0,
+      leaderEpoch: 1,
+      partitionEpoch: 1,
+      replicas: [0],
+      isr: [0],
+    });
+    expect(replica.highWatermark).toBe(20n);
+  });
+
+  it('hosted as leader with followers in sync, its HW waits for their fetches', async () => {
+    const log = await logWithStaleCheckpoint(20, 6n);
+    const replica = new PartitionReplica('t', 0, log, 0, {
+      leaderId: 0,
+      leaderEpoch: 1,
+      partitionEpoch: 1,
+      replicas: [0, 1],
+      isr: [0, 1],
+    });
+    expect(replica.highWatermark).toBe(6n);
+    replica.recordFollowerFetch(1, 20n, Date.now());
+    expect(replica.highWatermark).toBe(20n);
+  });
+
+  it('hosted as follower, its HW is the checkpoint until the leader says more', async () => {
+    const log = await logWithStaleCheckpoint(20, 6n);
+    const replica = new PartitionReplica('t', 0, log, 1, {
+      leaderId: 0,
+      leaderEpoch: 1,
+      partitionEpoch: 1,
+      replicas: [0, 1],
+      isr: [0, 1],
+    });
+    expect(replica.highWatermark).toBe(6n);
+  });
+});
