@@ -16,25 +16,27 @@ import * as path from 'node:path';
  * crashed run (whose pid is gone) left behind: namespaces (and the processes in them), links,
  * mounts. `teardown` removes everything of this run and never throws.
  *
- * The subnets come from 198.18.0.0/15, the range RFC 2544 sets aside for benchmark and test
- * networks, never from the private ranges (10/8, 172.16/12, 192.168/16) that the machine's own
- * networks, a VPN or a container runtime may use.
+ * The subnets come from 198.18.0.0/16, half of the range RFC 2544 sets aside for benchmark and
+ * test networks, never from the private ranges (10/8, 172.16/12, 192.168/16) that the machine's
+ * own networks, a VPN or a container runtime may use. The Kubernetes harness (test/k8s/lib.sh)
+ * takes the rest: 198.19.0.0/16 for Services, 198.18.0.0/24 for its pods and 198.18.255.0/24 for
+ * its node, so a fault run beside a running cluster never shares a subnet with it.
  */
 export const ipPath = existsSync('/usr/sbin/ip') ? '/usr/sbin/ip' : 'ip';
 const stateDirectory = '/tmp/spool-faults-state';
 /**
- * The fault networks' range, 198.18.0.0/15 (RFC 2544): 512 /24 subnets, 198.18.0.0/24 to
- * 198.19.255.0/24. A run takes one, numbered 1 to `subnetCount - 2` (not the range's first and
- * last /24, which some tools treat as network and broadcast of the whole block).
+ * The fault networks' range, 198.18.0.0/16: 256 /24 subnets, 198.18.0.0/24 to 198.18.255.0/24.
+ * A run takes one, numbered 1 to `subnetCount - 2`: not the first and last, which the
+ * Kubernetes harness's pods and node use.
  */
-const subnetCount = 512;
+const subnetCount = 256;
 
-/** The first three octets of subnet `index` of 198.18.0.0/15: 0 → 198.18.0, 256 → 198.19.0. */
+/** The first three octets of subnet `index` of 198.18.0.0/16: 0 → 198.18.0, 37 → 198.18.37. */
 function faultSubnetPrefix(index: number): string {
   if (!Number.isInteger(index) || index < 0 || index >= subnetCount) {
     throw new Error(`fault subnet index ${index} is outside 0..${subnetCount - 1}`);
   }
-  return `198.${18 + Math.floor(index / 256)}.${index % 256}`;
+  return `198.18.${index}`;
 }
 
 interface RunState {
@@ -192,7 +194,7 @@ export class FaultNetwork {
     return network;
   }
 
-  /** A /24 of 198.18.0.0/15 no existing interface uses, so two runs never share a subnet. */
+  /** A /24 of 198.18.0.0/16 no existing interface uses, so two runs never share a subnet. */
   private static freeSubnetPrefix(): string {
     const used = new Set(
       [...ip('-o', '-4', 'addr', 'show').matchAll(/inet (198\.1[89]\.\d+)\./g)].map(
@@ -203,7 +205,7 @@ export class FaultNetwork {
       const candidate = faultSubnetPrefix((randomBytes(2).readUInt16BE(0) % (subnetCount - 2)) + 1);
       if (!used.has(candidate)) return candidate;
     }
-    throw new Error('no free /24 of 198.18.0.0/15 for the fault network');
+    throw new Error('no free /24 of 198.18.1.0-198.18.254.255 for the fault network');
   }
 
   private record(change: (state: RunState) => void): void {
