@@ -13,7 +13,7 @@ function history(...events: Array<HistoryEventInput & { timeMs?: number }>): His
 const ok = (value: string, partition: number, offset: number): HistoryEventInput => ({
   type: 'ok',
   producer: Number(/^p(\d+)/.exec(value)![1]),
-  value,
+  values: [value],
   partition,
   offset: String(offset),
 });
@@ -21,14 +21,14 @@ const read = (value: string, partition: number, offset: number): HistoryEventInp
   type: 'read',
   partition,
   offset: String(offset),
-  value,
+  values: [value],
 });
 const deliver = (value: string, partition: number, offset: number): HistoryEventInput => ({
   type: 'deliver',
   consumer: 0,
   partition,
   offset: String(offset),
-  value,
+  values: [value],
 });
 const commit = (partition: number, offset: number, consumer = 0): HistoryEventInput => ({
   type: 'commit',
@@ -159,16 +159,46 @@ describe('checkHistory', () => {
     expect(result.examples.offsetsBackwards[0]).toBe('partition 0: consumer 1 committed 3 after 5');
   });
 
+  it('reads a send of several records and runs of reads and deliveries record by record', () => {
+    const send = (values: string[], offset: number): HistoryEventInput => ({
+      type: 'ok',
+      producer: 0,
+      values,
+      partition: 0,
+      offset: String(offset),
+    });
+    const run = (type: 'read' | 'deliver', values: string[], offset: number) =>
+      (type === 'read'
+        ? { type, partition: 0, offset: String(offset), values }
+        : { type, consumer: 0, partition: 0, offset: String(offset), values }) as HistoryEventInput;
+    const result = checkHistory(
+      history(
+        send(['p0-0', 'p0-1', 'p0-2'], 0),
+        send(['p0-3', 'p0-4'], 4),
+        run('deliver', ['p0-0', 'p0-1', 'p0-2'], 0),
+        run('deliver', ['p0-4'], 5),
+        run('read', ['p0-0', 'p0-1'], 0),
+        run('read', ['p0-2', 'p0-1', 'p0-4'], 3),
+      ),
+    );
+    expect(violations(result)).toEqual({ ...none, lost: 2, duplicated: 1, undelivered: 1 });
+    expect(result.examples.lost).toEqual([
+      'p0-2 acknowledged at 0/2, found at 0/3',
+      'p0-3 acknowledged at 0/4, absent from the log',
+    ]);
+    expect(result).toMatchObject({ acknowledged: 5, delivered: 4, readRecords: 5 });
+  });
+
   it('measures the longest produce and consume outages inside the fault window', () => {
     const result = checkHistory([
-      { timeMs: 0, type: 'ok', producer: 0, value: 'p0-0', partition: 0, offset: '0' },
+      { timeMs: 0, type: 'ok', producer: 0, values: ['p0-0'], partition: 0, offset: '0' },
       { timeMs: 1_000, type: 'phase', phase: 'workload' },
-      { timeMs: 1_500, type: 'ok', producer: 0, value: 'p0-1', partition: 0, offset: '1' },
-      { timeMs: 1_600, type: 'deliver', consumer: 0, partition: 0, offset: '1', value: 'p0-1' },
-      { timeMs: 6_500, type: 'ok', producer: 0, value: 'p0-2', partition: 0, offset: '2' },
-      { timeMs: 7_000, type: 'deliver', consumer: 0, partition: 0, offset: '2', value: 'p0-2' },
+      { timeMs: 1_500, type: 'ok', producer: 0, values: ['p0-1'], partition: 0, offset: '1' },
+      { timeMs: 1_600, type: 'deliver', consumer: 0, partition: 0, offset: '1', values: ['p0-1'] },
+      { timeMs: 6_500, type: 'ok', producer: 0, values: ['p0-2'], partition: 0, offset: '2' },
+      { timeMs: 7_000, type: 'deliver', consumer: 0, partition: 0, offset: '2', values: ['p0-2'] },
       { timeMs: 8_000, type: 'phase', phase: 'healed' },
-      { timeMs: 30_000, type: 'ok', producer: 0, value: 'p0-3', partition: 0, offset: '3' },
+      { timeMs: 30_000, type: 'ok', producer: 0, values: ['p0-3'], partition: 0, offset: '3' },
     ]);
     expect(result.longestProduceOutageMs).toBe(5_000);
     expect(result.longestConsumeOutageMs).toBe(5_400);

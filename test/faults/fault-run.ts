@@ -5,7 +5,9 @@ import { checkHistory, type CheckResult } from './checker';
 import { compareReplicas, finalRead, highWatermarks, waitForFullIsr } from './final-read';
 import { FaultCluster } from './harness/fault-cluster';
 import { HistoryWriter, readHistory, type FaultKind } from './history';
+import { readMilestones } from './milestones';
 import { Nemesis, healEverything, type NemesisOptions } from './nemesis';
+import { formatOutages, outageBreakdown, type Outage } from './outages';
 import { SeededRandom } from '../support/seeded-random';
 import { Workload } from './workload';
 
@@ -21,6 +23,7 @@ export interface FaultProfile {
   readonly partitions: number;
   readonly producers: number;
   readonly producePauseMs: number;
+  readonly recordsPerSend: number;
   readonly storageDiskBytes: number;
   readonly coordinators: number;
   readonly idempotent: boolean;
@@ -32,8 +35,11 @@ export interface FaultProfile {
 export const shortProfile: FaultProfile = {
   faultMs: 100_000,
   partitions: 4,
+  // At most producers × recordsPerSend per producePauseMs (3,000 records/s); the round trip of
+  // an acks=all send on a busy 2-core machine makes it less.
   producers: 3,
-  producePauseMs: 20,
+  producePauseMs: 50,
+  recordsPerSend: 50,
   storageDiskBytes: 64 * 1024 * 1024,
   coordinators: 2,
   idempotent: true,
@@ -50,6 +56,9 @@ export function longProfile(minutes: number): FaultProfile {
   return {
     ...shortProfile,
     faultMs: minutes * 60_000,
+    // At most 8,000 records/s.
+    producers: 4,
+    recordsPerSend: 100,
     storageDiskBytes: 256 * 1024 * 1024,
     nemesis: { ...shortProfile.nemesis, holdMs: { min: 2_000, max: 12_000 }, concurrency: 2 },
   };
@@ -62,6 +71,8 @@ export interface FaultRunSummary extends CheckResult {
   readonly durationMs: number;
   /** Members that exited without being killed (a crash is a bug even if nothing was lost). */
   readonly crashes: string[];
+  /** Every produce and consume outage over 1 s, explained (outages.ts). */
+  readonly outages: Outage[];
 }
 
 const topic = 'faults';
@@ -107,6 +118,8 @@ export async function runFaults(
         partitions: profile.partitions,
         producers: profile.producers,
         producePauseMs: profile.producePauseMs,
+        recordsPerSend: profile.recordsPerSend,
+        clientLogPath: path.join(historyDirectory, 'client.log'),
         idempotent: profile.idempotent,
         groupMembers: profile.groupMembers,
       },
@@ -142,11 +155,22 @@ export async function runFaults(
     await finalRead(workload.spoolClient, topic, highWatermarkOf, history);
     await compareReplicas(cluster, topic, [0, 1, 2], highWatermarkOf, history);
     await workload.stop();
+    // The recoveries' steps, as the services and the SDK logged them, for the outage breakdown.
+    const logFiles = [
+      ...[...cluster.members.values()].map((member) => ({
+        source: member.name,
+        path: path.join(cluster.logDirectory, `${member.name}.log`),
+      })),
+      { source: 'client', path: path.join(historyDirectory, 'client.log') },
+    ];
+    for (const milestone of readMilestones(logFiles)) history.appendAt(milestone);
     history.close();
 
-    const result = checkHistory(readHistory(history.path));
+    const events = readHistory(history.path);
+    const result = checkHistory(events);
     const summary: FaultRunSummary = {
       ...result,
+      outages: outageBreakdown(events),
       seed,
       faults: { ...nemesis.injected },
       historyPath: history.path,
@@ -198,6 +222,8 @@ export function formatSummary(summary: FaultRunSummary): string {
     ['processes crashed', summary.crashes.length],
     ['longest produce outage (ms)', summary.longestProduceOutageMs],
     ['longest consume outage (ms)', summary.longestConsumeOutageMs],
+    ['produce outages > 5 s', summary.outages.filter(isLongProduceOutage).length],
+    ['consume outages > 5 s', summary.outages.filter(isLongConsumeOutage).length],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   const table = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
@@ -205,6 +231,7 @@ export function formatSummary(summary: FaultRunSummary): string {
     .filter(([, list]) => list.length > 0)
     .map(([kind, list]) => `${kind}:\n  ${list.join('\n  ')}`)
     .join('\n');
+  const breakdown = formatOutages(summary.outages);
   const json = JSON.stringify({
     lost: summary.lost,
     duplicated: summary.duplicated,
@@ -217,6 +244,15 @@ export function formatSummary(summary: FaultRunSummary): string {
     longestProduceOutageMs: summary.longestProduceOutageMs,
     longestConsumeOutageMs: summary.longestConsumeOutageMs,
     crashes: summary.crashes.length,
+    outages: summary.outages.map((outage) => ({
+      ...outage,
+      milestones: outage.milestones.slice(0, 20),
+    })),
   });
-  return `${table}\n${examples === '' ? '' : `${examples}\n`}${json}`;
+  return `${table}\n${breakdown}\n${examples === '' ? '' : `${examples}\n`}${json}`;
 }
+
+const isLongProduceOutage = (outage: Outage): boolean =>
+  outage.kind === 'produce' && outage.durationMs > 5_000;
+const isLongConsumeOutage = (outage: Outage): boolean =>
+  outage.kind === 'consume' && outage.durationMs > 5_000;

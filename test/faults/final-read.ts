@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Spool } from '@spool/client';
 import { eventually } from '../support/controller-client';
 import type { FaultCluster } from './harness/fault-cluster';
-import type { HistoryWriter } from './history';
+import { consecutiveRuns, type HistoryWriter } from './history';
 
 /**
  * The final phase of a fault run, once every fault is healed: wait until every partition has its
@@ -74,16 +74,23 @@ export async function finalRead(
     let crash: Error | undefined;
     consumer.on('crash', (error) => (crash = error));
     await consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        const highWatermark = highWatermarkOf.get(partition)!;
-        if (message.offset >= highWatermark) return;
-        history.append({
-          type: 'read',
-          partition,
-          offset: message.offset.toString(),
+      eachBatch: async ({ batch }) => {
+        const highWatermark = highWatermarkOf.get(batch.partition)!;
+        const below = batch.messages.filter((message) => message.offset < highWatermark);
+        if (below.length === 0) return;
+        const records = below.map((message) => ({
+          offset: message.offset,
           value: message.value?.toString() ?? '',
-        });
-        nextOffset.set(partition, message.offset + 1n);
+        }));
+        for (const run of consecutiveRuns(records)) {
+          history.append({
+            type: 'read',
+            partition: batch.partition,
+            offset: run.offset.toString(),
+            values: run.values,
+          });
+        }
+        nextOffset.set(batch.partition, below.at(-1)!.offset + 1n);
       },
     });
     const deadline = Date.now() + readTimeoutMs;

@@ -6,36 +6,44 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
  * nemesis's faults, and at the end what the log and its replicas hold. One JSON object per line,
  * appended as it happens (so a run that dies leaves its history behind); the checker reads
  * nothing else. Offsets are decimal strings (they are int64 in the protocol).
+ *
+ * At thousands of records per second one line per record would make the history of a long run
+ * gigabytes, so a line holds one send (its records, in order, all to one partition) or a run of
+ * records at consecutive offsets (a delivered batch, a stretch of the final read): `offset` is
+ * the first record's, and `values[i]` sits at `offset + i`.
  */
 export type HistoryEvent =
-  /** A producer called send for one record. */
-  | { type: 'invoke'; timeMs: number; producer: number; value: string; partition: number }
-  /** The send was acknowledged (acks=all) at this offset. */
+  /** A producer called send for these records, all to one partition. */
+  | { type: 'invoke'; timeMs: number; producer: number; values: string[]; partition: number }
+  /** The send was acknowledged (acks=all): values[i] at offset + i. */
   | {
       type: 'ok';
       timeMs: number;
       producer: number;
-      value: string;
+      values: string[];
       partition: number;
       offset: string;
     }
-  /** The send failed; the record may or may not have been written. */
+  /** The send failed; its records may or may not have been written. */
   | {
       type: 'fail';
       timeMs: number;
       producer: number;
-      value: string;
+      values: string[];
       partition: number;
       error: string;
     }
-  /** The consumer group handed this record to a member (before the member processed it). */
+  /**
+   * The consumer group handed these records, at consecutive offsets from `offset`, to a member
+   * (before the member processed them).
+   */
   | {
       type: 'deliver';
       timeMs: number;
       consumer: number;
       partition: number;
       offset: string;
-      value: string;
+      values: string[];
     }
   /** A commit the coordinator acknowledged: the next offset to read in the partition. */
   | { type: 'commit'; timeMs: number; consumer: number; partition: number; offset: string }
@@ -48,10 +56,25 @@ export type HistoryEvent =
       target: string;
       detail?: string;
     }
+  /**
+   * A step of a recovery that a service or the SDK logged (read from the logs after the run,
+   * milestones.ts): when it ended, and how long it took where the log says (an election's
+   * writes, a shard's load, a retry's back-off).
+   */
+  | {
+      type: 'milestone';
+      timeMs: number;
+      kind: MilestoneKind;
+      source: string;
+      durationMs?: number;
+    }
   /** Workload phases: faults begin, faults end (everything healed), the final reads begin. */
   | { type: 'phase'; timeMs: number; phase: 'workload' | 'healed' | 'final' }
-  /** The final read of a partition from its start up to its high watermark, record by record. */
-  | { type: 'read'; timeMs: number; partition: number; offset: string; value: string }
+  /**
+   * The final read of a partition from its start up to its high watermark: records at
+   * consecutive offsets from `offset`.
+   */
+  | { type: 'read'; timeMs: number; partition: number; offset: string; values: string[] }
   /** The high watermark of a partition when the final read was made. */
   | { type: 'high-watermark'; timeMs: number; partition: number; offset: string }
   /**
@@ -67,6 +90,29 @@ export type HistoryEvent =
       differing: readonly number[];
       detail?: string;
     };
+
+export type MilestoneKind =
+  /** The controller fenced a broker (session expired or its stream closed) and moved leaders. */
+  | 'broker-fenced'
+  /** The controller removed coordinators (session expired) and moved their shards. */
+  | 'coordinators-removed'
+  /** A leader shrank an ISR (a follower lagged past replica.lag.time.max.ms). */
+  | 'isr-shrunk'
+  /** A controller took over. */
+  | 'controller-active'
+  /** The controller elected leaders of offline partitions. */
+  | 'leaders-elected'
+  /** A storage node became a partition's leader. */
+  | 'replica-leader'
+  /** The gateway applied metadata that changed a leader, a broker or a shard's owner. */
+  | 'gateway-metadata'
+  /** A coordinator finished loading an offsets shard. */
+  | 'shard-loaded'
+  /** A consumer's group membership became stable (reconciled). */
+  | 'member-stable'
+  /** The SDK backed off to retry a produce batch, or to open a new consume stream. */
+  | 'produce-retry'
+  | 'consume-retry';
 
 export type FaultKind = 'kill' | 'pause' | 'partition' | 'disk-full' | 'slow-disk';
 export const faultKinds: readonly FaultKind[] = [
@@ -93,6 +139,12 @@ export class HistoryWriter {
     this.count++;
   }
 
+  /** Appends an event that carries its own time (a milestone read from a log afterwards). */
+  appendAt(event: HistoryEventInput & { timeMs: number }): void {
+    writeSync(this.fd, `${JSON.stringify(event)}\n`);
+    this.count++;
+  }
+
   close(): void {
     closeSync(this.fd);
   }
@@ -106,4 +158,20 @@ export function readHistory(path: string): HistoryEvent[] {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as HistoryEvent);
+}
+
+/** Records grouped into runs at consecutive offsets, for `deliver` and `read` events. */
+export function consecutiveRuns(
+  records: ReadonlyArray<{ offset: bigint; value: string }>,
+): Array<{ offset: bigint; values: string[] }> {
+  const runs: Array<{ offset: bigint; values: string[] }> = [];
+  for (const record of records) {
+    const last = runs.at(-1);
+    if (last !== undefined && last.offset + BigInt(last.values.length) === record.offset) {
+      last.values.push(record.value);
+    } else {
+      runs.push({ offset: record.offset, values: [record.value] });
+    }
+  }
+  return runs;
 }

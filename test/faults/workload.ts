@@ -1,28 +1,37 @@
 import { Spool, type Consumer, type Producer } from '@spool/client';
-import { createLogger } from '@spool/common';
-import type { HistoryWriter } from './history';
+import pino from 'pino';
+import { consecutiveRuns, type HistoryWriter } from './history';
 
 /**
  * The workload of a fault run: producers with acks=all (idempotent when the profile says so)
- * writing unique, numbered records (`p<producer>-<seq>`, each producer cycling over the
- * partitions, so its records in a partition are in increasing sequence), and consumers that
+ * writing unique, numbered records (`p<producer>-<seq>`), `recordsPerSend` at a time to one
+ * partition, each send to the next partition (so a producer's records in a partition are in
+ * increasing sequence), and consumers that
  * record every record delivered to them: members of one consumer group that process a batch
  * (record it) and then commit the offset after it (at-least-once), or, with no group members,
  * one consumer assigned every partition. Every send's invocation and completion, every delivery
- * and every acknowledged commit goes to the history. Each producer has at most one record in
- * flight and a pause between records, to keep the history's size bounded on a long run. A
- * consumer that crashes is replaced by a new one (a new member of the group).
+ * and every acknowledged commit goes to the history. Each producer has one send in flight and a
+ * pause between sends, so the rate is bounded (producers × recordsPerSend per round trip and
+ * pause: thousands of records per second on a healthy cluster) and so is the history, which holds
+ * one line per send and per delivered batch. A consumer that crashes is replaced by a new one (a
+ * new member of the group). The SDK's own logs (debug: every produce retry and its backoff, every
+ * consume stream restart, heartbeat failure and membership change) go to `clientLogPath`, the
+ * client's side of the outage breakdown.
  */
 export interface WorkloadOptions {
   readonly gatewayAddress: string;
   readonly topic: string;
   readonly partitions: number;
   readonly producers: number;
-  /** Pause between one producer's records (the workload's rate). */
+  /** Pause between one producer's sends (with recordsPerSend, the workload's rate). */
   readonly producePauseMs: number;
+  /** Records in one send, all to one partition. */
+  readonly recordsPerSend: number;
   readonly idempotent: boolean;
   /** Members of the consumer group; 0 consumes without a group (one assigned consumer). */
   readonly groupMembers: number;
+  /** Where the SDK's debug log goes (JSON lines). */
+  readonly clientLogPath: string;
 }
 
 export const groupId = 'faults-group';
@@ -41,15 +50,18 @@ export class Workload {
   /** Consumer numbers in the history: a replacement gets a new one. */
   private nextConsumerNumber = 0;
   private readonly spool: Spool;
+  private readonly clientLog: pino.DestinationStream & { end(): void };
+  private clientLogClosed = false;
 
   constructor(
     private readonly options: WorkloadOptions,
     private readonly history: HistoryWriter,
   ) {
+    this.clientLog = pino.destination({ dest: options.clientLogPath, sync: true });
     this.spool = new Spool({
       brokers: [options.gatewayAddress],
       clientId: 'faults',
-      logger: createLogger({ service: 'faults-workload', level: 'silent' }),
+      logger: pino({ level: 'debug', base: { service: 'faults-workload' } }, this.clientLog),
     });
   }
 
@@ -75,27 +87,39 @@ export class Workload {
         : { enableIdempotence: false }),
     });
     this.clients.push(producer);
-    for (let sequence = 0; this.running; sequence++) {
-      const value = `p${index}-${sequence}`;
-      const partition = sequence % this.options.partitions;
-      this.history.append({ type: 'invoke', producer: index, value, partition });
+    const { recordsPerSend } = this.options;
+    for (let send = 0; this.running; send++) {
+      const values = Array.from(
+        { length: recordsPerSend },
+        (_, record) => `p${index}-${send * recordsPerSend + record}`,
+      );
+      const partition = send % this.options.partitions;
+      this.history.append({ type: 'invoke', producer: index, values, partition });
       try {
-        const [metadata] = await producer.send({
+        const landed = await producer.send({
           topic: this.options.topic,
-          messages: [{ value, partition }],
+          messages: values.map((value) => ({ value, partition })),
         });
-        this.history.append({
-          type: 'ok',
-          producer: index,
-          value,
-          partition,
-          offset: metadata!.offset.toString(),
-        });
+        // A send's records land at consecutive offsets unless they spanned batches that another
+        // producer's records came between: one line per run at consecutive offsets.
+        const records = landed.map((metadata, record) => ({
+          offset: metadata.offset,
+          value: values[record]!,
+        }));
+        for (const run of consecutiveRuns(records)) {
+          this.history.append({
+            type: 'ok',
+            producer: index,
+            values: run.values,
+            partition,
+            offset: run.offset.toString(),
+          });
+        }
       } catch (error) {
         this.history.append({
           type: 'fail',
           producer: index,
-          value,
+          values,
           partition,
           error: String((error as Error).message).slice(0, 300),
         });
@@ -143,13 +167,17 @@ export class Workload {
       await consumer.run({
         eachBatch: async ({ batch }) => {
           if (batch.messages.length === 0) return;
-          for (const message of batch.messages) {
+          const records = batch.messages.map((message) => ({
+            offset: message.offset,
+            value: message.value?.toString() ?? '',
+          }));
+          for (const run of consecutiveRuns(records)) {
             this.history.append({
               type: 'deliver',
               consumer: number,
               partition: batch.partition,
-              offset: message.offset.toString(),
-              value: message.value?.toString() ?? '',
+              offset: run.offset.toString(),
+              values: run.values,
             });
           }
           const next = batch.messages.at(-1)!.offset + 1n;
@@ -194,6 +222,8 @@ export class Workload {
       [...this.consumers.values()].map((consumer) => consumer.disconnect().catch(() => undefined)),
     );
     await Promise.all(this.clients.map((client) => client.disconnect().catch(() => undefined)));
+    if (!this.clientLogClosed) this.clientLog.end();
+    this.clientLogClosed = true;
   }
 
   get spoolClient(): Spool {

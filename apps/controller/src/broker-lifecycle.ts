@@ -195,6 +195,7 @@ export class BrokerLifecycle {
   async fence(brokerId: number, reason = 'its session expired'): Promise<void> {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.record.fenced) return;
+    const startedMs = this.clock();
     const keys = this.context.writer.metadataKeys;
     const moved = this.partitionChanges(brokerId, () => true);
     await this.context.writer.commitIndependent(moved.map(toIndependentWrite));
@@ -210,8 +211,10 @@ export class BrokerLifecycle {
     );
     this.sessions.delete(brokerId);
     this.countElections(moved.map((change) => change.change));
+    // electionMs: how long the elections and the fence took to write, after the decision; the
+    // fault suite's outage breakdown splits detection from election by it.
     this.context.logger.warn(
-      { brokerId, partitionsChanged: moved.length },
+      { brokerId, partitionsChanged: moved.length, electionMs: this.clock() - startedMs },
       `broker fenced: ${reason}`,
     );
   }

@@ -113,10 +113,15 @@ export class CoordinatorLifecycle {
   async remove(coordinatorIds: readonly string[], reason: string): Promise<void> {
     const removed = coordinatorIds.filter((id) => this.context.state.coordinators.has(id));
     if (removed.length === 0) return;
+    const startedMs = this.clock();
     const live = [...this.context.state.coordinators.keys()].filter((id) => !removed.includes(id));
     await this.commitLiveSet(live, [], removed, undefined);
     for (const coordinatorId of removed) this.lastHeartbeatMs.delete(coordinatorId);
-    this.context.logger.warn({ coordinators: removed, reason }, 'coordinators removed');
+    // electionMs: how long moving their shards took to write, after the decision.
+    this.context.logger.warn(
+      { coordinators: removed, reason, electionMs: this.clock() - startedMs },
+      'coordinators removed',
+    );
   }
 
   shardsOf(coordinatorId: string): ShardOwnership[] {

@@ -460,14 +460,19 @@ export class ConsumerFetcher {
   private retryOrFail(error: SpoolError): void {
     this.failuresInARow += 1;
     if (!error.retriable || this.failuresInARow > this.config.retries) throw error;
-    this.logger.warn(
-      { code: error.code, attempt: this.failuresInARow, reason: error.message },
-      'consume stream failed, opening a new one',
-    );
     this.restartDelayMs = backoffMs(this.failuresInARow, {
       backoffInitialMs: this.config.retryBackoffMs,
       backoffMaxMs: this.config.retryBackoffMaxMs,
     });
+    this.logger.warn(
+      {
+        code: error.code,
+        attempt: this.failuresInARow,
+        backoffMs: this.restartDelayMs,
+        reason: error.message,
+      },
+      'consume stream failed, opening a new one',
+    );
     this.requestRestart();
   }
 

@@ -1,0 +1,309 @@
+import { faultWindow } from './checker';
+import type { FaultKind, HistoryEvent, MilestoneKind } from './history';
+
+/**
+ * The outage breakdown of a fault run: every stretch longer than `outageMsMin` without an
+ * acknowledged produce (or without a delivery), which fault preceded it, and where its time went.
+ *
+ * The evidence is the history alone: the workload's acknowledgements and deliveries bound each
+ * outage; the nemesis says which fault began before it and when it was healed; and the milestones
+ * (read from the services' and the SDK's logs after the run, milestones.ts) say when each step of
+ * the recovery finished. An outage is cut at the milestones inside it, in time order, and each
+ * piece is charged to the phase its closing milestone finishes:
+ *
+ * 1. a fault healed (a paused process continued, a cut link came back, a killed one restarted):
+ *    faultHeld, the time the cluster waited for the fault to end instead of working around it;
+ * 2. a broker fenced or coordinators removed: detection up to the decision, then election for
+ *    the writes (the controller logs how long they took); a leader's ISR shrink: detection (of a
+ *    lagging follower, by replica.lag.time.max.ms);
+ * 3. a controller taking over, offline partitions elected: election;
+ * 4. a storage node taking a leadership, a gateway applying a route change: propagation;
+ * 5. an offsets shard loaded: shardLoading for the load itself (the coordinator logs its length),
+ *    propagation before it (the coordinator learning it owns the shard);
+ * 6. a consumer's membership reconciled (stable again): groupReconciliation;
+ * 7. the rest, after the last milestone up to the first acknowledgement or delivery: clientRetry,
+ *    the SDK's back-off and retries (how many retries and how much back-off it logged inside the
+ *    outage is reported beside the phases).
+ *
+ * The charge is coarse where milestones of unrelated recoveries interleave, but each millisecond
+ * is charged exactly once, and only to something a process logged at that time.
+ */
+export type Phase =
+  | 'faultHeld'
+  | 'detection'
+  | 'election'
+  | 'propagation'
+  | 'shardLoading'
+  | 'groupReconciliation'
+  | 'clientRetry';
+
+export const phases: readonly Phase[] = [
+  'faultHeld',
+  'detection',
+  'election',
+  'propagation',
+  'shardLoading',
+  'groupReconciliation',
+  'clientRetry',
+];
+
+export interface Outage {
+  readonly kind: 'produce' | 'consume';
+  readonly startMs: number;
+  readonly durationMs: number;
+  /** The fault that began last before the outage (or within `faultLeadMs` after its start). */
+  readonly fault: { kind: FaultKind; target: string; startMs: number; healMs?: number } | null;
+  readonly phases: Record<Phase, number>;
+  /** The SDK's retries logged inside the outage, and the back-off they waited in total. */
+  readonly clientRetries: number;
+  readonly clientBackoffMs: number;
+  /** The milestones the outage was cut at, for the report: `+<ms> <kind> <source>`. */
+  readonly milestones: string[];
+}
+
+/** Outages at most this long are not broken down. */
+export const outageMsMin = 1_000;
+/**
+ * A fault injected this soon after the last acknowledgement still counts as preceding the
+ * outage: the send in flight when it struck was acknowledged just before.
+ */
+const faultLeadMs = 1_000;
+
+export function outageBreakdown(history: readonly HistoryEvent[]): Outage[] {
+  const window = faultWindow(history);
+  const milestones = history
+    .filter((event) => event.type === 'milestone' || event.type === 'nemesis')
+    .map(toMark)
+    .sort((left, right) => left.timeMs - right.timeMs);
+  const faults = faultsOf(history);
+  const outages: Outage[] = [];
+  for (const kind of ['produce', 'consume'] as const) {
+    const type = kind === 'produce' ? 'ok' : 'deliver';
+    const times = history.filter((event) => event.type === type).map((event) => event.timeMs);
+    for (const gap of gapsOver(times, window, outageMsMin)) {
+      outages.push(explain(kind, gap, milestones, faults));
+    }
+  }
+  return outages.sort((left, right) => left.startMs - right.startMs);
+}
+
+/** Milestones and heals as one kind of mark: when a step ended, and how long it took. */
+interface Mark {
+  readonly timeMs: number;
+  readonly kind: MilestoneKind | 'fault-heal' | 'fault-start';
+  readonly source: string;
+  readonly durationMs: number;
+}
+
+function toMark(event: HistoryEvent): Mark {
+  if (event.type === 'nemesis') {
+    return {
+      timeMs: event.timeMs,
+      kind: event.phase === 'heal' ? 'fault-heal' : 'fault-start',
+      source: `${event.fault} ${event.target}`,
+      durationMs: 0,
+    };
+  }
+  if (event.type !== 'milestone') throw new Error(`not a milestone: ${event.type}`);
+  return {
+    timeMs: event.timeMs,
+    kind: event.kind,
+    source: event.source,
+    durationMs: event.durationMs ?? 0,
+  };
+}
+
+interface Fault {
+  readonly kind: FaultKind;
+  readonly target: string;
+  readonly startMs: number;
+  healMs?: number;
+}
+
+function faultsOf(history: readonly HistoryEvent[]): Fault[] {
+  const faults: Fault[] = [];
+  for (const event of history) {
+    if (event.type !== 'nemesis') continue;
+    if (event.phase === 'start') {
+      faults.push({ kind: event.fault, target: event.target, startMs: event.timeMs });
+      continue;
+    }
+    const started = [...faults]
+      .reverse()
+      .find((fault) => fault.target === event.target && fault.healMs === undefined);
+    if (started !== undefined) started.healMs = event.timeMs;
+  }
+  return faults;
+}
+
+/** Every stretch of the window longer than `minMs` with no event, as {startMs, endMs}. */
+export function gapsOver(
+  timesMs: readonly number[],
+  window: { startMs: number; endMs: number },
+  minMs: number,
+): Array<{ startMs: number; endMs: number }> {
+  const inside = timesMs
+    .filter((timeMs) => timeMs >= window.startMs && timeMs <= window.endMs)
+    .sort((left, right) => left - right);
+  const gaps: Array<{ startMs: number; endMs: number }> = [];
+  let previous = window.startMs;
+  for (const timeMs of [...inside, window.endMs]) {
+    if (timeMs - previous > minMs) gaps.push({ startMs: previous, endMs: timeMs });
+    previous = timeMs;
+  }
+  return gaps;
+}
+
+function explain(
+  kind: Outage['kind'],
+  gap: { startMs: number; endMs: number },
+  marks: readonly Mark[],
+  faults: readonly Fault[],
+): Outage {
+  let clientRetries = 0;
+  let clientBackoffMs = 0;
+  const cuts: string[] = [];
+  const boundaries: Array<{ timeMs: number; phase: Phase }> = [];
+  for (const mark of marks) {
+    if (mark.timeMs <= gap.startMs) continue;
+    if (mark.timeMs >= gap.endMs) break;
+    if (mark.kind === 'produce-retry' || mark.kind === 'consume-retry') {
+      if ((mark.kind === 'produce-retry') === (kind === 'produce')) {
+        clientRetries++;
+        clientBackoffMs += mark.durationMs;
+      }
+      continue;
+    }
+    if (mark.kind === 'fault-start') continue;
+    cuts.push(`+${mark.timeMs - gap.startMs} ${mark.kind} ${mark.source}`);
+    boundaries.push(...boundariesOf(mark));
+  }
+  // A step logged with its length (an election's writes, a shard's load) began before it was
+  // logged, maybe before another step's mark: the boundaries go in the order they happened.
+  boundaries.sort((left, right) => left.timeMs - right.timeMs);
+  const charged = Object.fromEntries(phases.map((phase) => [phase, 0])) as Record<Phase, number>;
+  let cursor = gap.startMs;
+  for (const { timeMs, phase } of [
+    ...boundaries,
+    { timeMs: gap.endMs, phase: 'clientRetry' as const },
+  ]) {
+    const until = Math.min(Math.max(timeMs, cursor), gap.endMs);
+    charged[phase] += until - cursor;
+    cursor = until;
+  }
+  return {
+    kind,
+    startMs: gap.startMs,
+    durationMs: gap.endMs - gap.startMs,
+    fault: precedingFault(gap.startMs, faults),
+    phases: charged,
+    clientRetries,
+    clientBackoffMs,
+    milestones: cuts,
+  };
+}
+
+/** Points 1 to 6: where the phases that a mark closes end. */
+function boundariesOf(mark: Mark): Array<{ timeMs: number; phase: Phase }> {
+  const at = (phase: Phase, timeMs = mark.timeMs) => ({ timeMs, phase });
+  const began = mark.timeMs - mark.durationMs;
+  switch (mark.kind) {
+    case 'fault-heal':
+      return [at('faultHeld')];
+    case 'broker-fenced':
+    case 'coordinators-removed':
+      return [at('detection', began), at('election')];
+    case 'isr-shrunk':
+      return [at('detection')];
+    case 'controller-active':
+    case 'leaders-elected':
+      return [at('election')];
+    case 'replica-leader':
+    case 'gateway-metadata':
+      return [at('propagation')];
+    case 'shard-loaded':
+      return [at('propagation', began), at('shardLoading')];
+    case 'member-stable':
+      return [at('groupReconciliation')];
+    default:
+      return [];
+  }
+}
+
+/** The fault that began last before `startMs` (+ faultLeadMs) and was not healed long before. */
+function precedingFault(startMs: number, faults: readonly Fault[]): Outage['fault'] {
+  const candidates = faults.filter(
+    (fault) =>
+      fault.startMs <= startMs + faultLeadMs &&
+      (fault.healMs === undefined || fault.healMs >= startMs - faultLeadMs),
+  );
+  const fault = candidates.at(-1);
+  if (fault === undefined) return null;
+  return {
+    kind: fault.kind,
+    target: fault.target,
+    startMs: fault.startMs,
+    ...(fault.healMs === undefined ? {} : { healMs: fault.healMs }),
+  };
+}
+
+/**
+ * The breakdown for the summary: outages over 1 s and 5 s of each kind, the longest of each with
+ * its phases, and where the seconds of all outages went, by phase and by fault kind.
+ */
+export function formatOutages(outages: readonly Outage[]): string {
+  const lines: string[] = [];
+  for (const kind of ['produce', 'consume'] as const) {
+    const ofKind = outages.filter((outage) => outage.kind === kind);
+    const overFive = ofKind.filter((outage) => outage.durationMs > 5_000).length;
+    const totals = Object.fromEntries(phases.map((phase) => [phase, 0])) as Record<Phase, number>;
+    for (const outage of ofKind) {
+      for (const phase of phases) totals[phase] += outage.phases[phase];
+    }
+    lines.push(
+      `${kind} outages over 1 s: ${ofKind.length}, over 5 s: ${overFive}; ` +
+        `seconds by phase: ${formatPhases(totals)}`,
+    );
+    const byFault = new Map<string, { count: number; totalMs: number; longestMs: number }>();
+    for (const outage of ofKind) {
+      const name = outage.fault === null ? 'none' : outage.fault.kind;
+      const entry = byFault.get(name) ?? { count: 0, totalMs: 0, longestMs: 0 };
+      entry.count++;
+      entry.totalMs += outage.durationMs;
+      entry.longestMs = Math.max(entry.longestMs, outage.durationMs);
+      byFault.set(name, entry);
+    }
+    for (const [name, entry] of [...byFault].sort(
+      (left, right) => right[1].totalMs - left[1].totalMs,
+    )) {
+      lines.push(
+        `  after ${name}: ${entry.count} outages, ${(entry.totalMs / 1000).toFixed(1)} s in all, ` +
+          `longest ${entry.longestMs} ms`,
+      );
+    }
+    const longest = [...ofKind].sort((left, right) => right.durationMs - left.durationMs);
+    for (const outage of longest.slice(0, 3)) lines.push(`  ${describeOutage(outage)}`);
+  }
+  return lines.join('\n');
+}
+
+export function describeOutage(outage: Outage): string {
+  const fault =
+    outage.fault === null
+      ? 'no fault'
+      : `${outage.fault.kind} ${outage.fault.target} ` +
+        `(${outage.fault.startMs - outage.startMs >= 0 ? '+' : ''}${outage.fault.startMs - outage.startMs} ms` +
+        `${outage.fault.healMs === undefined ? '' : `, healed +${outage.fault.healMs - outage.startMs} ms`})`;
+  return (
+    `${outage.durationMs} ms ${outage.kind} outage at ${new Date(outage.startMs).toISOString()} ` +
+    `after ${fault}: ${formatPhases(outage.phases)}; ${outage.clientRetries} client retries ` +
+    `(${outage.clientBackoffMs} ms back-off); cut at ${outage.milestones.slice(0, 12).join(', ')}`
+  );
+}
+
+function formatPhases(byPhase: Record<Phase, number>): string {
+  return phases
+    .filter((phase) => byPhase[phase] > 0)
+    .map((phase) => `${phase} ${(byPhase[phase] / 1000).toFixed(1)}`)
+    .join(', ');
+}
