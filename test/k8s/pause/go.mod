@@ -1,0 +1,3 @@
+module spool-k8s-pause
+
+go 1.24

@@ -1,0 +1,724 @@
+// The chart on a real Kubernetes cluster (test/k8s/up.sh) with the image `npm run image:build`
+// made, loaded by `npm run k8s:load-image`. Traffic comes from outside the cluster: this process
+// runs on the host and reaches the gateway through its Service (the ClusterIP, which kube-proxy
+// translates on the host exactly as it does a NodePort), with the SDK and the `spool` CLI.
+//
+// The steps run in order, each on what the previous left: install (every pod Ready, `helm test`),
+// 100,000 records with acks=all into a 6-partition RF3 topic and back, a storage pod deleted and
+// a storage process SIGKILLed while a producer runs, the active controller's pod and an etcd pod
+// deleted, a `helm upgrade` rolling every Spool workload under a fixed-rate producer, storage
+// scaled 3 → 4, Prometheus discovering the pods through the Kubernetes API, `helm uninstall`
+// keeping the volumes. Each step prints what it measured; the last line is one JSON object.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Spool, type Admin, type Producer } from '@spool/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli-process';
+import { reservedLoopbackPort } from '../support/loopback-ports';
+import { workspaceRoot } from '../support/service-process';
+
+const namespace = 'spool-e2e';
+const release = 'spool';
+const kubeconfig = path.join(workspaceRoot, '.k8s/kubeconfig');
+const binaries = path.join(
+  process.env['SPOOL_K8S_CACHE'] ??
+    path.join(process.env['XDG_CACHE_HOME'] ?? path.join(homedir(), '.cache'), 'spool/k8s'),
+  'bin',
+);
+const containerdSocket = path.join(workspaceRoot, '.k8s/run/containerd/containerd.sock');
+/** Only the local images and their pull policy: everything else is the chart's default. */
+const installValues = [
+  'image.pullPolicy=Never',
+  'etcd.image.repository=localhost/etcd',
+  'etcd.image.pullPolicy=Never',
+];
+const podsReadyLimitMs = 180_000;
+const bulkRecords = 100_000;
+const bulkTopic = 'e2e-bulk';
+const faultTopic = 'e2e-faults';
+/** The producer's rate during faults and the roll: fixed, so latency is the service's. */
+const steadyRecordsPerSecond = 200;
+const rollLatencyTargetMs = 5_000;
+
+const scratch = mkdtempSync(path.join(tmpdir(), 'spool-k8s-suite-'));
+const report = {
+  podsReadySeconds: -1,
+  lost: 0,
+  duplicated: 0,
+  produceErrors: 0,
+  rollMaxProduceLatencyMs: -1,
+  steps: {} as Record<string, boolean>,
+};
+let helmPath = '';
+let gatewayAddress = '';
+let spool: Spool;
+let admin: Admin;
+let prometheus: ChildProcess | undefined;
+
+interface RunResult {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(
+  command: string,
+  args: readonly string[],
+  timeoutMs = 120_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      command,
+      args,
+      { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env },
+      (error, stdout, stderr) => {
+        if (error) {
+          reject(
+            new Error(
+              `${path.basename(command)} ${args.join(' ')} failed: ${error.message}\n${stderr}`,
+            ),
+          );
+        } else {
+          resolve({ stdout, stderr });
+        }
+      },
+    );
+  });
+}
+
+function kubectl(args: readonly string[], timeoutMs?: number): Promise<RunResult> {
+  return run(
+    path.join(binaries, 'kubectl'),
+    ['--kubeconfig', kubeconfig, '--namespace', namespace, ...args],
+    timeoutMs,
+  );
+}
+
+function helm(args: readonly string[], timeoutMs = 600_000): Promise<RunResult> {
+  return run(helmPath, ['--kubeconfig', kubeconfig, '--namespace', namespace, ...args], timeoutMs);
+}
+
+function log(step: string, message: string): void {
+  process.stdout.write(`[k8s ${step}] ${message}\n`);
+}
+
+function sleep(durationMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, durationMs));
+}
+
+/** Polls `check` every 500 ms until it returns a value other than undefined. */
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(500);
+  }
+  throw new Error(`no ${what} after ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`);
+}
+
+interface PodStatus {
+  readonly metadata: { name: string; uid: string; labels?: Record<string, string> };
+  readonly status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { containerID?: string; restartCount: number; ready: boolean }[];
+  };
+}
+
+async function releasePods(component?: string): Promise<PodStatus[]> {
+  const selector = [`app.kubernetes.io/instance=${release}`];
+  if (component !== undefined) selector.push(`app.kubernetes.io/component=${component}`);
+  const { stdout } = await kubectl(['get', 'pods', '-l', selector.join(','), '-o', 'json']);
+  return (JSON.parse(stdout) as { items: PodStatus[] }).items.filter(
+    (pod) => pod.metadata.labels?.['app.kubernetes.io/component'] !== 'test',
+  );
+}
+
+function isReady(pod: PodStatus): boolean {
+  return (
+    pod.status.conditions?.some(
+      (condition) => condition.type === 'Ready' && condition.status === 'True',
+    ) ?? false
+  );
+}
+
+async function pod(name: string): Promise<PodStatus | undefined> {
+  try {
+    return JSON.parse((await kubectl(['get', 'pod', name, '-o', 'json'])).stdout) as PodStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits until every pod of the release is Ready (and there are `expected` of them). */
+async function waitAllReady(expected: number, timeoutMs: number): Promise<void> {
+  await waitFor(`${expected} Ready pods`, timeoutMs, async () => {
+    const pods = await releasePods();
+    return pods.length === expected && pods.every(isReady) ? true : undefined;
+  });
+}
+
+/** A producer at a fixed rate whose acknowledged values are remembered, with its errors. */
+class SteadyProducer {
+  readonly acknowledged = new Set<string>();
+  errors = 0;
+  maxLatencyMs = 0;
+  private readonly producer: Producer;
+  private running = true;
+  private readonly inFlight = new Set<Promise<void>>();
+  private loop: Promise<void> | undefined;
+  private sequence = 0;
+  private readonly runId = randomBytes(4).toString('hex');
+  readonly errorMessages: string[] = [];
+
+  constructor(
+    private readonly topic: string,
+    private readonly recordsPerSecond: number,
+  ) {
+    this.producer = spool.producer({ acks: 'all', lingerMs: 5 });
+  }
+
+  start(): this {
+    const tickMs = 50;
+    const perTick = Math.max(1, Math.round((this.recordsPerSecond * tickMs) / 1000));
+    this.loop = (async () => {
+      while (this.running) {
+        const messages = Array.from({ length: perTick }, () => ({
+          key: String(this.sequence % 64),
+          value: `${this.runId}-${this.sequence++}`,
+        }));
+        const sentAt = Date.now();
+        const send = this.producer
+          .send({ topic: this.topic, messages })
+          .then(() => {
+            this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - sentAt);
+            for (const message of messages) this.acknowledged.add(message.value);
+          })
+          .catch((error: unknown) => {
+            this.errors++;
+            if (this.errorMessages.length < 5) this.errorMessages.push(String(error));
+          })
+          .finally(() => this.inFlight.delete(send));
+        this.inFlight.add(send);
+        await sleep(tickMs);
+      }
+    })();
+    return this;
+  }
+
+  /** Stops sending, waits for what is in flight, and returns the acknowledged values. */
+  async stop(): Promise<Set<string>> {
+    this.running = false;
+    await this.loop;
+    await Promise.all([...this.inFlight]);
+    await this.producer.disconnect();
+    return this.acknowledged;
+  }
+}
+
+/** Every value in `topic` (all partitions, from the start), counted. */
+async function readTopic(
+  topic: string,
+  expected: number,
+  timeoutMs: number,
+): Promise<Map<string, number>> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  const total = offsets.reduce((sum, partition) => sum + Number(partition.high), 0);
+  const counts = new Map<string, number>();
+  let received = 0;
+  const consumer = spool.consumer({ requestTimeoutMs: 10_000 });
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        received++;
+        const value = message.value === null ? '' : message.value.toString();
+        counts.set(value, (counts.get(value) ?? 0) + 1);
+      },
+    });
+    await waitFor(`${Math.max(total, expected)} records of ${topic}`, timeoutMs, async () =>
+      received >= Math.max(total, expected) ? true : undefined,
+    );
+  } finally {
+    await consumer.disconnect();
+  }
+  return counts;
+}
+
+/** Reads the topic back and counts lost (acknowledged, absent) and duplicated records. */
+async function verify(
+  step: string,
+  topic: string,
+  acknowledged: Set<string>,
+): Promise<{ lost: number; duplicated: number }> {
+  const counts = await readTopic(topic, acknowledged.size, 180_000).catch(async () => {
+    // Fewer records than acknowledged: read what is there, to count the loss.
+    return readTopic(topic, 0, 60_000);
+  });
+  let lost = 0;
+  let duplicated = 0;
+  for (const value of acknowledged) {
+    const count = counts.get(value) ?? 0;
+    if (count === 0) lost++;
+    if (count > 1) duplicated += count - 1;
+  }
+  report.lost += lost;
+  report.duplicated += duplicated;
+  log(step, `${acknowledged.size} acknowledged, ${lost} lost, ${duplicated} duplicated`);
+  return { lost, duplicated };
+}
+
+/** The host pid of a pod's first container, from containerd. */
+async function containerPid(podName: string): Promise<number> {
+  const current = await pod(podName);
+  const id = current?.status.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, '');
+  if (id === undefined) throw new Error(`pod ${podName} has no running container`);
+  const { stdout } = await run('ctr', [
+    '--address',
+    containerdSocket,
+    '--namespace',
+    'k8s.io',
+    'tasks',
+    'ls',
+  ]);
+  const line = stdout.split('\n').find((candidate) => candidate.startsWith(`${id} `));
+  const pid = Number(line?.trim().split(/\s+/)[1]);
+  if (!Number.isInteger(pid) || pid <= 0)
+    throw new Error(`no task for container ${id} of ${podName}`);
+  return pid;
+}
+
+/** Every partition of `topic` has all its replicas in its ISR. */
+async function fullyReplicated(topic: string): Promise<boolean> {
+  const [description] = await admin.describeTopics({ topics: [topic] });
+  return (
+    description !== undefined &&
+    description.partitions.every((partition) => partition.isr.length === partition.replicas.length)
+  );
+}
+
+/** Runs a step; its result goes into the report whatever happens. */
+function step(name: string, body: () => Promise<void>, timeoutMs?: number): void {
+  it(
+    name,
+    async () => {
+      report.steps[name] = false;
+      const started = Date.now();
+      await body();
+      report.steps[name] = true;
+      log(name, `passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    },
+    timeoutMs,
+  );
+}
+
+beforeAll(async () => {
+  if (!existsSync(kubeconfig)) {
+    throw new Error(
+      `no cluster: ${kubeconfig} is missing; run npm run k8s:up and npm run k8s:load-image`,
+    );
+  }
+  helmPath = (
+    await run('bash', [path.join(workspaceRoot, 'test/support/ensure-helm.sh')], 900_000)
+  ).stdout.trim();
+  // A previous run's release and volumes, if it stopped half-way.
+  await helm(['uninstall', release, '--wait', '--ignore-not-found']).catch(() => undefined);
+  await kubectl(['delete', 'pvc', '--all', '--wait=true'], 120_000).catch(() => undefined);
+});
+
+afterAll(async () => {
+  await admin?.disconnect().catch(() => undefined);
+  prometheus?.kill('SIGTERM');
+  rmSync(scratch, { recursive: true, force: true });
+  await helm(['uninstall', release, '--wait', '--ignore-not-found']).catch(() => undefined);
+  await run(
+    path.join(binaries, 'kubectl'),
+    [
+      '--kubeconfig',
+      kubeconfig,
+      'delete',
+      'namespace',
+      namespace,
+      '--ignore-not-found',
+      '--wait=true',
+    ],
+    180_000,
+  ).catch(() => undefined);
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+});
+
+describe.sequential('Spool on Kubernetes', () => {
+  step('install', async () => {
+    const started = Date.now();
+    await helm([
+      'install',
+      release,
+      path.join(workspaceRoot, 'helm/spool'),
+      '--create-namespace',
+      ...installValues.flatMap((value) => ['--set', value]),
+    ]);
+    await waitAllReady(12, podsReadyLimitMs);
+    report.podsReadySeconds = Math.round((Date.now() - started) / 100) / 10;
+    log('install', `12 pods Ready ${report.podsReadySeconds} s after helm install`);
+    const { stdout } = await kubectl([
+      'get',
+      'service',
+      `${release}-gateway`,
+      '-o',
+      'jsonpath={.spec.clusterIP}',
+    ]);
+    gatewayAddress = `${stdout.trim()}:9090`;
+    spool = new Spool({ brokers: [gatewayAddress], clientId: 'k8s-suite' });
+    admin = spool.admin({ requestTimeoutMs: 15_000 });
+    await admin.connect();
+    await helm(['test', release, '--timeout', '3m', '--logs'], 240_000);
+    log('install', `helm test passed; gateway Service at ${gatewayAddress}`);
+  });
+
+  step('bulk-produce-consume', async () => {
+    const cli = await runCli([
+      'topic',
+      'create',
+      bulkTopic,
+      '--partitions',
+      '6',
+      '--replication-factor',
+      '3',
+      '--gateway',
+      gatewayAddress,
+    ]);
+    expect(cli.exitCode, cli.stderr).toBe(0);
+    const producer = spool.producer({ acks: 'all', lingerMs: 10 });
+    const values: string[] = [];
+    const started = Date.now();
+    const batch = 1_000;
+    const sends: Promise<unknown>[] = [];
+    for (let first = 0; first < bulkRecords; first += batch) {
+      const messages = Array.from({ length: batch }, (_, index) => {
+        const value = `bulk-${first + index}`;
+        values.push(value);
+        return { key: String(first + index), value };
+      });
+      sends.push(producer.send({ topic: bulkTopic, messages }));
+      if (sends.length >= 8) await sends.shift();
+    }
+    await Promise.all(sends);
+    await producer.disconnect();
+    const producedSeconds = (Date.now() - started) / 1000;
+    log(
+      'bulk-produce-consume',
+      `${bulkRecords} records acks=all in ${producedSeconds.toFixed(1)} s (${Math.round(bulkRecords / producedSeconds)}/s)`,
+    );
+    const readStarted = Date.now();
+    const { lost, duplicated } = await verify('bulk-produce-consume', bulkTopic, new Set(values));
+    log('bulk-produce-consume', `read back in ${((Date.now() - readStarted) / 1000).toFixed(1)} s`);
+    expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
+    const described = await runCli(['topic', 'describe', bulkTopic, '--gateway', gatewayAddress]);
+    expect(described.exitCode, described.stderr).toBe(0);
+  });
+
+  step('storage-pod-delete', async () => {
+    await admin.createTopics({
+      topics: [{ topic: faultTopic, numPartitions: 6, replicationFactor: 3 }],
+    });
+    const victim = `${release}-storage-1`;
+    const before = await pod(victim);
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await sleep(3_000);
+    const deleted = Date.now();
+    await kubectl(['delete', 'pod', victim, '--wait=false']);
+    await waitFor(`${victim} recreated and Ready`, 240_000, async () => {
+      const current = await pod(victim);
+      return current && current.metadata.uid !== before?.metadata.uid && isReady(current)
+        ? true
+        : undefined;
+    });
+    log(
+      'storage-pod-delete',
+      `${victim} back and Ready ${((Date.now() - deleted) / 1000).toFixed(1)} s after the delete`,
+    );
+    await waitFor('every replica in its ISR', 120_000, async () =>
+      (await fullyReplicated(faultTopic)) ? true : undefined,
+    );
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'storage-pod-delete',
+      `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('storage-pod-delete', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+  });
+
+  step('storage-kill-9', async () => {
+    const victim = `${release}-storage-2`;
+    const restartsBefore = (await pod(victim))?.status.containerStatuses?.[0]?.restartCount ?? 0;
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await sleep(3_000);
+    const pid = await containerPid(victim);
+    const killed = Date.now();
+    process.kill(pid, 'SIGKILL');
+    await waitFor(`${victim} restarted in place and Ready`, 240_000, async () => {
+      const current = await pod(victim);
+      const restarts = current?.status.containerStatuses?.[0]?.restartCount ?? 0;
+      return current && restarts > restartsBefore && isReady(current) ? true : undefined;
+    });
+    log(
+      'storage-kill-9',
+      `pid ${pid} SIGKILLed; container restarted and Ready after ${((Date.now() - killed) / 1000).toFixed(1)} s`,
+    );
+    await waitFor('every replica in its ISR', 120_000, async () =>
+      (await fullyReplicated(faultTopic)) ? true : undefined,
+    );
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'storage-kill-9',
+      `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('storage-kill-9', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+  });
+
+  step('controller-and-etcd-delete', async () => {
+    const activeController = async (): Promise<string | undefined> => {
+      for (const candidate of await releasePods('controller')) {
+        if (!candidate.status.podIP || !isReady(candidate)) continue;
+        const response = await fetch(`http://${candidate.status.podIP}:9193/metrics`).catch(
+          () => undefined,
+        );
+        if (response && /^spool_controller_active 1$/m.test(await response.text()))
+          return candidate.metadata.name;
+      }
+      return undefined;
+    };
+    const active = await waitFor('an active controller', 60_000, activeController);
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await sleep(3_000);
+    const deleted = Date.now();
+    await kubectl(['delete', 'pod', active, `${release}-etcd-0`, '--wait=false']);
+    const successor = await waitFor('another active controller', 120_000, async () => {
+      const now = await activeController();
+      return now !== undefined && now !== active ? now : undefined;
+    });
+    log(
+      'controller-and-etcd-delete',
+      `${active} and ${release}-etcd-0 deleted; ${successor} active after ${((Date.now() - deleted) / 1000).toFixed(1)} s`,
+    );
+    await waitAllReady(12, 240_000);
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'controller-and-etcd-delete',
+      `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('controller-and-etcd-delete', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+  });
+
+  step('rolling-upgrade', async () => {
+    const uidsBefore = new Map(
+      (await releasePods()).map((current) => [current.metadata.name, current.metadata.uid]),
+    );
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await sleep(3_000);
+    const started = Date.now();
+    // logLevel is in every Spool pod's template: each StatefulSet and Deployment rolls.
+    await helm(
+      [
+        'upgrade',
+        release,
+        path.join(workspaceRoot, 'helm/spool'),
+        '--reuse-values',
+        '--set',
+        'logLevel=warn',
+        '--wait',
+        '--timeout',
+        '15m',
+      ],
+      960_000,
+    );
+    await waitAllReady(12, 300_000);
+    const rolled = (await releasePods()).filter(
+      (current) =>
+        current.metadata.labels?.['app.kubernetes.io/component'] !== 'etcd' &&
+        uidsBefore.get(current.metadata.name) !== current.metadata.uid,
+    );
+    log(
+      'rolling-upgrade',
+      `helm upgrade rolled ${rolled.length} Spool pods in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    await sleep(3_000);
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    report.rollMaxProduceLatencyMs = producer.maxLatencyMs;
+    log(
+      'rolling-upgrade',
+      `producer errors ${producer.errors}, max produce latency ${producer.maxLatencyMs} ms (target < ${rollLatencyTargetMs}) ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('rolling-upgrade', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors, rolled: rolled.length }).toEqual({
+      lost: 0,
+      errors: 0,
+      rolled: 9,
+    });
+  });
+
+  step('scale-storage', async () => {
+    await helm(
+      [
+        'upgrade',
+        release,
+        path.join(workspaceRoot, 'helm/spool'),
+        '--reuse-values',
+        '--set',
+        'storageNode.replicas=4',
+        '--wait',
+        '--timeout',
+        '5m',
+      ],
+      360_000,
+    );
+    const brokers = await waitFor('broker 3 registered', 120_000, async () => {
+      const cluster = await admin.describeCluster();
+      return cluster.brokers.some((broker) => broker.nodeId === 3)
+        ? cluster.brokers.length
+        : undefined;
+    });
+    await admin.createTopics({
+      topics: [{ topic: 'e2e-after-scale', numPartitions: 8, replicationFactor: 3 }],
+    });
+    const [description] = await admin.describeTopics({ topics: ['e2e-after-scale'] });
+    const onNewBroker = description!.partitions.filter((partition) =>
+      partition.replicas.includes(3),
+    ).length;
+    log(
+      'scale-storage',
+      `${brokers} brokers; broker 3 holds replicas of ${onNewBroker} of 8 new partitions`,
+    );
+    expect(onNewBroker).toBeGreaterThan(0);
+  });
+
+  step('prometheus', async () => {
+    // A consumer group with committed offsets behind the end, so the lag series exists.
+    const group = spool.consumer({ groupId: 'e2e-lag', requestTimeoutMs: 10_000 });
+    let seen = 0;
+    await group.subscribe({ topic: bulkTopic, fromBeginning: true });
+    await group.run({ eachMessage: async () => void seen++ });
+    await waitFor('the group consuming', 60_000, async () => (seen > 1_000 ? true : undefined));
+    await group.disconnect();
+
+    const port = await reservedLoopbackPort();
+    const configPath = path.join(scratch, 'prometheus.yml');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        global: { scrape_interval: '5s', evaluation_interval: '5s' },
+        rule_files: [path.join(workspaceRoot, 'helm/spool/files/alerts.yaml')],
+        scrape_configs: [
+          {
+            job_name: 'spool-pods',
+            kubernetes_sd_configs: [
+              { role: 'pod', kubeconfig_file: kubeconfig, namespaces: { names: [namespace] } },
+            ],
+            relabel_configs: [
+              {
+                source_labels: ['__meta_kubernetes_pod_annotation_prometheus_io_scrape'],
+                action: 'keep',
+                regex: 'true',
+              },
+              {
+                source_labels: [
+                  '__address__',
+                  '__meta_kubernetes_pod_annotation_prometheus_io_port',
+                ],
+                regex: '([^:]+)(?::\\d+)?;(\\d+)',
+                replacement: '$1:$2',
+                target_label: '__address__',
+              },
+              {
+                source_labels: ['__meta_kubernetes_pod_annotation_prometheus_io_path'],
+                regex: '(.+)',
+                target_label: '__metrics_path__',
+              },
+              { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
+            ],
+          },
+        ],
+      }),
+    );
+    prometheus = spawn(
+      'prometheus',
+      [
+        `--config.file=${configPath}`,
+        `--storage.tsdb.path=${path.join(scratch, 'tsdb')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const api = async <T>(query: string): Promise<T> => {
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/${query}`);
+      return ((await response.json()) as { data: T }).data;
+    };
+    const spoolPods = (await releasePods()).filter(
+      (current) => current.metadata.labels?.['app.kubernetes.io/component'] !== 'etcd',
+    );
+    const up = await waitFor(`all ${spoolPods.length} Spool pods scraped`, 120_000, async () => {
+      const targets = await api<{ activeTargets: { health: string; labels: { pod: string } }[] }>(
+        'targets',
+      );
+      const healthy = targets.activeTargets.filter((target) => target.health === 'up');
+      return healthy.length >= spoolPods.length ? healthy.length : undefined;
+    });
+    for (const series of ['spool_under_replicated_partitions', 'spool_consumer_group_lag']) {
+      await waitFor(`series ${series}`, 60_000, async () =>
+        (await api<unknown[]>(`series?match[]=${series}`)).length > 0 ? true : undefined,
+      );
+    }
+    const rules = await api<{ groups: { rules: unknown[] }[] }>('rules');
+    const ruleCount = rules.groups.reduce((sum, group) => sum + group.rules.length, 0);
+    log(
+      'prometheus',
+      `${up} targets up through kubernetes_sd_configs (${spoolPods.length} Spool pods); lag and under-replication series present; ${ruleCount} alert rules loaded`,
+    );
+    expect(ruleCount).toBeGreaterThan(0);
+  });
+
+  step('uninstall-keeps-volumes', async () => {
+    const claimsBefore = (await kubectl(['get', 'pvc', '-o', 'name'])).stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean);
+    await helm(['uninstall', release, '--wait', '--timeout', '5m']);
+    await waitFor('the release gone', 180_000, async () => {
+      const left = (
+        await kubectl(['get', 'all', '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name'])
+      ).stdout.trim();
+      return left === '' ? true : undefined;
+    });
+    const claimsAfter = (await kubectl(['get', 'pvc', '-o', 'name'])).stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean);
+    log(
+      'uninstall-keeps-volumes',
+      `nothing of the release left but ${claimsAfter.length} PersistentVolumeClaims (${claimsBefore.length} before)`,
+    );
+    expect(claimsAfter.sort()).toEqual(claimsBefore.sort());
+    expect(claimsAfter.length).toBe(4 + 3);
+  });
+});
