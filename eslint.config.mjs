@@ -1,6 +1,6 @@
 // Lint for the whole workspace. The module-boundary rules are the architecture in executable
 // form: apps depend only on libs, the client SDK never reaches into storage or metadata, and the
-// two base libraries (protocol, common) depend on nothing of ours.
+// base libraries (protocol, common) depend on nothing of ours but the error catalog.
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
@@ -28,10 +28,15 @@ export default tseslint.config(
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
             // Shared libs serve every scope; the base ones among them (protocol, common) depend
-            // on nothing of ours, the others only on the base ones.
-            { sourceTag: 'layer:base', onlyDependOnLibsWithTags: [] },
+            // only on the root (errors, the catalog of error codes), which depends on nothing of
+            // ours; the other shared libs depend only on the base ones.
+            { sourceTag: 'layer:base', onlyDependOnLibsWithTags: ['layer:root'] },
+            { sourceTag: 'layer:root', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['layer:base'] },
-            { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:client', 'scope:shared'] },
+            {
+              sourceTag: 'scope:client',
+              onlyDependOnLibsWithTags: ['scope:client', 'scope:shared'],
+            },
             { sourceTag: 'scope:data', onlyDependOnLibsWithTags: ['scope:data', 'scope:shared'] },
             {
               sourceTag: 'scope:control',

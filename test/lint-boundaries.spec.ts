@@ -34,6 +34,16 @@ describe('module boundaries', () => {
       "import { Acks as value } from '@spool/protocol';",
     ],
     [
+      'common to use the error catalog',
+      'libs/common',
+      "import { isRetriable as value } from '@spool/errors';",
+    ],
+    [
+      'protocol to use the error catalog',
+      'libs/protocol',
+      "import { isRetriable as value } from '@spool/errors';",
+    ],
+    [
       'a data app to use a shared lib',
       'apps/storage-node',
       "import { ClusterLink as value } from '@spool/cluster-link';",
@@ -60,6 +70,11 @@ describe('module boundaries', () => {
     ],
     ['common on protocol', 'libs/common', "import { Acks as value } from '@spool/protocol';"],
     ['protocol on common', 'libs/protocol', "import { assert as value } from '@spool/common';"],
+    [
+      'the error catalog on common',
+      'libs/errors',
+      "import { assert as value } from '@spool/common';",
+    ],
     [
       'common on a shared lib',
       'libs/common',

@@ -11,9 +11,8 @@
  * session timeout to reach it before fencing it, except brokers whose record says they were
  * shutting down: those are gone or going, and their id is free for the next process at once.
  */
-import { assert } from '@spool/common';
+import { assert, SpoolError } from '@spool/common';
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
 import { encodeRecord, type BrokerRecord, type EndpointRecord } from './metadata-records';
 import type { IndependentWrite } from './metadata-writer';
 import { removeBroker, type PartitionChange } from './partition-elections';
@@ -61,13 +60,13 @@ export class BrokerLifecycle {
   }): Promise<bigint> {
     const { brokerId } = request;
     if (!Number.isInteger(brokerId) || brokerId < 0) {
-      throw new ControllerError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `broker_id is ${brokerId}; it must be a non-negative integer`,
       );
     }
     if (request.incarnationId === '') {
-      throw new ControllerError('INVALID_REQUEST', 'incarnation_id is empty');
+      throw new SpoolError('INVALID_REQUEST', 'incarnation_id is empty');
     }
     for (const endpoint of request.endpoints) {
       if (
@@ -76,7 +75,7 @@ export class BrokerLifecycle {
         endpoint.port < 1 ||
         endpoint.port > 65535
       ) {
-        throw new ControllerError(
+        throw new SpoolError(
           'INVALID_REQUEST',
           `endpoint "${endpoint.name}" has no valid host and port`,
         );
@@ -93,7 +92,7 @@ export class BrokerLifecycle {
       this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
     ) {
       const silentMs = this.clock() - session.lastHeartbeatMs;
-      throw new ControllerError(
+      throw new SpoolError(
         'DUPLICATE_BROKER_REGISTRATION',
         `broker id ${brokerId} is registered by incarnation ${existing.record.incarnationId}, ` +
           `whose session has not expired (silent for ${silentMs} ms of ` +
@@ -135,7 +134,7 @@ export class BrokerLifecycle {
   checkEpoch(brokerId: number, brokerEpoch: bigint): void {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.brokerEpoch !== brokerEpoch || broker.record.fenced) {
-      throw new ControllerError(
+      throw new SpoolError(
         'STALE_BROKER_EPOCH',
         `broker ${brokerId} with epoch ${brokerEpoch} is not registered as such; register again`,
       );

@@ -1,3 +1,4 @@
+import { SpoolError } from '@spool/common';
 /**
  * The active controller handles every command that writes metadata one at a time, in arrival
  * order, as Kafka's controller does with its event queue: each command reads the current view,
@@ -5,7 +6,6 @@
  * So no two commands race on the same partition, and compare-and-set failures mean only one
  * thing: another controller wrote (this one was deposed).
  */
-import { ControllerError } from './controller-errors';
 
 /** Commands waiting beyond this are refused (retriable): a controller this far behind is sick. */
 export const controllerQueueDepthMax = 1_000;
@@ -23,12 +23,12 @@ export class ControllerEventQueue {
   run<T>(command: () => Promise<T>): Promise<T> {
     if (this.closed) {
       return Promise.reject(
-        new ControllerError('NOT_CONTROLLER', 'this controller is no longer active'),
+        new SpoolError('NOT_CONTROLLER', 'this controller is no longer active'),
       );
     }
     if (this.depth >= controllerQueueDepthMax) {
       return Promise.reject(
-        new ControllerError(
+        new SpoolError(
           'UNAVAILABLE',
           `the controller has ${this.depth} commands waiting; retry later`,
         ),
@@ -37,7 +37,7 @@ export class ControllerEventQueue {
     this.depth++;
     const result = this.tail.then(() => {
       if (this.closed)
-        throw new ControllerError('NOT_CONTROLLER', 'this controller is no longer active');
+        throw new SpoolError('NOT_CONTROLLER', 'this controller is no longer active');
       return command();
     });
     this.tail = result.then(

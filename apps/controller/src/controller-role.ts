@@ -8,11 +8,10 @@
  *   Starting → Standby → Active → Standby → … → Stopped
  */
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@spool/common';
+import { SpoolError, type Logger } from '@spool/common';
 import type { Leadership, MetadataKeys, MetadataStore, Watch } from '@spool/metadata';
 import { ActiveController, type ActiveControllerSettings } from './active-controller';
 import { ClusterState } from './cluster-state';
-import { ControllerError } from './controller-errors';
 import type { ControllerMetrics } from './controller-metrics';
 import { encodeRecord } from './metadata-records';
 import { MetadataWriter } from './metadata-writer';
@@ -78,7 +77,7 @@ export class ControllerRole {
     if (this.active !== undefined && this.roleState === ControllerRoleState.Active)
       return this.active;
     const leader = await this.store.leader(this.keys.controller()).catch(() => undefined);
-    throw new ControllerError(
+    throw new SpoolError(
       'NOT_CONTROLLER',
       leader === undefined
         ? 'this controller is a standby and no controller is active yet; retry shortly'

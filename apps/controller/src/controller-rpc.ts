@@ -4,6 +4,7 @@
  * answers per topic with Kafka's error names where Kafka answers per topic.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
+import { SpoolError } from '@spool/common';
 import type {
   AllocateProducerIdsRequest,
   AllocateProducerIdsResponse,
@@ -38,7 +39,6 @@ import type {
   WatchMetadataRequest,
   WatchMetadataResponse,
 } from '@spool/protocol';
-import { ControllerError } from './controller-errors';
 import type { ActiveController } from './active-controller';
 import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
@@ -62,7 +62,7 @@ import {
  */
 export const alterPartitionMaxPartitions = 2_000;
 
-function protoError(error: ControllerError | undefined): ProtoError | undefined {
+function protoError(error: SpoolError | undefined): ProtoError | undefined {
   return error === undefined
     ? undefined
     : { code: error.code, message: error.message, retriable: error.retriable };
@@ -78,7 +78,7 @@ function topicResults(outcomes: readonly TopicOutcome[]) {
 
 function requireInt32(value: number, field: string, min: number): void {
   if (!Number.isInteger(value) || value < min) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_REQUEST',
       `${field} is ${value}; it must be an integer of at least ${min}`,
     );
@@ -121,7 +121,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
         fenced,
         error: fenced
           ? protoError(
-              new ControllerError(
+              new SpoolError(
                 'STALE_BROKER_EPOCH',
                 `broker ${request.brokerId} epoch ${request.brokerEpoch} is fenced or stale; register again`,
               ),
@@ -184,10 +184,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
           return topic === undefined
             ? {
                 error: protoError(
-                  new ControllerError(
-                    'UNKNOWN_TOPIC_OR_PARTITION',
-                    `topic "${name}" does not exist`,
-                  ),
+                  new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`),
                 ),
                 topic: { name, topicId: '', partitions: [], configs: [], internal: false },
               }
@@ -219,10 +216,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
             ? {
                 topic: name,
                 error: protoError(
-                  new ControllerError(
-                    'UNKNOWN_TOPIC_OR_PARTITION',
-                    `topic "${name}" does not exist`,
-                  ),
+                  new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`),
                 ),
                 configs: [],
               }
@@ -264,7 +258,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
         }
       }
       if (partitions.length > alterPartitionMaxPartitions) {
-        throw new ControllerError(
+        throw new SpoolError(
           'INVALID_REQUEST',
           `AlterPartition names ${partitions.length} partitions; at most ${alterPartitionMaxPartitions} per request`,
         );
@@ -281,7 +275,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
         );
       } catch (error) {
         if (
-          !(error instanceof ControllerError) ||
+          !(error instanceof SpoolError) ||
           error.code === 'NOT_CONTROLLER' ||
           error.code === 'UNAVAILABLE'
         ) {

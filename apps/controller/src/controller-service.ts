@@ -1,9 +1,8 @@
-import { startService, type RunningService, type SettingsSchema } from '@spool/common';
+import { startService, SpoolError, type RunningService, type SettingsSchema } from '@spool/common';
 import { createMetadataStore, MetadataKeys } from '@spool/metadata';
 import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
 import { ControllerMetrics } from './controller-metrics';
 import { ControllerRole } from './controller-role';
-import { ControllerError } from './controller-errors';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
 import { MetadataPublisher } from './metadata-publisher';
 
@@ -151,9 +150,7 @@ export function startController(
       const access: ControllerAccess = {
         requireActive: () =>
           role === undefined
-            ? Promise.reject(
-                new ControllerError('NOT_CONTROLLER', 'this controller is still starting'),
-              )
+            ? Promise.reject(new SpoolError('NOT_CONTROLLER', 'this controller is still starting'))
             : role.requireActive(),
         activeAddress: async () => (role === undefined ? '' : role.activeAddress()),
       };

@@ -10,8 +10,8 @@
  * coordinator one full session timeout to reach it.
  */
 import type { Operation } from '@spool/metadata';
+import { SpoolError } from '@spool/common';
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
 import { reassignShards, type ShardOwnership } from './coordinator-shard-assignment';
 import { offsetsTopicName } from './offsets-topic';
 import { encodeRecord, type CoordinatorRecord, type EndpointRecord } from './metadata-records';
@@ -205,16 +205,16 @@ export class CoordinatorLifecycle {
 
 function validate(input: CoordinatorHeartbeatInput): void {
   if (!coordinatorIdPattern.test(input.coordinatorId)) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_REQUEST',
       `coordinator_id "${input.coordinatorId}" must be 1-128 characters of [a-zA-Z0-9._:-]`,
     );
   }
   if (input.incarnationId === '')
-    throw new ControllerError('INVALID_REQUEST', 'incarnation_id is empty');
+    throw new SpoolError('INVALID_REQUEST', 'incarnation_id is empty');
   if (input.shuttingDown) return;
   if (!input.endpoints.some((endpoint) => endpoint.name === 'grpc')) {
-    throw new ControllerError('INVALID_REQUEST', 'endpoints has no "grpc" endpoint');
+    throw new SpoolError('INVALID_REQUEST', 'endpoints has no "grpc" endpoint');
   }
   for (const endpoint of input.endpoints) {
     if (
@@ -223,7 +223,7 @@ function validate(input: CoordinatorHeartbeatInput): void {
       endpoint.port < 1 ||
       endpoint.port > 65535
     ) {
-      throw new ControllerError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `endpoint "${endpoint.name}" has no valid host and port`,
       );

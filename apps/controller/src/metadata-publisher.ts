@@ -25,7 +25,7 @@
  * When the controller stops being active every stream ends with NOT_CONTROLLER.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import type { Logger } from '@spool/common';
+import { SpoolError, type Logger } from '@spool/common';
 import type {
   PartitionMetadata,
   TopicMetadata,
@@ -33,7 +33,6 @@ import type {
   WatchMetadataResponse,
 } from '@spool/protocol';
 import type { ClusterState, MetadataDelta, TopicState } from './cluster-state';
-import { ControllerError } from './controller-errors';
 import {
   brokerMetadataOf,
   coordinatorMetadataOf,
@@ -117,7 +116,7 @@ export class MetadataPublisher {
         if (call.writableLength > pendingBytesMax) {
           this.logger.warn({ peer: call.getPeer() }, 'metadata watcher too slow; cutting it off');
           finish(
-            new ControllerError('UNAVAILABLE', 'metadata watcher fell too far behind; watch again'),
+            new SpoolError('UNAVAILABLE', 'metadata watcher fell too far behind; watch again'),
           );
           return;
         }
@@ -146,9 +145,7 @@ export class MetadataPublisher {
   /** Ends every stream: this controller is no longer the one to follow. */
   endAll(): void {
     for (const end of [...this.watchers]) {
-      end(
-        new ControllerError('NOT_CONTROLLER', 'this controller stepped down; watch the active one'),
-      );
+      end(new SpoolError('NOT_CONTROLLER', 'this controller stepped down; watch the active one'));
     }
   }
 

@@ -11,10 +11,9 @@
  * bytes, each guarded like every other write: `commitIndependent` for changes whose parts stand
  * alone (leader elections), topic-changes.ts for changes readers must see whole.
  */
-import type { Logger } from '@spool/common';
+import { SpoolError, type Logger } from '@spool/common';
 import type { Compare, Leadership, MetadataKeys, MetadataStore, Operation } from '@spool/metadata';
 import type { ClusterState } from './cluster-state';
-import { ControllerError } from './controller-errors';
 
 /**
  * Operations in one transaction of a split change: under the stores' 128, leaving room for the
@@ -63,7 +62,7 @@ export class MetadataWriter {
         success: operations,
       });
     } catch (error) {
-      throw new ControllerError(
+      throw new SpoolError(
         'UNAVAILABLE',
         `the metadata store refused the write: ${(error as Error).message}`,
         {
@@ -77,12 +76,12 @@ export class MetadataWriter {
         .catch(() => undefined);
       if (guard === undefined || guard.createRevision !== this.leadership.fencingToken) {
         this.onDeposed();
-        throw new ControllerError(
+        throw new SpoolError(
           'NOT_CONTROLLER',
           'this controller lost its leadership; retry with the new one',
         );
       }
-      throw new ControllerError(
+      throw new SpoolError(
         'INVALID_UPDATE_VERSION',
         'the metadata changed during the update; retry',
       );

@@ -7,7 +7,7 @@
  * age (retention.ms -1) because a group's last commit may be old and still needed.
  */
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
+import { SpoolError } from '@spool/common';
 import type { TopicState } from './cluster-state';
 import { resolvePendingTopicChanges } from './topic-changes';
 import { writeNewTopic } from './topic-commands';
@@ -22,7 +22,7 @@ export async function ensureOffsetsTopic(context: ControllerContext): Promise<To
   if (existing !== undefined) return existing;
   const liveBrokers = context.liveBrokerIds().size;
   if (liveBrokers === 0) {
-    throw new ControllerError(
+    throw new SpoolError(
       'UNAVAILABLE',
       `no live storage node to place ${offsetsTopicName} on yet; retry once brokers registered`,
     );
@@ -41,7 +41,7 @@ export async function ensureOffsetsTopic(context: ControllerContext): Promise<To
   );
   const created = context.state.topics.get(offsetsTopicName);
   if (created === undefined) {
-    throw new ControllerError('UNAVAILABLE', `${offsetsTopicName} was written but is not visible`);
+    throw new SpoolError('UNAVAILABLE', `${offsetsTopicName} was written but is not visible`);
   }
   return created;
 }

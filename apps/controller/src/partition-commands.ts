@@ -5,9 +5,9 @@
  * leader when it is back in the ISR.
  */
 import type { BrokerLifecycle } from './broker-lifecycle';
+import { SpoolError } from '@spool/common';
 import type { PartitionState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
 import { encodeRecord, type PartitionRecord } from './metadata-records';
 import { chunkOperationsMax, type IndependentWrite, splitIntoChunks } from './metadata-writer';
 import { electOffline, electPreferred, type PartitionChange } from './partition-elections';
@@ -38,7 +38,7 @@ export type AlterPartitionResult =
   | {
       readonly item: AlterPartitionItem;
       readonly partition: PartitionState | undefined;
-      readonly error: ControllerError;
+      readonly error: SpoolError;
     };
 
 /**
@@ -68,7 +68,7 @@ export async function alterPartitions(
     const current = context.state.topics.get(item.topic)?.partitions.get(item.partition);
     try {
       if (seen.has(name)) {
-        throw new ControllerError('INVALID_REQUEST', `partition ${name} is named twice`);
+        throw new SpoolError('INVALID_REQUEST', `partition ${name} is named twice`);
       }
       seen.add(name);
       const next = checkedChange(current, input.brokerId, item, live);
@@ -82,7 +82,7 @@ export async function alterPartitions(
         },
       });
     } catch (error) {
-      if (!(error instanceof ControllerError)) throw error;
+      if (!(error instanceof SpoolError)) throw error;
       results.push({ item, partition: current, error });
     }
   }
@@ -99,8 +99,7 @@ export async function alterPartitions(
     } catch (error) {
       // Losing the leadership (or the store) ends the request; a partition changed meanwhile
       // refuses this chunk only.
-      if (!(error instanceof ControllerError) || error.code !== 'INVALID_UPDATE_VERSION')
-        throw error;
+      if (!(error instanceof SpoolError) || error.code !== 'INVALID_UPDATE_VERSION') throw error;
       for (const { item } of chunk) {
         results.push({ item, partition: partitionState(context, item), error });
       }
@@ -142,35 +141,35 @@ function checkedChange(
 ): PartitionRecord {
   const name = `${item.topic}-${item.partition}`;
   if (current === undefined) {
-    throw new ControllerError('UNKNOWN_TOPIC_OR_PARTITION', `partition ${name} does not exist`);
+    throw new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `partition ${name} does not exist`);
   }
   const record = current.record;
   if (record.leader !== brokerId) {
-    throw new ControllerError(
+    throw new SpoolError(
       'NOT_LEADER_OR_FOLLOWER',
       `broker ${brokerId} does not lead ${name}; broker ${record.leader} does`,
     );
   }
   if (item.leaderEpoch !== record.leaderEpoch) {
-    throw new ControllerError(
+    throw new SpoolError(
       'FENCED_LEADER_EPOCH',
       `leader epoch ${item.leaderEpoch} of ${name} is stale; it is ${record.leaderEpoch}`,
     );
   }
   if (item.partitionEpoch !== record.partitionEpoch) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_UPDATE_VERSION',
       `partition epoch ${item.partitionEpoch} of ${name} is stale; it is ${record.partitionEpoch}`,
     );
   }
   const newIsr = [...new Set(item.newIsr)];
   if (!newIsr.includes(record.leader)) {
-    throw new ControllerError('INELIGIBLE_REPLICA', `new_isr of ${name} must include its leader`);
+    throw new SpoolError('INELIGIBLE_REPLICA', `new_isr of ${name} must include its leader`);
   }
   for (const replica of newIsr) {
     const joining = !record.isr.includes(replica);
     if (!record.replicas.includes(replica) || (joining && !live.has(replica))) {
-      throw new ControllerError(
+      throw new SpoolError(
         'INELIGIBLE_REPLICA',
         `broker ${replica} cannot join the ISR of ${name}: ` +
           (record.replicas.includes(replica) ? 'it is not live' : 'it is not a replica'),

@@ -7,7 +7,7 @@
  * not two concurrent calls, not a deposed controller, not a controller that restarted.
  */
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
+import { SpoolError } from '@spool/common';
 import { encodeRecord } from './metadata-records';
 
 /** Ids per block: Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE. */
@@ -27,13 +27,13 @@ export async function allocateProducerIdBlock(
   coordinatorId: string,
 ): Promise<ProducerIdBlock> {
   if (coordinatorId === '') {
-    throw new ControllerError('INVALID_REQUEST', 'coordinator_id must name the coordinator');
+    throw new SpoolError('INVALID_REQUEST', 'coordinator_id must name the coordinator');
   }
   const current = context.state.producerIds;
   const firstProducerId = current?.nextProducerId ?? 0n;
   const nextProducerId = firstProducerId + BigInt(producerIdBlockSize);
   if (nextProducerId - 1n > producerIdMax) {
-    throw new ControllerError(
+    throw new SpoolError(
       'UNKNOWN_SERVER_ERROR',
       `every producer id up to ${producerIdMax} has been handed out`,
     );

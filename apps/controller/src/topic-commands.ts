@@ -7,8 +7,8 @@
  * on half of one.
  */
 import { randomUUID } from 'node:crypto';
+import { SpoolError } from '@spool/common';
 import type { ControllerContext } from './controller-context';
-import { ControllerError } from './controller-errors';
 import { encodeRecord, type TopicRecord } from './metadata-records';
 import { assignReplicas } from './replica-placement';
 import {
@@ -27,7 +27,7 @@ import {
 
 export interface TopicOutcome {
   readonly name: string;
-  readonly error?: ControllerError;
+  readonly error?: SpoolError;
   readonly topicId?: string;
 }
 
@@ -48,7 +48,7 @@ function outcomeOf(name: string, run: () => Promise<string | undefined>): Promis
     (topicId) => (topicId === undefined ? { name } : { name, topicId }),
     (error: unknown) => {
       if (
-        error instanceof ControllerError &&
+        error instanceof SpoolError &&
         error.code !== 'NOT_CONTROLLER' &&
         error.code !== 'UNAVAILABLE'
       ) {
@@ -85,7 +85,7 @@ export async function createTopics(
     outcomes.push(
       await outcomeOf(topic.name, async () => {
         if (repeated.has(topic.name)) {
-          throw new ControllerError(
+          throw new SpoolError(
             'INVALID_REQUEST',
             `topic "${topic.name}" appears more than once in the request`,
           );
@@ -104,7 +104,7 @@ export async function createTopics(
         validateReplicationFactor(replicationFactor, brokers.length);
         const configs = validateTopicConfigs(topic.configs);
         if (context.state.topics.has(topic.name)) {
-          throw new ControllerError('TOPIC_ALREADY_EXISTS', `topic "${topic.name}" already exists`);
+          throw new SpoolError('TOPIC_ALREADY_EXISTS', `topic "${topic.name}" already exists`);
         }
         if (validateOnly) return undefined;
         return writeNewTopic(
@@ -135,8 +135,8 @@ export async function writeNewTopic(
   try {
     await writeTopicCreation(context, record, assignment);
   } catch (error) {
-    if (error instanceof ControllerError && error.code === 'INVALID_UPDATE_VERSION') {
-      throw new ControllerError('TOPIC_ALREADY_EXISTS', `topic "${name}" already exists`);
+    if (error instanceof SpoolError && error.code === 'INVALID_UPDATE_VERSION') {
+      throw new SpoolError('TOPIC_ALREADY_EXISTS', `topic "${name}" already exists`);
     }
     throw error;
   }
@@ -155,10 +155,10 @@ export async function deleteTopics(
       await outcomeOf(name, async () => {
         const topic = context.state.topics.get(name);
         if (topic === undefined) {
-          throw new ControllerError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`);
+          throw new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`);
         }
         if (topic.record.internal || internalTopics.has(name)) {
-          throw new ControllerError(
+          throw new SpoolError(
             'INVALID_TOPIC_EXCEPTION',
             `topic "${name}" is internal and cannot be deleted`,
           );
@@ -184,7 +184,7 @@ export async function createPartitions(
       await outcomeOf(request.name, async () => {
         const topic = context.state.topics.get(request.name);
         if (topic === undefined) {
-          throw new ControllerError(
+          throw new SpoolError(
             'UNKNOWN_TOPIC_OR_PARTITION',
             `topic "${request.name}" does not exist`,
           );
@@ -195,7 +195,7 @@ export async function createPartitions(
           request.count <= current ||
           request.count > partitionCountMax
         ) {
-          throw new ControllerError(
+          throw new SpoolError(
             'INVALID_PARTITIONS',
             `count is ${request.count}; topic "${request.name}" has ${current} partitions and can only grow, ` +
               `to at most ${partitionCountMax}`,
@@ -237,7 +237,7 @@ export async function alterConfigs(
       await outcomeOf(request.topic, async () => {
         const topic = context.state.topics.get(request.topic);
         if (topic === undefined) {
-          throw new ControllerError(
+          throw new SpoolError(
             'UNKNOWN_TOPIC_OR_PARTITION',
             `topic "${request.topic}" does not exist`,
           );

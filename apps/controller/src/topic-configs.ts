@@ -1,4 +1,4 @@
-import { ControllerError } from './controller-errors';
+import { SpoolError } from '@spool/common';
 
 /**
  * The topic configs Spool knows, with Kafka's names, defaults and validation. Anything else is
@@ -40,10 +40,10 @@ export const topicConfigDefinitions: Readonly<Record<string, TopicConfigDefiniti
 export function validateTopicConfig(name: string, value: string): string {
   const definition = topicConfigDefinitions[name];
   if (definition === undefined) {
-    throw new ControllerError('INVALID_CONFIG', `unknown topic config "${name}"`);
+    throw new SpoolError('INVALID_CONFIG', `unknown topic config "${name}"`);
   }
   const bad = (allowed: string): never => {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_CONFIG',
       `invalid value "${value}" for topic config ${name}: ${allowed}`,
     );
@@ -86,7 +86,7 @@ export function validateTopicConfigs(
   const configs: Record<string, string> = {};
   for (const entry of entries) {
     if (entry.name in configs) {
-      throw new ControllerError('INVALID_CONFIG', `topic config ${entry.name} is given twice`);
+      throw new SpoolError('INVALID_CONFIG', `topic config ${entry.name} is given twice`);
     }
     configs[entry.name] = validateTopicConfig(entry.name, entry.value);
   }

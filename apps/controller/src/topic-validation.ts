@@ -1,4 +1,4 @@
-import { ControllerError } from './controller-errors';
+import { SpoolError } from '@spool/common';
 
 /**
  * Kafka's rules for topic creation, with Kafka's error names: a name of `[a-zA-Z0-9._-]`, at most
@@ -11,24 +11,24 @@ export const partitionCountMax = 10_000;
 const legalTopicName = /^[a-zA-Z0-9._-]+$/;
 
 export function validateTopicName(name: string): void {
-  if (name === '') throw new ControllerError('INVALID_TOPIC_EXCEPTION', 'topic name is empty');
+  if (name === '') throw new SpoolError('INVALID_TOPIC_EXCEPTION', 'topic name is empty');
   if (name === '.' || name === '..') {
-    throw new ControllerError('INVALID_TOPIC_EXCEPTION', `topic name cannot be "${name}"`);
+    throw new SpoolError('INVALID_TOPIC_EXCEPTION', `topic name cannot be "${name}"`);
   }
   if (name.length > topicNameLengthMax) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_TOPIC_EXCEPTION',
       `topic name is ${name.length} characters long; the most allowed is ${topicNameLengthMax}`,
     );
   }
   if (name.startsWith('__')) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_TOPIC_EXCEPTION',
       `topic name "${name}" is reserved: names starting with "__" are internal topics`,
     );
   }
   if (!legalTopicName.test(name)) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_TOPIC_EXCEPTION',
       `topic name "${name}" is illegal: it may contain only ASCII letters, digits, '.', '_' and '-'`,
     );
@@ -42,7 +42,7 @@ export function metricNameOf(topic: string): string {
 
 export function validatePartitionCount(count: number, field = 'num_partitions'): void {
   if (!Number.isInteger(count) || count < 1 || count > partitionCountMax) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_PARTITIONS',
       `${field} is ${count}; a topic needs from 1 to ${partitionCountMax} partitions`,
     );
@@ -51,13 +51,13 @@ export function validatePartitionCount(count: number, field = 'num_partitions'):
 
 export function validateReplicationFactor(factor: number, liveBrokers: number): void {
   if (!Number.isInteger(factor) || factor < 1) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_REPLICATION_FACTOR',
       `replication_factor is ${factor}; it must be at least 1`,
     );
   }
   if (factor > liveBrokers) {
-    throw new ControllerError(
+    throw new SpoolError(
       'INVALID_REPLICATION_FACTOR',
       `replication_factor ${factor} is larger than the ${liveBrokers} live broker(s)`,
     );

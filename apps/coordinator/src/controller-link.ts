@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClusterLink } from '@spool/cluster-link';
-import { callOnce, type LeaderChannel, type Logger } from '@spool/common';
+import { callOnce, SpoolError, type LeaderChannel, type Logger } from '@spool/common';
 import type {
   ClusterMetadataCache,
   ControllerServiceClient,
@@ -20,7 +20,6 @@ import type {
   Endpoint,
   TopicMetadata,
 } from '@spool/protocol';
-import { CoordinatorError } from './coordinator-errors';
 import { controllerProducerIdBlocks } from './controller-producer-id-blocks';
 import type { ProducerIdBlock } from './producer-id-manager';
 
@@ -104,7 +103,7 @@ export class ControllerLink {
       );
       if (this.stopped) return;
       if (response.error !== undefined)
-        throw new CoordinatorError('COORDINATOR_NOT_AVAILABLE', response.error.message);
+        throw new SpoolError('COORDINATOR_NOT_AVAILABLE', response.error.message);
       this.lastHeartbeatOkMs = Date.now();
       if (response.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = response.heartbeatIntervalMs;
       this.options.onShards(response.shards);
@@ -129,7 +128,7 @@ export class ControllerLink {
       callOnce(client, client.ensureOffsetsTopic, {}, { deadlineMs: controllerCallDeadlineMs }),
     );
     if (response.error !== undefined || response.topic === undefined) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'COORDINATOR_NOT_AVAILABLE',
         `the controller could not create __consumer_offsets: ${response.error?.message ?? 'no topic'}`,
       );

@@ -3,9 +3,8 @@
  * controller, found and followed through a LeaderChannel (NOT_CONTROLLER answers name the
  * active one), so a controller failover costs a redirect, not an error.
  */
-import { callOnce, type LeaderChannel } from '@spool/common';
+import { callOnce, SpoolError, type LeaderChannel } from '@spool/common';
 import type { ControllerServiceClient } from '@spool/protocol';
-import { CoordinatorError } from './coordinator-errors';
 import type { ProducerIdBlock } from './producer-id-manager';
 
 /** One block request gets this long per attempt. */
@@ -28,7 +27,7 @@ export function controllerProducerIdBlocks(
       ),
     );
     if (response.error !== undefined) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'COORDINATOR_NOT_AVAILABLE',
         `the controller could not allocate producer ids: ${response.error.message}`,
       );

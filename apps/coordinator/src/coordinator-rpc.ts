@@ -24,7 +24,7 @@ import type {
   ResetOffsetsRequest,
   ResetOffsetsResponse,
 } from '@spool/protocol';
-import { CoordinatorError, protoErrorOf } from './coordinator-errors';
+import { SpoolError, wireErrorOf } from '@spool/common';
 import type { GroupCoordinator } from './group-coordinator';
 import { resetOffsets } from './offset-resets';
 import type { PartitionLeaders } from './partition-leaders';
@@ -43,7 +43,7 @@ export function coordinatorHandlers(runtimeOf: () => CoordinatorRuntime | undefi
   const runtime = (): CoordinatorRuntime => {
     const started = runtimeOf();
     if (started === undefined)
-      throw new CoordinatorError('COORDINATOR_NOT_AVAILABLE', 'this coordinator is starting');
+      throw new SpoolError('COORDINATOR_NOT_AVAILABLE', 'this coordinator is starting');
     return started;
   };
   return {
@@ -75,7 +75,7 @@ export function coordinatorHandlers(runtimeOf: () => CoordinatorRuntime | undefi
       try {
         return await runtime().producerIds.initProducerId(request);
       } catch (error) {
-        return { error: protoErrorOf(error), producerId: -1n, producerEpoch: -1 };
+        return { error: wireErrorOf(error), producerId: -1n, producerEpoch: -1 };
       }
     },
   };

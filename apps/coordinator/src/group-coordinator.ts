@@ -5,8 +5,7 @@
  * COORDINATOR_LOAD_IN_PROGRESS (both retriable: the client finds the coordinator again). A change
  * is written to __consumer_offsets (acks=all) before the call answers.
  */
-import type { SpoolError } from '@spool/common';
-import { type Logger } from '@spool/common';
+import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import {
   groupPartition,
   type CommittedOffset as CommittedOffsetMessage,
@@ -27,7 +26,6 @@ import {
   type ProtoError,
 } from '@spool/protocol';
 import type { ControllerLink } from './controller-link';
-import { CoordinatorError, protoErrorOf } from './coordinator-errors';
 import type { CoordinatorMetrics } from './coordinator-metrics';
 import type { ConsumerGroup } from './groups';
 import type { OffsetsEntry } from './offsets-records';
@@ -52,9 +50,9 @@ export interface GroupCoordinatorOptions {
 }
 
 export function validateGroupId(groupId: string): void {
-  if (groupId === '') throw new CoordinatorError('INVALID_REQUEST', 'group_id is empty');
+  if (groupId === '') throw new SpoolError('INVALID_REQUEST', 'group_id is empty');
   if (groupId.length > groupIdLengthMax) {
-    throw new CoordinatorError(
+    throw new SpoolError(
       'INVALID_REQUEST',
       `group_id is ${groupId.length} characters long; the most allowed is ${groupIdLengthMax}`,
     );
@@ -94,7 +92,7 @@ export class GroupCoordinator {
       return response;
     } catch (error) {
       return {
-        error: protoErrorOf(error),
+        error: wireErrorOf(error),
         memberId: request.memberId,
         memberEpoch: request.memberEpoch,
         heartbeatIntervalMs: 0,
@@ -118,7 +116,7 @@ export class GroupCoordinator {
       const group = shard.groups.get(request.groupId);
       if (group !== undefined) group.validateOffsetCommit(request.memberId, request.memberEpoch);
       else if (request.memberId !== '' || request.memberEpoch !== -1) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'UNKNOWN_MEMBER_ID',
           `group "${request.groupId}" has no member "${request.memberId}"; a commit outside a ` +
             'group needs an empty member_id and member_epoch -1',
@@ -149,11 +147,11 @@ export class GroupCoordinator {
         this.options.metrics.offsetCommits.inc({ group: request.groupId }, entries.length);
       return {
         results: request.offsets.map((offset, index) =>
-          resultOf(offset, errors[index] === undefined ? undefined : protoErrorOf(errors[index])),
+          resultOf(offset, errors[index] === undefined ? undefined : wireErrorOf(errors[index])),
         ),
       };
     } catch (error) {
-      const coded = protoErrorOf(error);
+      const coded = wireErrorOf(error);
       return { results: request.offsets.map((offset) => resultOf(offset, coded)) };
     }
   }
@@ -165,20 +163,20 @@ export class GroupCoordinator {
   ): SpoolError | undefined {
     const partitions = this.metadata.topics.get(offset.topic)?.partitions.length;
     if (partitions === undefined || offset.partition < 0 || offset.partition >= partitions) {
-      return new CoordinatorError(
+      return new SpoolError(
         'UNKNOWN_TOPIC_OR_PARTITION',
         `offsets[${index}]: ${offset.topic}-${offset.partition} does not exist`,
       );
     }
     if (offset.offset < 0n) {
-      return new CoordinatorError(
+      return new SpoolError(
         'INVALID_REQUEST',
         `offsets[${index}].offset is ${offset.offset}; a committed offset is at least 0`,
       );
     }
     const metadataBytes = Buffer.byteLength(offset.metadata, 'utf8');
     if (metadataBytes > offsetMetadataBytesMax) {
-      return new CoordinatorError(
+      return new SpoolError(
         'OFFSET_METADATA_TOO_LARGE',
         `offsets[${index}].metadata is ${metadataBytes} bytes; the most allowed is ${offsetMetadataBytesMax}`,
       );
@@ -210,7 +208,7 @@ export class GroupCoordinator {
         }),
       };
     } catch (error) {
-      return { error: protoErrorOf(error), offsets: [] };
+      return { error: wireErrorOf(error), offsets: [] };
     }
   }
 
@@ -237,10 +235,7 @@ export class GroupCoordinator {
       const group = shard.groups.get(request.groupId);
       const committed = shard.committedOffsets(request.groupId);
       if (group === undefined && committed.length === 0) {
-        throw new CoordinatorError(
-          'GROUP_ID_NOT_FOUND',
-          `group "${request.groupId}" does not exist`,
-        );
+        throw new SpoolError('GROUP_ID_NOT_FOUND', `group "${request.groupId}" does not exist`);
       }
       const members = group?.describeMembers() ?? [];
       const partitions = new Map<string, { topic: string; partition: number; offset: bigint }>();
@@ -266,7 +261,7 @@ export class GroupCoordinator {
         partitions: lags,
       };
     } catch (error) {
-      return { ...base, error: protoErrorOf(error) };
+      return { ...base, error: wireErrorOf(error) };
     }
   }
 
@@ -312,13 +307,10 @@ export class GroupCoordinator {
       const group = shard.groups.get(request.groupId);
       const committed = shard.committedOffsets(request.groupId);
       if (group === undefined && committed.length === 0) {
-        throw new CoordinatorError(
-          'GROUP_ID_NOT_FOUND',
-          `group "${request.groupId}" does not exist`,
-        );
+        throw new SpoolError('GROUP_ID_NOT_FOUND', `group "${request.groupId}" does not exist`);
       }
       if (group !== undefined && !group.isEmpty()) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'NON_EMPTY_GROUP',
           `group "${request.groupId}" still has members; stop them before deleting it`,
         );
@@ -338,7 +330,7 @@ export class GroupCoordinator {
       this.options.logger.info({ groupId: request.groupId }, 'group deleted');
       return { error: undefined };
     } catch (error) {
-      return { error: protoErrorOf(error) };
+      return { error: wireErrorOf(error) };
     }
   }
 
@@ -357,14 +349,14 @@ export class GroupCoordinator {
               .get(owner.coordinatorId)
               ?.endpoints.find((candidate) => candidate.name === 'grpc');
       if (endpoint === undefined) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `no live coordinator owns the shard of group "${request.groupId}" yet`,
         );
       }
       return { error: undefined, coordinator: { ...endpoint } };
     } catch (error) {
-      return { error: protoErrorOf(error), coordinator: undefined };
+      return { error: wireErrorOf(error), coordinator: undefined };
     }
   }
 }

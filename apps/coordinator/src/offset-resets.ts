@@ -10,7 +10,7 @@ import {
   type ResetOffsetsRequest,
   type ResetOffsetsResponse,
 } from '@spool/protocol';
-import { CoordinatorError, protoErrorOf } from './coordinator-errors';
+import { SpoolError, wireErrorOf } from '@spool/common';
 import type { ClusterMetadataCache } from '@spool/protocol';
 import type { GroupCoordinator } from './group-coordinator';
 import type { OffsetsEntry } from './offsets-records';
@@ -37,20 +37,17 @@ export async function resetOffsets(
     const shard = dependencies.groups.shardOf(request.groupId);
     const strategy = request.strategy as Strategy;
     if (!strategies.includes(strategy)) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `strategy is "${request.strategy}"; expected one of ${strategies.join(', ')}`,
       );
     }
     if (strategy === 'offset' && request.offset < 0n) {
-      throw new CoordinatorError(
-        'INVALID_REQUEST',
-        `offset is ${request.offset}; it must be at least 0`,
-      );
+      throw new SpoolError('INVALID_REQUEST', `offset is ${request.offset}; it must be at least 0`);
     }
     const group = shard.groups.get(request.groupId);
     if (group !== undefined && !group.isEmpty()) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'NON_EMPTY_GROUP',
         `group "${request.groupId}" has members; offsets can be reset only while it is empty`,
       );
@@ -63,7 +60,7 @@ export async function resetOffsets(
             partition,
           }));
     if (partitions.length === 0) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `partitions is empty and group "${request.groupId}" has no committed offsets to reset`,
       );
@@ -78,7 +75,7 @@ export async function resetOffsets(
             error: undefined,
           };
         } catch (error) {
-          return { ...partition, offset: -1n, error: protoErrorOf(error) };
+          return { ...partition, offset: -1n, error: wireErrorOf(error) };
         }
       }),
     );
@@ -112,7 +109,7 @@ export async function resetOffsets(
       })),
     };
   } catch (error) {
-    return { error: protoErrorOf(error), offsets: [] };
+    return { error: wireErrorOf(error), offsets: [] };
   }
 }
 
@@ -125,10 +122,7 @@ async function targetOffset(
 ): Promise<bigint> {
   const partitions = metadata.topics.get(topic)?.partitions.length;
   if (partitions === undefined || partition < 0 || partition >= partitions) {
-    throw new CoordinatorError(
-      'UNKNOWN_TOPIC_OR_PARTITION',
-      `${topic}-${partition} does not exist`,
-    );
+    throw new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `${topic}-${partition} does not exist`);
   }
   const lookup = async (spec: OffsetSpec, timestampMs = 0n): Promise<bigint> =>
     (await leaders.listOffset(topic, partition, spec, deadlineMs, timestampMs)).offset;

@@ -14,7 +14,7 @@ import {
   decodeRecordBatches,
   encodeRecordBatch,
 } from '@spool/protocol';
-import { CoordinatorError } from './coordinator-errors';
+import { SpoolError } from '@spool/common';
 import type { GroupRecord } from './groups';
 
 export interface CommittedOffsetValue {
@@ -134,7 +134,7 @@ export function decodeOffsetsBatches(
       try {
         entries.push(decodeOne(record.key, record.value, record.offset));
       } catch (error) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `${topicPartition} offset ${record.offset} is not a coordinator record: ${(error as Error).message}`,
           { cause: error },

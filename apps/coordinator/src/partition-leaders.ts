@@ -5,7 +5,14 @@
  * cache; a call that found a stale route (NOT_LEADER_OR_FOLLOWER, an unreachable leader, ...)
  * waits for newer metadata and tries again, within its deadline.
  */
-import { SpoolError, backoffMs, callOnce, createGrpcClient, sleep } from '@spool/common';
+import {
+  SpoolError,
+  backoffMs,
+  callOnce,
+  createGrpcClient,
+  sleep,
+  wireErrorOf,
+} from '@spool/common';
 import {
   Acks,
   DataPortClient,
@@ -17,7 +24,6 @@ import {
   type ListOffsetsResult,
   type ProtoError,
 } from '@spool/protocol';
-import { CoordinatorError, protoErrorOf } from './coordinator-errors';
 
 /** Codes that mean the route was stale or the leader is moving: retry after a metadata change. */
 const rerouteCodes: ReadonlySet<string> = new Set([
@@ -114,14 +120,14 @@ export class PartitionLeaders {
         try {
           return await attempt(leaderId, Math.max(1, deadlineMs - Date.now()));
         } catch (error) {
-          const coded = protoErrorOf(error);
+          const coded = wireErrorOf(error);
           if (!rerouteCodes.has(coded.code)) throw error;
           lastError = coded;
         }
       }
       const remainingMs = deadlineMs - Date.now();
       if (remainingMs <= 0) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           lastError.code === 'REQUEST_TIMED_OUT' ? 'REQUEST_TIMED_OUT' : 'LEADER_NOT_AVAILABLE',
           `${topic}-${partition}: ${lastError.message} (gave up after ${round} attempts)`,
         );
@@ -147,14 +153,11 @@ export class PartitionLeaders {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = this.storageClient(leaderId);
       if (client === undefined) {
-        throw new CoordinatorError(
-          'LEADER_NOT_AVAILABLE',
-          `broker ${leaderId} has no grpc endpoint`,
-        );
+        throw new SpoolError('LEADER_NOT_AVAILABLE', `broker ${leaderId} has no grpc endpoint`);
       }
       const result = (await call(client, remainingMs)).results[0];
       if (result === undefined) {
-        throw new CoordinatorError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
+        throw new SpoolError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no result`);
       }
       if (result.error !== undefined) throw codedError(result.error);
       return result;
@@ -255,16 +258,13 @@ export class PartitionLeaders {
   ): Promise<DataPortFetchedPartition> {
     return this.withLeader(topic, partition, deadlineMs, async (leaderId, remainingMs) => {
       const client = await this.dataClient(leaderId).catch((error: unknown) => {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'LEADER_NOT_AVAILABLE',
           `broker ${leaderId}'s data port: ${String(error)}`,
         );
       });
       if (client === undefined) {
-        throw new CoordinatorError(
-          'LEADER_NOT_AVAILABLE',
-          `broker ${leaderId} has no data endpoint`,
-        );
+        throw new SpoolError('LEADER_NOT_AVAILABLE', `broker ${leaderId} has no data endpoint`);
       }
       const response = await client.fetch(
         {
@@ -288,10 +288,7 @@ export class PartitionLeaders {
       );
       const fetched = response.partitions[0];
       if (fetched === undefined) {
-        throw new CoordinatorError(
-          'LEADER_NOT_AVAILABLE',
-          `broker ${leaderId} answered no partition`,
-        );
+        throw new SpoolError('LEADER_NOT_AVAILABLE', `broker ${leaderId} answered no partition`);
       }
       if (fetched.errorCode !== '') {
         throw codedError({

@@ -25,7 +25,7 @@
  *    (the shard's new owner, while this one has not yet heard it lost it) wrote there, and its
  *    records must stay.
  */
-import { backoffMs, sleep, type Logger } from '@spool/common';
+import { backoffMs, sleep, SpoolError, type Logger } from '@spool/common';
 import {
   OffsetSpec,
   consumerOffsetsTopic,
@@ -33,7 +33,6 @@ import {
   type CoordinatorShard,
 } from '@spool/protocol';
 import type { ControllerLink } from './controller-link';
-import { CoordinatorError } from './coordinator-errors';
 import type { GroupTimeouts } from './groups';
 import { decodeOffsetsBatches, encodeOffsetsBatch, type OffsetsEntry } from './offsets-records';
 import { OffsetsShard, ShardState } from './offsets-shard';
@@ -242,7 +241,7 @@ export class ShardManager {
       );
       if (fetched.records.length === 0) {
         if (fetched.highWatermark >= to) {
-          throw new CoordinatorError(
+          throw new SpoolError(
             'COORDINATOR_NOT_AVAILABLE',
             `${consumerOffsetsTopic}-${shard.partition} returned nothing at offset ${position} below ${to}`,
           );
@@ -261,7 +260,7 @@ export class ShardManager {
         shard.replay(replayed, nowMs);
       }
       if (nextOffset <= position) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `${consumerOffsetsTopic}-${shard.partition} answered batches ending before offset ${position}`,
         );
@@ -278,7 +277,7 @@ export class ShardManager {
   shardFor(groupId: string): OffsetsShard {
     const shardCount = this.options.link.metadata.coordinatorShardCount;
     if (shardCount === 0) {
-      throw new CoordinatorError(
+      throw new SpoolError(
         'COORDINATOR_NOT_AVAILABLE',
         'the coordinator shards are not known yet; retry shortly',
       );
@@ -287,7 +286,7 @@ export class ShardManager {
     const shard = this.shards.get(partition);
     if (shard === undefined) {
       const owner = this.options.link.metadata.shardOwner(partition)?.coordinatorId ?? 'none';
-      throw new CoordinatorError(
+      throw new SpoolError(
         'NOT_COORDINATOR',
         `group "${groupId}" lives on shard ${partition}, which this coordinator ` +
           `(${this.options.coordinatorId}) does not own (owner: ${owner})`,
@@ -295,7 +294,7 @@ export class ShardManager {
     }
     if (shard.state === ShardState.Loading) {
       if (this.awaitingTopic.has(shard)) this.createOffsetsTopic();
-      throw new CoordinatorError(
+      throw new SpoolError(
         'COORDINATOR_LOAD_IN_PROGRESS',
         `shard ${partition} of group "${groupId}" is still loading`,
       );
@@ -318,7 +317,7 @@ export class ShardManager {
     }
     const queued = shard.enqueueWrite(async () => {
       if (shard.state !== ShardState.Active) {
-        throw new CoordinatorError(
+        throw new SpoolError(
           'NOT_COORDINATOR',
           `shard ${shard.partition} moved before its change was written`,
         );
@@ -341,7 +340,7 @@ export class ShardManager {
           this.unload(shard, 'a write failed');
           this.startLoad(shard.partition, shard.shardEpoch);
         }
-        throw new CoordinatorError(
+        throw new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `writing to ${consumerOffsetsTopic}-${shard.partition} failed: ${(error as Error).message}`,
           { cause: error },
@@ -353,7 +352,7 @@ export class ShardManager {
     });
     if (queued === undefined) {
       return Promise.reject(
-        new CoordinatorError(
+        new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `shard ${shard.partition} has too many writes pending; retry later`,
         ),

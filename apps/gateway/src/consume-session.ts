@@ -25,7 +25,7 @@
  *    then the stream's status); fetches still polling are abandoned.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import type { Logger } from '@spool/common';
+import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import type {
   ConsumeRequest,
   ConsumeResponse,
@@ -35,7 +35,7 @@ import type {
 import { batchSpan } from './batch-spans';
 import { CreditAccount } from './credit-account';
 import { emptyPartition, fetchedFromLeader, partitionFetchBytesDefault } from './fetch-handler';
-import { GatewayError, protoErrorOf, rerouteCodes } from './gateway-errors';
+import { rerouteCodes } from './reroute-codes';
 import { FetchAbandoned, type LeaderFetcher } from './leader-fetcher';
 import type { MetadataLink } from './metadata-link';
 import { duplicatePositions, groupByLeader, partitionName, routeOf } from './partition-routing';
@@ -155,7 +155,7 @@ export class ConsumeSession {
       if (this.state === SessionState.Subscribing) {
         this.subscribe(request.partitions);
       } else if (request.partitions.length > 0) {
-        throw new GatewayError(
+        throw new SpoolError(
           'INVALID_REQUEST',
           `partitions may only be named in the first ConsumeRequest of a stream; a later one ` +
             `named ${request.partitions.length}`,
@@ -171,13 +171,13 @@ export class ConsumeSession {
   /** Point 1. */
   private subscribe(partitions: readonly FetchPartition[]): void {
     if (partitions.length === 0) {
-      throw new GatewayError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         'the first ConsumeRequest of a stream must name the partitions to consume; it named none',
       );
     }
     if (partitions.length > consumePartitionsMax) {
-      throw new GatewayError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `the ConsumeRequest names ${partitions.length} partitions; a stream may consume at most ` +
           `${consumePartitionsMax}`,
@@ -188,10 +188,10 @@ export class ConsumeSession {
     partitions.forEach((wanted, position) => {
       const name = partitionName(wanted);
       if (duplicates.has(position)) {
-        throw new GatewayError('INVALID_REQUEST', `${name} appears more than once in partitions`);
+        throw new SpoolError('INVALID_REQUEST', `${name} appears more than once in partitions`);
       }
       if (wanted.fetchOffset < 0n) {
-        throw new GatewayError(
+        throw new SpoolError(
           'INVALID_REQUEST',
           `partitions[${position}].fetch_offset of ${name} is ${wanted.fetchOffset}; it must not ` +
             'be negative',
@@ -199,7 +199,7 @@ export class ConsumeSession {
       }
       const route = routeOf(this.dependencies.link.metadata, wanted, 'data');
       if (route.kind === 'failed' && route.error.code === 'UNKNOWN_TOPIC_OR_PARTITION') {
-        refused.push(emptyPartition(wanted, protoErrorOf(route.error)));
+        refused.push(emptyPartition(wanted, wireErrorOf(route.error)));
         this.dependencies.onPartitionError?.(route.error.code);
         return;
       }
@@ -231,7 +231,7 @@ export class ConsumeSession {
         subscription.retryAtMs = nowMs + consumeRetryBackoffMs;
       } else {
         // The topic was deleted, or shrank, while the stream read it.
-        this.leave(subscription, emptyPartition(subscription, protoErrorOf(route.error)));
+        this.leave(subscription, emptyPartition(subscription, wireErrorOf(route.error)));
       }
     }
     const groups = groupByLeader(routed, (entry) => entry.leaderId);

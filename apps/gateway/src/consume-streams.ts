@@ -8,7 +8,6 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { CommonErrorCode, SpoolError } from '@spool/common';
 import type { ConsumeRequest, ConsumeResponse } from '@spool/protocol';
 import { ConsumeSession, type ConsumeDependencies } from './consume-session';
-import { GatewayError } from './gateway-errors';
 
 export class ConsumeStreams {
   private readonly sessions = new Set<ConsumeSession>();
@@ -24,7 +23,7 @@ export class ConsumeStreams {
 
   async serve(call: ServerDuplexStream<ConsumeRequest, ConsumeResponse>): Promise<void> {
     if (this.sessions.size >= this.streamsMax) {
-      throw new GatewayError(
+      throw new SpoolError(
         'THROTTLING_QUOTA_EXCEEDED',
         `this gateway already serves ${this.sessions.size} Consume streams (consumeStreamsMax); ` +
           'retry later or through another gateway',

@@ -13,14 +13,13 @@
  *    (retriable) naming the last reason, and the client finds the coordinator again later.
  */
 import type { ServerUnaryCall } from '@grpc/grpc-js';
-import { SpoolError, backoffMs, createGrpcClient, sleep } from '@spool/common';
+import { SpoolError, backoffMs, createGrpcClient, sleep, wireErrorOf } from '@spool/common';
 import {
   CoordinatorServiceClient,
   groupPartition,
   type ClusterMetadataCache,
   type ProtoError,
 } from '@spool/protocol';
-import { GatewayError, protoErrorOf } from './gateway-errors';
 import type { MetadataLink } from './metadata-link';
 
 /** Codes that mean "ask the coordinator that owns the group now", after a moment. */
@@ -142,7 +141,7 @@ export class CoordinatorRouter {
             if (error === undefined || !coordinatorRetryCodes.has(error.code)) return response;
             lastError = error;
           } catch (error) {
-            const coded = protoErrorOf(error, `coordinator ${chosen.coordinatorId}: `);
+            const coded = wireErrorOf(error, `coordinator ${chosen.coordinatorId}: `);
             if (
               !coordinatorRetryCodes.has(coded.code) &&
               !(error instanceof SpoolError && error.retriable)
@@ -154,7 +153,7 @@ export class CoordinatorRouter {
       }
       const remainingMs = deadlineMs - Date.now();
       if (remainingMs <= 0) {
-        throw new GatewayError(
+        throw new SpoolError(
           'COORDINATOR_NOT_AVAILABLE',
           `${lastError?.code ?? 'no coordinator'}: ${lastError?.message ?? ''} ` +
             `(gave up after ${round} attempts)`,

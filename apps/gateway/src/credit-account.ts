@@ -1,3 +1,4 @@
+import { SpoolError } from '@spool/common';
 /**
  * The credit of one Consume stream: bytes the client said it is ready to receive. Fetches reserve
  * credit before they go out, so concurrent fetches at several leaders never promise more than
@@ -12,7 +13,6 @@
  *    by one batch (the first batch comes whole, Kafka's KIP-74), so the credit can go below
  *    zero; fetching then waits until grants bring it above zero again.
  */
-import { GatewayError } from './gateway-errors';
 
 export class CreditAccount {
   private availableBytes = 0;
@@ -32,14 +32,14 @@ export class CreditAccount {
   /** Point 1. */
   grant(bytes: bigint): void {
     if (bytes < 0n) {
-      throw new GatewayError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `credit_bytes is ${bytes}; a grant must not be negative`,
       );
     }
     const outstandingBytes = BigInt(Math.max(0, this.availableBytes) + this.reservedBytes) + bytes;
     if (outstandingBytes > BigInt(this.outstandingBytesMax)) {
-      throw new GatewayError(
+      throw new SpoolError(
         'INVALID_REQUEST',
         `credit_bytes ${bytes} would give the stream ${outstandingBytes} bytes of credit, more ` +
           `than the ${this.outstandingBytesMax} a stream may hold (consumeCreditBytesMax)`,

@@ -14,7 +14,7 @@
  *    acquire() opens a new one.
  */
 import { DataPortClient } from '@spool/protocol';
-import { GatewayError } from './gateway-errors';
+import { SpoolError } from '@spool/common';
 
 export interface DataPortLease {
   readonly client: DataPortClient;
@@ -59,7 +59,7 @@ export class DataPortConnections {
       try {
         client = await this.connect(this.host, this.port);
       } catch (error) {
-        throw new GatewayError('NETWORK_EXCEPTION', (error as Error).message, { cause: error });
+        throw new SpoolError('NETWORK_EXCEPTION', (error as Error).message, { cause: error });
       } finally {
         this.openingCount--;
       }
@@ -76,7 +76,7 @@ export class DataPortConnections {
         leastBusy = client;
     }
     if (leastBusy === undefined) {
-      throw new GatewayError(
+      throw new SpoolError(
         'NETWORK_EXCEPTION',
         `all ${this.options.connectionsMax} connections to the data port ` +
           `${this.host}:${this.port} are closing`,
@@ -124,7 +124,7 @@ export class DataPortConnections {
 
   private ensureOpen(): void {
     if (this.closed) {
-      throw new GatewayError(
+      throw new SpoolError(
         'NETWORK_EXCEPTION',
         `the connections to the data port ${this.host}:${this.port} are closed (the broker ` +
           'left the metadata or the gateway is stopping)',

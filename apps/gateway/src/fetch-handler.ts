@@ -1,3 +1,5 @@
+import { isRetriable } from '@spool/errors';
+import { SpoolError, wireErrorOf } from '@spool/common';
 /**
  * Fetch: a long poll over partitions that may have different leaders. The gateway reads through
  * each leader's data port and passes the batches on as the leader stored them.
@@ -24,7 +26,6 @@ import {
   type ProtoError,
 } from '@spool/protocol';
 import { trimToBytes } from './batch-spans';
-import { GatewayError, isRetriableFetchCode, protoErrorOf } from './gateway-errors';
 import { FetchAbandoned, type LeaderFetcher } from './leader-fetcher';
 import type { MetadataLink } from './metadata-link';
 import { duplicatePositions, groupByLeader, partitionName, routeOf } from './partition-routing';
@@ -71,7 +72,7 @@ export function fetchedFromLeader(answer: DataPortFetchedPartition): FetchedPart
       message: answer.errorMessage.includes(name)
         ? answer.errorMessage
         : `${name}: ${answer.errorMessage}`,
-      retriable: isRetriableFetchCode(answer.errorCode),
+      retriable: isRetriable(answer.errorCode),
     }),
     highWatermark: answer.highWatermark,
     logStartOffset: answer.logStartOffset,
@@ -171,7 +172,7 @@ export async function handleFetch(
 function checkFetchBounds(request: FetchRequest): void {
   for (const field of ['maxWaitMs', 'minBytes', 'maxBytes'] as const) {
     if (request[field] < 0) {
-      throw new GatewayError('INVALID_REQUEST', `${field} is ${request[field]}; it must be ≥ 0`);
+      throw new SpoolError('INVALID_REQUEST', `${field} is ${request[field]}; it must be ≥ 0`);
     }
   }
 }
@@ -185,14 +186,11 @@ function routeFetch(
   const duplicates = duplicatePositions(request.partitions);
   const routed: RoutedPartition[] = [];
   request.partitions.forEach((wanted, position) => {
-    let error: GatewayError | undefined;
+    let error: SpoolError | undefined;
     if (duplicates.has(position)) {
-      error = new GatewayError(
-        'INVALID_REQUEST',
-        `${partitionName(wanted)} appears more than once`,
-      );
+      error = new SpoolError('INVALID_REQUEST', `${partitionName(wanted)} appears more than once`);
     } else if (wanted.partitionMaxBytes < 0) {
-      error = new GatewayError(
+      error = new SpoolError(
         'INVALID_REQUEST',
         `partitionMaxBytes of ${partitionName(wanted)} is ${wanted.partitionMaxBytes}; it must be ≥ 0`,
       );
@@ -202,7 +200,7 @@ function routeFetch(
       else error = route.error;
     }
     if (error !== undefined) {
-      answers.set(new Map([[position, emptyPartition(wanted, protoErrorOf(error))]]));
+      answers.set(new Map([[position, emptyPartition(wanted, wireErrorOf(error))]]));
     }
   });
   return routed;
@@ -303,7 +301,7 @@ async function fetchGroup(
         position,
         emptyPartition(
           wanted,
-          protoErrorOf(error, `${partitionName(wanted)}: leader broker ${leaderId}: `),
+          wireErrorOf(error, `${partitionName(wanted)}: leader broker ${leaderId}: `),
         ),
       );
     }

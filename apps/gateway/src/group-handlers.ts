@@ -6,7 +6,7 @@
  * response's error field where it has one, as the coordinators answer their own errors.
  */
 import type { ServerUnaryCall } from '@grpc/grpc-js';
-import { callOnce } from '@spool/common';
+import { callOnce, SpoolError, wireErrorOf } from '@spool/common';
 import type {
   ConsumerGroupHeartbeatRequest,
   ConsumerGroupHeartbeatResponse,
@@ -28,7 +28,6 @@ import type {
   ResetOffsetsResponse,
 } from '@spool/protocol';
 import { callDeadlineMs, type CoordinatorRouter } from './coordinator-router';
-import { GatewayError, protoErrorOf } from './gateway-errors';
 
 type Call = ServerUnaryCall<unknown, unknown>;
 export function groupHandlers(router: CoordinatorRouter) {
@@ -52,8 +51,8 @@ export function groupHandlers(router: CoordinatorRouter) {
         callDeadlineMs(call),
       );
     } catch (error) {
-      if (error instanceof GatewayError && error.code === 'COORDINATOR_NOT_AVAILABLE')
-        return failed(protoErrorOf(error));
+      if (error instanceof SpoolError && error.code === 'COORDINATOR_NOT_AVAILABLE')
+        return failed(wireErrorOf(error));
       throw error;
     }
   }
@@ -147,7 +146,7 @@ export function groupHandlers(router: CoordinatorRouter) {
       const deadlineMs = callDeadlineMs(call);
       const coordinatorIds = router.coordinatorIds();
       if (coordinatorIds.length === 0) {
-        throw new GatewayError('COORDINATOR_NOT_AVAILABLE', 'no coordinator is registered');
+        throw new SpoolError('COORDINATOR_NOT_AVAILABLE', 'no coordinator is registered');
       }
       const answers = await Promise.all(
         coordinatorIds.map((coordinatorId) =>
@@ -197,8 +196,8 @@ export function groupHandlers(router: CoordinatorRouter) {
           callDeadlineMs(call),
         );
       } catch (error) {
-        if (error instanceof GatewayError && error.code === 'COORDINATOR_NOT_AVAILABLE')
-          return { error: protoErrorOf(error), producerId: -1n, producerEpoch: -1 };
+        if (error instanceof SpoolError && error.code === 'COORDINATOR_NOT_AVAILABLE')
+          return { error: wireErrorOf(error), producerId: -1n, producerEpoch: -1 };
         throw error;
       }
     },

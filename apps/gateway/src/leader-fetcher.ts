@@ -10,9 +10,9 @@ import {
   type DataPortFetchPartition,
   type DataPortFetchResponse,
 } from '@spool/protocol';
+import { SpoolError } from '@spool/common';
 import { BrokerResources } from './broker-resources';
 import { DataPortConnections } from './data-port-connections';
-import { GatewayError } from './gateway-errors';
 
 /** How much longer than its long poll a fetch may take before the connection is given up. */
 const fetchTimeoutSlackMs = 10_000;
@@ -59,7 +59,7 @@ export class LeaderFetcher {
   ): Promise<DataPortFetchResponse> {
     const connections = this.connections.get(leaderId);
     if (connections === undefined) {
-      throw new GatewayError(
+      throw new SpoolError(
         'LEADER_NOT_AVAILABLE',
         `the data port of broker ${leaderId} is not in the metadata`,
       );

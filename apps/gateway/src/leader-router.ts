@@ -14,9 +14,9 @@
  * 5. At most attemptsMax rounds, all before the deadline; what is still pending then is answered
  *    with the last error it got, which is retriable.
  */
-import { backoffMs, sleep } from '@spool/common';
+import { backoffMs, sleep, wireErrorOf } from '@spool/common';
 import type { ProtoError } from '@spool/protocol';
-import { protoErrorOf, rerouteCodes } from './gateway-errors';
+import { rerouteCodes } from './reroute-codes';
 import type { MetadataLink } from './metadata-link';
 import { groupByLeader, partitionName, routeOf, type TopicPartitionKey } from './partition-routing';
 
@@ -104,11 +104,8 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
         // The gateway's metadata is the controller's live stream: a topic or partition it does
         // not know does not exist, and waiting would only delay the answer (Produce answers it
         // at once too). The same code from a leader is a stale route and is retried.
-        this.answered[position] = this.call.failed(
-          this.items[position]!,
-          protoErrorOf(route.error),
-        );
-      } else if (this.settle(position, protoErrorOf(route.error))) retry.push(position);
+        this.answered[position] = this.call.failed(this.items[position]!, wireErrorOf(route.error));
+      } else if (this.settle(position, wireErrorOf(route.error))) retry.push(position);
     }
     return { routed, retry };
   }
@@ -144,7 +141,7 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
     } catch (error) {
       for (const position of positions) {
         const prefix = `${partitionName(this.items[position]!)}: leader broker ${leaderId}: `;
-        if (this.settle(position, protoErrorOf(error, prefix))) retry.push(position);
+        if (this.settle(position, wireErrorOf(error, prefix))) retry.push(position);
       }
     }
     return retry;

@@ -2,7 +2,7 @@
  * ListOffsets and DeleteRecords: per-partition calls routed to each partition's leader like
  * Produce (sendToLeaders), answered one result per partition in the request's order.
  */
-import { callOnce } from '@spool/common';
+import { callOnce, SpoolError, wireErrorOf } from '@spool/common';
 import type {
   DeleteRecordsPartition,
   DeleteRecordsRequest,
@@ -14,7 +14,6 @@ import type {
   ListOffsetsResult,
   StorageServiceClient,
 } from '@spool/protocol';
-import { GatewayError, protoErrorOf } from './gateway-errors';
 import { sendToLeaders } from './leader-router';
 import type { MetadataLink } from './metadata-link';
 import { duplicatePositions, partitionName } from './partition-routing';
@@ -35,7 +34,7 @@ export interface OffsetDependencies {
 function requireClient(dependencies: OffsetDependencies, leaderId: number): StorageServiceClient {
   const client = dependencies.storageClient(leaderId);
   if (client === undefined) {
-    throw new GatewayError(
+    throw new SpoolError(
       'LEADER_NOT_AVAILABLE',
       `the gRPC endpoint of broker ${leaderId} is not in the metadata`,
     );
@@ -44,8 +43,8 @@ function requireClient(dependencies: OffsetDependencies, leaderId: number): Stor
 }
 
 function duplicateError(key: { topic: string; partition: number }) {
-  return protoErrorOf(
-    new GatewayError(
+  return wireErrorOf(
+    new SpoolError(
       'INVALID_REQUEST',
       `${partitionName(key)} appears more than once in the request`,
     ),

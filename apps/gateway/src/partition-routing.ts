@@ -4,7 +4,7 @@
  * without a cluster.
  */
 import type { ClusterMetadataCache } from '@spool/protocol';
-import { GatewayError } from './gateway-errors';
+import { SpoolError } from '@spool/common';
 
 export interface TopicPartitionKey {
   readonly topic: string;
@@ -13,7 +13,7 @@ export interface TopicPartitionKey {
 
 export type PartitionRoute =
   | { readonly kind: 'leader'; readonly leaderId: number; readonly leaderEpoch: number }
-  | { readonly kind: 'failed'; readonly error: GatewayError };
+  | { readonly kind: 'failed'; readonly error: SpoolError };
 
 /** Kafka's name for a partition in logs and messages: `orders-3`. */
 export function partitionName(key: TopicPartitionKey): string {
@@ -30,7 +30,7 @@ export function routeOf(
   if (topic === undefined) {
     return {
       kind: 'failed',
-      error: new GatewayError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${key.topic}" does not exist`),
+      error: new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${key.topic}" does not exist`),
     };
   }
   // O(1): a 10,000-partition topic is not scanned per produced batch.
@@ -38,7 +38,7 @@ export function routeOf(
   if (partition === undefined) {
     return {
       kind: 'failed',
-      error: new GatewayError(
+      error: new SpoolError(
         'UNKNOWN_TOPIC_OR_PARTITION',
         `partition ${key.partition} of topic "${key.topic}" does not exist; the topic has ` +
           `${topic.partitions.length} partitions`,
@@ -48,7 +48,7 @@ export function routeOf(
   if (partition.offline || partition.leaderId < 0) {
     return {
       kind: 'failed',
-      error: new GatewayError(
+      error: new SpoolError(
         'LEADER_NOT_AVAILABLE',
         `${partitionName(key)} has no live leader right now`,
       ),
@@ -57,7 +57,7 @@ export function routeOf(
   if (metadata.endpoint(partition.leaderId, endpointName) === undefined) {
     return {
       kind: 'failed',
-      error: new GatewayError(
+      error: new SpoolError(
         'LEADER_NOT_AVAILABLE',
         `the ${endpointName} endpoint of broker ${partition.leaderId}, leader of ` +
           `${partitionName(key)}, is not known`,

@@ -1,3 +1,4 @@
+import { SpoolError } from '@spool/common';
 /**
  * The bound on produce bytes one client connection has in flight through the gateway (held from
  * the request's arrival until every leader answered). A client that pipelines faster than the
@@ -5,7 +6,6 @@
  * memory; one request larger than the whole bound can never pass and is refused for good with
  * RECORD_LIST_TOO_LARGE.
  */
-import { GatewayError } from './gateway-errors';
 
 export class ProduceAdmission {
   private readonly bytesByPeer = new Map<string, number>();
@@ -25,7 +25,7 @@ export class ProduceAdmission {
   /** Admits `bytes` for `peer` or throws; the returned function gives them back, once. */
   admit(peer: string, bytes: number): () => void {
     if (bytes > this.perPeerBytesMax) {
-      throw new GatewayError(
+      throw new SpoolError(
         'RECORD_LIST_TOO_LARGE',
         `the request carries ${bytes} bytes of records, more than the ${this.perPeerBytesMax} ` +
           'a client may have in flight (produceInFlightBytesMax)',
@@ -33,7 +33,7 @@ export class ProduceAdmission {
     }
     const current = this.inFlightBytesOf(peer);
     if (current + bytes > this.perPeerBytesMax) {
-      throw new GatewayError(
+      throw new SpoolError(
         'THROTTLING_QUOTA_EXCEEDED',
         `client ${peer} already has ${current} produce bytes in flight; ${bytes} more would ` +
           `pass produceInFlightBytesMax ${this.perPeerBytesMax}; retry once earlier requests ` +

@@ -12,7 +12,7 @@
  *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout,
  *    each leader's share as one message on that leader's append stream (append-pipeline.ts).
  */
-import type { Logger } from '@spool/common';
+import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import {
   Acks,
   splitRecordBatches,
@@ -23,7 +23,6 @@ import {
   type ProtoError,
 } from '@spool/protocol';
 import type { AppendPipeline } from './append-pipeline';
-import { GatewayError, protoErrorOf } from './gateway-errors';
 import { sendToLeaders } from './leader-router';
 import type { MetadataLink } from './metadata-link';
 import { duplicatePositions, partitionName } from './partition-routing';
@@ -69,19 +68,19 @@ function checkPartition(
 ): ProtoError | undefined {
   const name = partitionName(partition);
   if (duplicate) {
-    return protoErrorOf(
-      new GatewayError('INVALID_REQUEST', `${name} appears more than once in the request`),
+    return wireErrorOf(
+      new SpoolError('INVALID_REQUEST', `${name} appears more than once in the request`),
     );
   }
   const topic = link.metadata.topics.get(partition.topic);
   if (topic === undefined) {
-    return protoErrorOf(
-      new GatewayError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${partition.topic}" does not exist`),
+    return wireErrorOf(
+      new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${partition.topic}" does not exist`),
     );
   }
   if (!topic.partitions.some((candidate) => candidate.partition === partition.partition)) {
-    return protoErrorOf(
-      new GatewayError(
+    return wireErrorOf(
+      new SpoolError(
         'UNKNOWN_TOPIC_OR_PARTITION',
         `partition ${partition.partition} of topic "${partition.topic}" does not exist; the ` +
           `topic has ${topic.partitions.length} partitions`,
@@ -89,14 +88,14 @@ function checkPartition(
     );
   }
   if (partition.records.length === 0) {
-    return protoErrorOf(new GatewayError('INVALID_REQUEST', `records of ${name} are empty`));
+    return wireErrorOf(new SpoolError('INVALID_REQUEST', `records of ${name} are empty`));
   }
   const configured = Number(link.metadata.topicConfig(partition.topic, 'max.message.bytes'));
   const maxBatchSizeBytes = Number.isSafeInteger(configured) ? configured : maxMessageBytesDefault;
   try {
     splitRecordBatches(partition.records, { maxBatchSizeBytes, origin: 'client' });
   } catch (error) {
-    return protoErrorOf(error, `${name}: `);
+    return wireErrorOf(error, `${name}: `);
   }
   return undefined;
 }
@@ -127,8 +126,8 @@ export async function handleProduce(
     request.partitions.forEach((batches, position) => {
       const error = acksValid
         ? checkPartition(link, batches, duplicates.has(position))
-        : protoErrorOf(
-            new GatewayError(
+        : wireErrorOf(
+            new SpoolError(
               'INVALID_REQUIRED_ACKS',
               `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
             ),
@@ -145,7 +144,7 @@ export async function handleProduce(
         send: async (leaderId, partitions, remainingMs) => {
           const appends = dependencies.appendPipeline(leaderId);
           if (appends === undefined) {
-            throw new GatewayError(
+            throw new SpoolError(
               'LEADER_NOT_AVAILABLE',
               `the gRPC endpoint of broker ${leaderId} is not in the metadata`,
             );

@@ -12,9 +12,13 @@
  *   and ends; the client sends what was left unanswered again (none of it was started), to this
  *   gateway's successor or another gateway.
  */
-import { PipelinedStreamServer, type Logger, type RequestMetrics } from '@spool/common';
+import {
+  PipelinedStreamServer,
+  wireErrorOf,
+  type Logger,
+  type RequestMetrics,
+} from '@spool/common';
 import type { ProduceStreamRequest, ProduceStreamResponse } from '@spool/protocol';
-import { protoErrorOf } from './gateway-errors';
 import { failedResult, handleProduce, type ProduceDependencies } from './produce-handler';
 
 /** Produces of one stream running at once, at most (a Kafka producer's in-flight bound is 5). */
@@ -32,7 +36,7 @@ export function produceStreams(
     inFlightMax: produceStreamInFlightMax,
     handle: (request, call) => handleProduce(request, call.getPeer(), dependencies),
     failed: (request, error) => {
-      const protoError = protoErrorOf(error);
+      const protoError = wireErrorOf(error);
       if (protoError.code === 'UNKNOWN_SERVER_ERROR') {
         logger.error({ err: error }, 'a produce on a produce stream failed');
       }

@@ -8,8 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ProcessLock } from '@spool/common';
-import { StorageError } from './storage-errors';
+import { ProcessLock, SpoolError } from '@spool/common';
 
 export interface PartitionFolder {
   readonly topic: string;
@@ -27,7 +26,7 @@ export class DataDirectory {
     fs.mkdirSync(root, { recursive: true });
     const lock = ProcessLock.acquire(path.join(root, '.lock'), (ownerPid, reason) => {
       const owner = ownerPid === undefined ? '' : ` by process ${ownerPid}`;
-      return new StorageError(
+      return new SpoolError(
         'DATA_DIRECTORY_LOCKED',
         `data directory ${root} is in use${owner}: ${reason}`,
       );

@@ -12,11 +12,11 @@
  * change and re-check their condition; each wait is bounded by its own timeout.
  */
 import * as fs from 'node:fs';
+import { SpoolError } from '@spool/common';
 import * as path from 'node:path';
 import type { Log } from '@spool/segment-store';
 import type { ProducerStateSettings } from './producer-state-manager';
 import { ProducerStateLog, type ProducerStateRebuildReport } from './producer-state-log';
-import { StorageError } from './storage-errors';
 
 export enum ReplicaRole {
   Leader = 'leader',
@@ -152,7 +152,7 @@ export class PartitionReplica {
   /** Refuses a request that needs the leader, naming the current one. */
   ensureLeader(): void {
     if (this.role !== ReplicaRole.Leader) {
-      throw new StorageError(
+      throw new SpoolError(
         'NOT_LEADER_OR_FOLLOWER',
         `broker ${this.localBrokerId} is not the leader of ${this.name}; broker ${this.assignment.leaderId} is`,
         { details: { leader: String(this.assignment.leaderId) } },
@@ -164,12 +164,12 @@ export class PartitionReplica {
   checkLeaderEpoch(requestEpoch: number): void {
     if (requestEpoch < 0 || requestEpoch === this.assignment.leaderEpoch) return;
     if (requestEpoch < this.assignment.leaderEpoch) {
-      throw new StorageError(
+      throw new SpoolError(
         'FENCED_LEADER_EPOCH',
         `leader epoch ${requestEpoch} for ${this.name} is older than the current ${this.assignment.leaderEpoch}`,
       );
     }
-    throw new StorageError(
+    throw new SpoolError(
       'UNKNOWN_LEADER_EPOCH',
       `leader epoch ${requestEpoch} for ${this.name} is newer than this replica's ${this.assignment.leaderEpoch}`,
     );

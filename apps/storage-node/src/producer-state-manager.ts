@@ -36,7 +36,7 @@
  * turn of the event loop, so no other append can come between a check and its write.
  */
 import { incrementSequence, type RecordBatchHeader } from '@spool/protocol';
-import { StorageError } from './storage-errors';
+import { SpoolError } from '@spool/common';
 
 /** Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN. */
 export const producerBatchesRetained = 5;
@@ -155,7 +155,7 @@ export class ProducerStateManager {
     }
     if (duplicate === undefined) return { kind: 'append' };
     if (newBatches > 0) {
-      throw new StorageError(
+      throw new SpoolError(
         'INVALID_RECORD',
         `a produce request to ${this.partitionName} mixes batches already written (duplicates) ` +
           'with new ones; send one batch per partition per request',
@@ -205,7 +205,7 @@ export class ProducerStateManager {
 
   private checkFields(batch: ProducerBatchHeader): void {
     if (batch.producerEpoch < 0 || batch.baseSequence < 0) {
-      throw new StorageError(
+      throw new SpoolError(
         'INVALID_RECORD',
         `a batch of producer ${batch.producerId} to ${this.partitionName} has producer epoch ` +
           `${batch.producerEpoch} and base sequence ${batch.baseSequence}; an idempotent batch ` +
@@ -223,7 +223,7 @@ export class ProducerStateManager {
     // 3.
     if (current === undefined) {
       if (batch.baseSequence === 0) return undefined;
-      throw new StorageError(
+      throw new SpoolError(
         'UNKNOWN_PRODUCER_ID',
         `${subject} is not known (expired, or its records were deleted) and its batch starts at ` +
           `sequence ${batch.baseSequence}, not 0; bump the epoch and start again at 0`,
@@ -231,7 +231,7 @@ export class ProducerStateManager {
     }
     // 1.
     if (batch.producerEpoch < current.producerEpoch) {
-      throw new StorageError(
+      throw new SpoolError(
         'INVALID_PRODUCER_EPOCH',
         `${subject}: epoch ${batch.producerEpoch} is older than the current epoch ` +
           `${current.producerEpoch}; a newer instance of this producer has fenced it`,
@@ -240,7 +240,7 @@ export class ProducerStateManager {
     // 2.
     if (batch.producerEpoch > current.producerEpoch) {
       if (batch.baseSequence === 0) return undefined;
-      throw new StorageError(
+      throw new SpoolError(
         'OUT_OF_ORDER_SEQUENCE_NUMBER',
         `${subject}: the first batch of the new epoch ${batch.producerEpoch} starts at sequence ` +
           `${batch.baseSequence}, not 0`,
@@ -257,7 +257,7 @@ export class ProducerStateManager {
     const latest = current.batches.at(-1);
     const expected = latest === undefined ? 0 : incrementSequence(latest.lastSequence, 1);
     if (batch.baseSequence !== expected) {
-      throw new StorageError(
+      throw new SpoolError(
         'OUT_OF_ORDER_SEQUENCE_NUMBER',
         `${subject} at epoch ${batch.producerEpoch}: expected sequence ${expected}, got a batch ` +
           `of sequences ${batch.baseSequence}-${batch.lastSequence}`,

@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Logger } from '@spool/common';
+import { SpoolError, type Logger } from '@spool/common';
 import type {
   ClusterMetadataCache,
   MetadataChange,
@@ -31,7 +31,6 @@ import {
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
 import { producerStateSettingsDefault, type ProducerStateSettings } from './producer-state-manager';
-import { StorageError } from './storage-errors';
 
 export const partitionMetadataFile = 'partition.metadata';
 
@@ -133,12 +132,12 @@ export class ReplicaManager {
     if (replica !== undefined) return replica;
     const known = this.metadata.partition(topic, partition);
     if (known === undefined) {
-      throw new StorageError(
+      throw new SpoolError(
         'UNKNOWN_TOPIC_OR_PARTITION',
         `this node knows no partition ${topic}-${partition}`,
       );
     }
-    throw new StorageError(
+    throw new SpoolError(
       'NOT_LEADER_OR_FOLLOWER',
       `broker ${this.brokerId} does not host ${topic}-${partition}; broker ${known.leaderId} leads it`,
       { details: { leader: String(known.leaderId) } },

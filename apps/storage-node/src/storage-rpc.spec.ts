@@ -3,13 +3,13 @@
 // KAFKA_STORAGE_ERROR (not a permanent failure the producer gives up on), anything else is
 // UNKNOWN_SERVER_ERROR.
 import { writeFileSync } from 'node:fs';
+import { SpoolError } from '@spool/common';
 import { describe, expect, it } from 'vitest';
-import { StorageError } from './storage-errors';
 import { protoError } from './storage-rpc';
 
 describe('protoError', () => {
   it('keeps the code of a typed error', () => {
-    expect(protoError(new StorageError('NOT_ENOUGH_REPLICAS', 'two of three'))).toMatchObject({
+    expect(protoError(new SpoolError('NOT_ENOUGH_REPLICAS', 'two of three'))).toMatchObject({
       code: 'NOT_ENOUGH_REPLICAS',
       message: 'two of three',
     });

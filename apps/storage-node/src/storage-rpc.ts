@@ -22,7 +22,6 @@ import {
 import type { PartitionReplica } from './partition-replica';
 import type { ReplicaManager } from './replica-manager';
 import { beforeLogAppendTestHook } from './slow-disk-test-hook';
-import { StorageError } from './storage-errors';
 import type { StorageMetrics } from './storage-metrics';
 
 /** The longest an acks=all append may wait for replication, whatever the request asks. */
@@ -81,7 +80,7 @@ export function storageHandlers(
         request.acks !== Acks.ACKS_LEADER &&
         request.acks !== Acks.ACKS_ALL
       ) {
-        throw new StorageError(
+        throw new SpoolError(
           'INVALID_REQUIRED_ACKS',
           `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
         );
@@ -90,7 +89,7 @@ export function storageHandlers(
       replica.ensureLeader();
       const minInsync = minInsyncReplicas(replica, topicConfig);
       if (request.acks === Acks.ACKS_ALL && replica.assignment.isr.length < minInsync) {
-        throw new StorageError(
+        throw new SpoolError(
           'NOT_ENOUGH_REPLICAS',
           `${replica.name} has ${replica.assignment.isr.length} in-sync replicas, fewer than min.insync.replicas ${minInsync}`,
         );
@@ -127,7 +126,7 @@ export function storageHandlers(
         );
         stageTimer('replication_wait', waitStartedAtMs);
         if (replica.highWatermark <= appended.lastOffset && !replica.isLeader) {
-          throw new StorageError(
+          throw new SpoolError(
             'NOT_LEADER_OR_FOLLOWER',
             `this broker lost the leadership of ${replica.name} before offsets ` +
               `${appended.baseOffset}-${appended.lastOffset} were replicated`,
@@ -135,13 +134,13 @@ export function storageHandlers(
           );
         }
         if (!replicated) {
-          throw new StorageError(
+          throw new SpoolError(
             'REQUEST_TIMED_OUT',
             `offsets ${appended.baseOffset}-${appended.lastOffset} of ${replica.name} were not replicated to the ISR within ${timeoutMs} ms`,
           );
         }
         if (replica.assignment.isr.length < minInsync) {
-          throw new StorageError(
+          throw new SpoolError(
             'NOT_ENOUGH_REPLICAS_AFTER_APPEND',
             `${replica.name} was written but its ISR shrank below min.insync.replicas ${minInsync}`,
           );
@@ -201,7 +200,7 @@ export function storageHandlers(
                 };
               }
               default:
-                throw new StorageError(
+                throw new SpoolError(
                   'INVALID_REQUEST',
                   `spec is ${partition.spec}; expected EARLIEST, LATEST or TIMESTAMP`,
                 );

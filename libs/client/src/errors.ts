@@ -1,4 +1,5 @@
 import { CommonErrorCode, SpoolError, isCodedError } from '@spool/common';
+import { isRetriable } from '@spool/errors';
 import type { ProtoError } from '@spool/protocol';
 
 /**
@@ -49,22 +50,13 @@ export const ClientErrorCode = {
   Unknown: CommonErrorCode.Unknown,
 } as const;
 
-/** Codes that are retriable when the SDK raises them itself. */
-const retriableClientCodes: ReadonlySet<string> = new Set([
-  ClientErrorCode.CoordinatorNotAvailable,
-  ClientErrorCode.NotCoordinator,
-  ClientErrorCode.CoordinatorLoadInProgress,
-  // Kafka's BufferExhaustedException is a TimeoutException: the buffer drains as batches land.
-  ClientErrorCode.BufferExhausted,
-  ClientErrorCode.RequestTimedOut,
-]);
-
+/** An error the SDK raises itself; whether it is retriable is the catalog's word on `code`. */
 export function clientError(
   code: string,
   message: string,
   options: { cause?: unknown; details?: Readonly<Record<string, string>> } = {},
 ): SpoolError {
-  return new SpoolError(code, message, { retriable: retriableClientCodes.has(code), ...options });
+  return new SpoolError(code, message, options);
 }
 
 /** `topic[partition]`, the way every partition is named in the SDK's messages. */
@@ -84,51 +76,6 @@ export const coordinatorRetriableCodes: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether Kafka's clients retry a code (its exception is a RetriableException), for the codes a
- * produce or fetch can get while a leader dies or moves. The SDK decides by this table rather
- * than by the flag an answer carries, as Kafka's clients decide by the code: a storage node may
- * call FENCED_LEADER_EPOCH final for its own request, while for a client it means "ask again".
- * Codes not in the table keep the answer's flag.
- */
-const kafkaRetriableByCode: Readonly<Record<string, boolean>> = {
-  // The route was stale: Kafka's InvalidMetadataException family. The metadata is refreshed.
-  NOT_LEADER_OR_FOLLOWER: true,
-  LEADER_NOT_AVAILABLE: true,
-  UNKNOWN_TOPIC_OR_PARTITION: true,
-  FENCED_LEADER_EPOCH: true,
-  UNKNOWN_LEADER_EPOCH: true,
-  KAFKA_STORAGE_ERROR: true,
-  // The leader could not be reached, or did not answer in time.
-  NETWORK_EXCEPTION: true,
-  UNAVAILABLE: true,
-  SHUTTING_DOWN: true,
-  REQUEST_TIMED_OUT: true,
-  // acks=all with too few replicas in sync: the ISR grows back, or the leader moves.
-  NOT_ENOUGH_REPLICAS: true,
-  NOT_ENOUGH_REPLICAS_AFTER_APPEND: true,
-  THROTTLING_QUOTA_EXCEEDED: true,
-  COORDINATOR_NOT_AVAILABLE: true,
-  NOT_COORDINATOR: true,
-  COORDINATOR_LOAD_IN_PROGRESS: true,
-  // The request itself is wrong, or the producer's sequence cannot go on as sent.
-  MESSAGE_TOO_LARGE: false,
-  RECORD_LIST_TOO_LARGE: false,
-  INVALID_RECORD: false,
-  INVALID_REQUIRED_ACKS: false,
-  INVALID_REQUEST: false,
-  INVALID_PRODUCER_EPOCH: false,
-  OUT_OF_ORDER_SEQUENCE_NUMBER: false,
-  UNKNOWN_PRODUCER_ID: false,
-  OFFSET_OUT_OF_RANGE: false,
-  UNKNOWN_SERVER_ERROR: false,
-};
-
-/** Kafka's classification of `code`, else the flag the error came with. */
-export function isRetriableCode(code: string, retriableAsSent: boolean): boolean {
-  return kafkaRetriableByCode[code] ?? retriableAsSent;
-}
-
-/**
  * Codes after which the producer refreshes the topic's metadata before its retry (Kafka's
  * InvalidMetadataException family, and a leader that could not be reached).
  */
@@ -146,7 +93,9 @@ export const staleMetadataCodes: ReadonlySet<string> = new Set([
 export function fromProtoError(error: ProtoError, subject: string): SpoolError {
   const message = error.message === '' ? error.code : error.message;
   return new SpoolError(error.code, `${subject}: ${message}`, {
-    retriable: isRetriableCode(error.code, error.retriable),
+    // As Kafka's clients, the SDK decides by the code (the catalog), not by the flag an answer
+    // carries; a code the catalog does not know keeps the answer's flag.
+    retriable: isRetriable(error.code, error.retriable),
   });
 }
 

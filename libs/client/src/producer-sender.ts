@@ -1,11 +1,11 @@
 import { SpoolError, backoffMs, type Logger } from '@spool/common';
+import { isRetriable } from '@spool/errors';
 import { Acks, type PartitionAppendResult, type ProduceRequest } from '@spool/protocol';
 import type { BufferMemory } from './buffer-memory';
 import type { ProducerConfig } from './config';
 import {
   ClientErrorCode,
   fromProtoError,
-  isRetriableCode,
   partitionName,
   staleMetadataCodes,
   toSpoolError,
@@ -318,7 +318,7 @@ export class ProducerSender {
    * to be retried says why it is final (the retries or the delivery timeout used up).
    */
   private classified(batch: ProducerBatch, answer: SpoolError, nowMs: number): SpoolError {
-    const retriable = isRetriableCode(answer.code, answer.retriable);
+    const retriable = isRetriable(answer.code, answer.retriable);
     if (!retriable) {
       if (!answer.retriable) return answer;
       return new SpoolError(answer.code, answer.message, {

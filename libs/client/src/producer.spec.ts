@@ -259,7 +259,9 @@ describe('Producer', () => {
       if (partition === 0 && attempt <= 2) {
         return { code: 'NOT_LEADER_OR_FOLLOWER', message: 'leader moved', retriable: true };
       }
-      if (partition === 1) return { code: 'CORRUPT_MESSAGE', message: 'bad crc', retriable: false };
+      if (partition === 1) {
+        return { code: 'INVALID_RECORD', message: 'bad timestamp', retriable: false };
+      }
       return undefined;
     };
     const [result] = await producer.send({
@@ -271,8 +273,8 @@ describe('Producer', () => {
     const error = await rejection(
       producer.send({ topic: 'orders', messages: [{ partition: 1, value: 'y' }] }),
     );
-    expect(error.code).toBe('CORRUPT_MESSAGE');
-    expect(error.message).toBe('orders[1]: bad crc');
+    expect(error.code).toBe('INVALID_RECORD');
+    expect(error.message).toBe('orders[1]: bad timestamp');
     expect(gateway.produceRequests).toHaveLength(4);
   });
 

@@ -1,10 +1,11 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { isRetriable } from '@spool/errors';
 
 /**
- * Operating errors: bad input, a peer down, a disk full. Every one has a stable `code` in
- * Kafka's vocabulary, whether the same request may succeed later (`retriable`), and the `cause`.
- * Each lib keeps its own codes in its own errors.ts; this file holds the base class and the one
- * table that maps codes to gRPC status codes for the wire.
+ * Operating errors: bad input, a peer down, a disk full. Every one has a stable `code` from the
+ * error catalog (@spool/errors, Kafka's codes and Spool's own), whether the same request may
+ * succeed later (`retriable`, which the catalog decides for the code), and the `cause`. This
+ * file holds the base class and the one table that maps codes to gRPC status codes for the wire.
  */
 export class SpoolError extends Error {
   readonly code: string;
@@ -19,6 +20,12 @@ export class SpoolError extends Error {
     code: string,
     message: string,
     options: {
+      /**
+       * Left out, the catalog's classification of the code (false for a code it does not know).
+       * Given, it overrides it for this one failure: the flag a peer sent over the wire, or a
+       * failure its raiser knows to be final whatever the code (a batch that must not be sent
+       * twice, a wait that already used its deadline).
+       */
       retriable?: boolean;
       cause?: unknown;
       details?: Readonly<Record<string, string>>;
@@ -27,7 +34,7 @@ export class SpoolError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SpoolError';
     this.code = code;
-    this.retriable = options.retriable ?? false;
+    this.retriable = options.retriable ?? isRetriable(code);
     this.details = options.details ?? {};
   }
 }
@@ -57,6 +64,30 @@ export function isCodedError(error: unknown): error is CodedError & Error {
     typeof (error as Partial<CodedError>).code === 'string' &&
     typeof (error as Partial<CodedError>).retriable === 'boolean'
   );
+}
+
+/**
+ * Any thrown error as the `{ code, message, retriable }` a response carries per partition, topic
+ * or group: a coded error keeps its code and flag, anything else is UNKNOWN_SERVER_ERROR.
+ * `prefix` goes before the message (what the error is about, when the error does not say).
+ */
+export function wireErrorOf(
+  error: unknown,
+  prefix = '',
+): { code: string; message: string; retriable: boolean } {
+  const coded = error as { code?: unknown; retriable?: unknown };
+  if (error instanceof Error && typeof coded.code === 'string') {
+    return {
+      code: coded.code,
+      message: `${prefix}${error.message}`,
+      retriable: coded.retriable === true,
+    };
+  }
+  return {
+    code: CommonErrorCode.Unknown,
+    message: `${prefix}${error instanceof Error ? error.message : String(error)}`,
+    retriable: false,
+  };
 }
 
 /**

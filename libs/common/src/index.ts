@@ -5,6 +5,7 @@ export {
   SpoolError,
   CommonErrorCode,
   isCodedError,
+  wireErrorOf,
   grpcStatusForCode,
   retriableGrpcStatuses,
   type CodedError,
@@ -42,11 +43,7 @@ export {
   type ServerStreamHandler,
   type BidiStreamHandler,
 } from './grpc-server';
-export {
-  StreamPipeline,
-  type Correlated,
-  type StreamPipelineOptions,
-} from './stream-pipeline';
+export { StreamPipeline, type Correlated, type StreamPipelineOptions } from './stream-pipeline';
 export {
   PipelinedStreamServer,
   type PipelinedStreamServerOptions,

@@ -1,9 +1,13 @@
+import { isRetriable, type ErrorCode } from '@spool/errors';
+
 /**
  * Operating errors of the wire formats: a batch that fails its CRC, a record that does not
- * parse, a batch over the size limit. Each carries a stable `code` in Kafka's vocabulary, whether
- * the same request may succeed if sent again (`retriable`), and the `cause`. This lib depends on
- * nothing of ours, so it does not extend `SpoolError`; `libs/common` recognises any error with a
- * string `code` and a boolean `retriable` and maps it to a gRPC status.
+ * parse, a batch over the size limit. Each carries a stable `code` of the error catalog, whether
+ * the same request may succeed if sent again (`retriable`, as the catalog classifies the code:
+ * CORRUPT_MESSAGE and the network failures are, the others describe the request itself), and the
+ * `cause`. This lib depends on nothing of ours but the catalog, so it does not extend
+ * `SpoolError`; `libs/common` recognises any error with a string `code` and a boolean
+ * `retriable` and maps it to a gRPC status.
  */
 export const ProtocolErrorCode = {
   /** The bytes are damaged (CRC mismatch, a length that overruns the buffer, a bad magic). */
@@ -24,29 +28,9 @@ export const ProtocolErrorCode = {
   RequestTimedOut: 'REQUEST_TIMED_OUT',
   /** A data-port client already has its bound of requests in flight on its connection. */
   InFlightRequestsFull: 'IN_FLIGHT_REQUESTS_FULL',
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 
 export type ProtocolErrorCode = (typeof ProtocolErrorCode)[keyof typeof ProtocolErrorCode];
-
-/**
- * Kafka's classification: CorruptRecordException is a RetriableException, because bytes damaged
- * on the way may arrive intact when the producer sends them again. The others describe the
- * request itself, which will fail the same way every time.
- */
-const retriableByCode: Readonly<Record<ProtocolErrorCode, boolean>> = {
-  CORRUPT_MESSAGE: true,
-  INVALID_RECORD: false,
-  MESSAGE_TOO_LARGE: false,
-  UNSUPPORTED_VERSION: false,
-  UNSUPPORTED_COMPRESSION_TYPE: false,
-  INVALID_REQUEST: false,
-  // A new connection may reach the peer; Kafka's NetworkException is retriable.
-  NETWORK_EXCEPTION: true,
-  // As Kafka's RequestTimedOutException: the peer may answer in time on a new connection.
-  REQUEST_TIMED_OUT: true,
-  // The caller may send again once a response has arrived, or on another connection.
-  IN_FLIGHT_REQUESTS_FULL: true,
-};
 
 export class ProtocolError extends Error {
   readonly code: ProtocolErrorCode;
@@ -56,6 +40,6 @@ export class ProtocolError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ProtocolError';
     this.code = code;
-    this.retriable = retriableByCode[code];
+    this.retriable = isRetriable(code);
   }
 }

@@ -1,38 +1,27 @@
-// Operating errors of the segment store: the one place that lists their codes. Each code is
-// stable (the gRPC layer maps it to a status, the client shows it), carries Kafka's name where
-// Kafka has one, and says once whether the same request may succeed if simply retried.
+// Operating errors of the segment store: the one place that lists which codes it reports. Each
+// code is stable (the gRPC layer maps it to a status, the client shows it) and comes from the
+// error catalog, which says once whether the same request may succeed if simply retried.
 // Programmer errors are not here: they are assertions and crash the process.
 import { SpoolError } from '@spool/common';
+import type { ErrorCode } from '@spool/errors';
 
 /**
- * Every code the segment store reports, with whether a retry of the same request can succeed.
- * To add a code: add a line here with a one-line reason; the type below follows.
+ * Every code the segment store reports. What each means and whether a retry of the same request
+ * can succeed is written once, in the error catalog (@spool/errors).
  */
-const retriableByCode = {
-  // The disk or file system failed under a log directory; another replica may serve the request.
-  KAFKA_STORAGE_ERROR: true,
-  // A batch failed its CRC or size checks; Kafka retries, the bytes may be re-fetched or re-sent.
-  CORRUPT_MESSAGE: true,
-  // The offset is outside [log start offset, log end offset]; the client must reset its position.
-  OFFSET_OUT_OF_RANGE: false,
-  // A segment file became shorter than a slice read from it (the log was truncated meanwhile);
-  // a new read sees the log as it is now.
-  FILE_TRUNCATED: true,
-  // The peer went away or the connection failed while bytes were moving to it.
-  NETWORK_EXCEPTION: true,
-  // Too many transfers are waiting for one socket; the peer should wait for responses first.
-  TRANSFER_QUEUE_FULL: true,
-  // A batch's fields disagree with each other or with the rules for its origin.
-  INVALID_RECORD: false,
-  // One append is larger than a whole segment (segment.bytes) could ever hold.
-  RECORD_BATCH_TOO_LARGE: false,
-  // A follower's batches do not continue its log exactly; it must truncate or refetch.
-  UNEXPECTED_APPEND_OFFSET: false,
-  // A log setting is outside what Kafka allows for it.
-  INVALID_CONFIG: false,
-} as const satisfies Record<string, boolean>;
-
-export type SegmentStoreErrorCode = keyof typeof retriableByCode;
+export type SegmentStoreErrorCode = Extract<
+  ErrorCode,
+  | 'KAFKA_STORAGE_ERROR'
+  | 'CORRUPT_MESSAGE'
+  | 'OFFSET_OUT_OF_RANGE'
+  | 'FILE_TRUNCATED'
+  | 'NETWORK_EXCEPTION'
+  | 'TRANSFER_QUEUE_FULL'
+  | 'INVALID_RECORD'
+  | 'RECORD_BATCH_TOO_LARGE'
+  | 'UNEXPECTED_APPEND_OFFSET'
+  | 'INVALID_CONFIG'
+>;
 
 export interface SegmentStoreErrorOptions {
   readonly cause?: unknown;
@@ -51,7 +40,7 @@ export class SegmentStoreError extends SpoolError {
     message: string,
     options: SegmentStoreErrorOptions = {},
   ) {
-    super(code, message, { retriable: retriableByCode[code], cause: options.cause });
+    super(code, message, { cause: options.cause });
     this.filePath = options.filePath;
   }
 }

@@ -1,0 +1,11 @@
+// The catalog of error codes every Spool service, the SDK and the CLI share. It depends on
+// nothing, so the base libraries (protocol, common) use it too.
+export {
+  errorCatalog,
+  errorCodeOfKafkaCode,
+  errorDefinitionOf,
+  isErrorCode,
+  isRetriable,
+  type ErrorCode,
+  type ErrorDefinition,
+} from './error-catalog';
