@@ -17,7 +17,7 @@
 //    a response already on the wire is finished, then the connection ends as in point 3. The
 //    server destroys what is left after its drain timeout.
 // 6. Every FetchResult is released exactly once, whichever of these paths it takes.
-import { AssertionError, isCodedError, type Logger } from '@spool/common';
+import { exitOnAssertionFailure, isCodedError, type Logger } from '@spool/common';
 import {
   DataPortApiKey,
   dataPortApiNames,
@@ -363,8 +363,8 @@ export class DataPortConnection {
   }
 
   private handlerFailed(api: string, correlationId: number, error: unknown): ErrorAnswer {
-    // A failed assertion is a bug: it must crash the process, not become an error code.
-    if (error instanceof AssertionError) throw error;
+    // A failed assertion is a bug: it stops the process, it does not become an error code.
+    exitOnAssertionFailure(error, this.logger, { api, correlationId });
     const answer = errorAnswerOf(error);
     this.logger.warn({ err: error, api, correlationId }, 'data port handler failed');
     return answer;

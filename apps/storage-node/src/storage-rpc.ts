@@ -6,7 +6,7 @@
  * The gRPC server counts and times every call and counts the partition errors in its answer;
  * Append also reports where its time went (queue, local append, replication wait).
  */
-import { SpoolError } from '@spool/common';
+import { isAssertionFailure, SpoolError } from '@spool/common';
 import {
   Acks,
   OffsetSpec,
@@ -27,8 +27,12 @@ import type { StorageMetrics } from './storage-metrics';
 /** The longest an acks=all append may wait for replication, whatever the request asks. */
 export const appendTimeoutMsMax = 120_000;
 
-/** The error a partition result carries: typed errors keep their code; anything else is named. */
+/**
+ * The error a partition result carries: typed errors keep their code; anything else is named. A
+ * failed assertion is no answer: it is rethrown, and the gRPC server's wrapper stops the process.
+ */
 export function protoError(error: unknown): ProtoError {
+  if (isAssertionFailure(error)) throw error;
   // A file-system error that escaped the segment store's wrapping (its code is an errno name
   // such as ENOSPC) is still a storage error: retriable, as Kafka's KAFKA_STORAGE_ERROR.
   if (error instanceof Error && typeof (error as NodeJS.ErrnoException).errno === 'number') {

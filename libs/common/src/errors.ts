@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { isRetriable } from '@spool/errors';
+import { isAssertionFailure } from './assertion-failure';
 
 /**
  * Operating errors: bad input, a peer down, a disk full. Every one has a stable `code` from the
@@ -69,12 +70,15 @@ export function isCodedError(error: unknown): error is CodedError & Error {
 /**
  * Any thrown error as the `{ code, message, retriable }` a response carries per partition, topic
  * or group: a coded error keeps its code and flag, anything else is UNKNOWN_SERVER_ERROR.
- * `prefix` goes before the message (what the error is about, when the error does not say).
+ * `prefix` goes before the message (what the error is about, when the error does not say). A
+ * failed assertion is rethrown, never answered.
  */
 export function wireErrorOf(
   error: unknown,
   prefix = '',
 ): { code: string; message: string; retriable: boolean } {
+  // A failed assertion is no answer: it goes on up to the handler's wrapper, which stops.
+  if (isAssertionFailure(error)) throw error;
   const coded = error as { code?: unknown; retriable?: unknown };
   if (error instanceof Error && typeof coded.code === 'string') {
     return {

@@ -6,6 +6,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { CommonErrorCode, SpoolError } from './errors';
 import { toGrpcStatus } from './grpc-errors';
+import { exitOnAssertionFailure } from './assertion-failure';
 import type { Logger } from './logger';
 import { apiNameOfPath, type RequestMetrics } from './request-metrics';
 
@@ -79,7 +80,7 @@ export class GrpcServer {
 
   /**
    * Registers a service. Handlers are plain async functions; whatever they throw reaches the
-   * client as a status with the error's code.
+   * client as a status with the error's code, except a failed assertion, which stops the process.
    */
   addService(
     definition: grpc.ServiceDefinition,
@@ -126,6 +127,7 @@ export class GrpcServer {
       return promise;
     };
     const fail = (error: unknown): Partial<grpc.StatusObject> => {
+      exitOnAssertionFailure(error, this.logger, { method: method.path });
       if (!(error instanceof SpoolError) || error.code === CommonErrorCode.Unknown) {
         this.logger.error({ err: error, method: method.path }, 'request failed unexpectedly');
       }

@@ -2,6 +2,11 @@
 // typed errors, assertions and graceful shutdown.
 export { assert, assertNever, AssertionError } from './assert';
 export {
+  assertionFailureExitCode,
+  exitOnAssertionFailure,
+  isAssertionFailure,
+} from './assertion-failure';
+export {
   SpoolError,
   CommonErrorCode,
   isCodedError,

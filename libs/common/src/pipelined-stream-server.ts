@@ -11,12 +11,13 @@
  * - Every request counts and times under `api` in the request metrics, as a unary one does, so
  *   one query covers both ways of calling.
  * - A request whose handler throws is answered with `failed(request, error)`: the caller is
- *   answered either way, and the stream goes on.
+ *   answered either way, and the stream goes on. A failed assertion stops the process instead.
  * - stop() (at shutdown) lets each stream finish the requests it has started, answers them, and
  *   ends it; requests that arrive after stop() are not run. The caller fails what the ended
  *   stream left unanswered retriably, and sends it again: none of it was started.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { exitOnAssertionFailure } from './assertion-failure';
 import type { Logger } from './logger';
 import type { RequestMetrics } from './request-metrics';
 import type { Correlated } from './stream-pipeline';
@@ -97,6 +98,7 @@ export class PipelinedStreamServer<Request extends Correlated, Response extends 
             },
             (error: unknown) => {
               end({ error });
+              exitOnAssertionFailure(error, this.options.logger, { api });
               answer(request, failed(request, error));
             },
           )
