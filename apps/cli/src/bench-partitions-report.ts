@@ -2,7 +2,7 @@ import type { StorageStartupReport } from './bench-partitions-cluster';
 import { formatTable, toJsonLine } from './output';
 
 /**
- * What `spool bench partitions` reports: one JSON line with --json (bench/run-scenarios.mjs reads
+ * What `spool bench partitions` reports: one JSON line with --json (bench/src/scenarios.ts reads
  * it), otherwise a table per measurement. Times in milliseconds from the event named, CPU as a
  * percentage of one core, memory in MB (2^20 bytes).
  */

@@ -4,7 +4,7 @@ import { formatTable, toJsonLine } from './output';
 /**
  * What every `spool bench` mode reports: a progress line on stderr once a second while it runs
  * (Kafka's perf tools print the same window figures), then a table for people on stdout, or with
- * --json one last line of JSON for scripts (bench/run-scenarios.mjs reads it).
+ * --json one last line of JSON for scripts (bench/src/scenarios.ts reads it).
  */
 export const progressIntervalMs = 1_000;
 const bytesPerMegabyte = 1024 * 1024;

@@ -1,0 +1,114 @@
+/**
+ * The command line of `npm run bench`: which scenarios, and how many records each moves.
+ *
+ *   --quick      small counts: a smoke run of a minute or two
+ *   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
+ *   --only LIST  scenarios to run, comma-separated: numbers 1-7, and `partitions`, which runs
+ *                only when named
+ *   --help       this text
+ */
+export const usage = `usage: npm run bench [-- --quick] [-- --scale F] [-- --only 2,3,partitions]
+
+Runs Spool's standard benchmark scenarios (issue 11), each group on a fresh \`spool dev\`
+cluster, and writes bench/results/<date>.{json,md,svg}. Needs a build first
+(npx nx run-many -t build). Linux only (/proc).
+
+  --quick      small counts: a smoke run of a minute or two
+  --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
+  --only LIST  scenarios to run, comma-separated: 1-7, and partitions (run only when named)
+  --help       this text
+`;
+
+/** Record counts of the scenarios (s6 and s7 in seconds and reads where named so). */
+export interface Counts {
+  s2: number;
+  s3: number;
+  s4: number;
+  s5: number;
+  s6Seconds: number;
+  s6WarmupSeconds: number;
+  s7Small: number;
+  reads: number;
+}
+
+/** A numbered scenario, or a named one (`partitions`). */
+export type ScenarioId = number | string;
+
+export interface BenchOptions {
+  readonly help: boolean;
+  readonly quick: boolean;
+  /** Undefined: every numbered scenario. */
+  readonly only: ReadonlySet<ScenarioId> | undefined;
+  readonly counts: Counts;
+}
+
+/** Record counts: the full run, and --quick for a smoke run of a minute or two. */
+const quickCounts: Counts = {
+  s2: 50_000,
+  s3: 30_000,
+  s4: 10_000,
+  s5: 200_000,
+  s6Seconds: 3,
+  s6WarmupSeconds: 1,
+  s7Small: 5_000,
+  reads: 50,
+};
+const fullCounts: Counts = {
+  s2: 2_000_000,
+  s3: 1_000_000,
+  s4: 300_000,
+  s5: 10_000_000,
+  s6Seconds: 20,
+  s6WarmupSeconds: 5,
+  s7Small: 10_000,
+  reads: 1_000,
+};
+
+const flagsWithValue = new Set(['--only', '--scale']);
+const flags = new Set(['--quick', '--help', ...flagsWithValue]);
+
+/** Throws an Error naming the flag and value at fault. */
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  for (let index = 0; index < argv.length; index++) {
+    const argument = argv[index]!;
+    if (!flags.has(argument)) {
+      throw new Error(`unknown argument "${argument}"; npm run bench -- --help lists the flags`);
+    }
+    if (flagsWithValue.has(argument)) {
+      if (argv[index + 1] === undefined || argv[index + 1]!.startsWith('--')) {
+        throw new Error(`${argument} needs a value`);
+      }
+      index++;
+    }
+  }
+  const quick = argv.includes('--quick');
+  const onlyIndex = argv.indexOf('--only');
+  /** --only 2,3,partitions: numbered scenarios as numbers, named ones as their names. */
+  const only =
+    onlyIndex >= 0
+      ? new Set<ScenarioId>(
+          (argv[onlyIndex + 1] ?? '')
+            .split(',')
+            .map((item) => (/^\d+$/.test(item) ? Number(item) : item)),
+        )
+      : undefined;
+  const scaleIndex = argv.indexOf('--scale');
+  const scale = scaleIndex >= 0 ? Number(argv[scaleIndex + 1]) : 1;
+  if (!Number.isFinite(scale) || scale <= 0) {
+    throw new Error(`--scale is "${argv[scaleIndex + 1]}"; expected a number above 0`);
+  }
+  const counts = { ...(quick ? quickCounts : fullCounts) };
+  for (const key of Object.keys(counts) as (keyof Counts)[]) {
+    counts[key] = Math.max(1, Math.round(counts[key] * scale));
+  }
+  return { help: argv.includes('--help'), quick, only, counts };
+}
+
+export function isWanted(options: BenchOptions, scenario: ScenarioId): boolean {
+  return options.only === undefined || options.only.has(scenario);
+}
+
+/** The partitions scenario runs only when --only names it. */
+export function isPartitionsWanted(options: BenchOptions): boolean {
+  return options.only !== undefined && options.only.has('partitions');
+}
