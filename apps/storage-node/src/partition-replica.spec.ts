@@ -1,7 +1,7 @@
 // Proves that a replica hosted as leader computes its high watermark at once from its stale
 // checkpoint and its ISR: a node restarted after kill -9 that leads a partition alone must
 // answer a retried duplicate's acks=all wait without waiting for an append or a follower.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { encodeRecordBatch } from '@spool/protocol';
@@ -72,5 +72,35 @@ describe('PartitionReplica', () => {
       isr: [0, 1],
     });
     expect(replica.highWatermark).toBe(6n);
+  });
+
+  it('checkpoints its HW only when the file would say something new', async () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'spool-replica-'));
+    const { log } = await Log.open(directory);
+    cleanups.push(() => {
+      log.abandon();
+      rmSync(directory, { recursive: true, force: true });
+    });
+    const replica = new PartitionReplica('t', 0, log, 0, {
+      leaderId: 0,
+      leaderEpoch: 1,
+      partitionEpoch: 1,
+      replicas: [0],
+      isr: [0],
+    });
+    // Empty and new: no file means the log start already.
+    expect(replica.checkpointHighWatermark()).toBe(false);
+    expect(existsSync(path.join(directory, 'high-watermark'))).toBe(false);
+    log.append(
+      encodeRecordBatch({
+        baseOffset: 0n,
+        records: [{ key: null, value: Buffer.from('v'), timestampMs: 1n }],
+      }),
+      { leaderEpoch: 1, assignOffsets: true },
+    );
+    replica.maybeAdvanceHighWatermark();
+    expect(replica.checkpointHighWatermark()).toBe(true);
+    expect(readFileSync(path.join(directory, 'high-watermark'), 'utf8')).toBe('1\n');
+    expect(replica.checkpointHighWatermark()).toBe(false);
   });
 });

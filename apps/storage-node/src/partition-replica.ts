@@ -322,6 +322,14 @@ export class PartitionReplica {
    */
   checkpointHighWatermark(): boolean {
     if (this.highWatermarkValue === this.checkpointedHighWatermark) return false;
+    // No file means "start at the log start": a new, empty partition needs none (writing one
+    // for each of 20,000 new partitions was a fifth of hosting them).
+    if (
+      this.checkpointedHighWatermark === undefined &&
+      this.highWatermarkValue === this.log.logStartOffset
+    ) {
+      return false;
+    }
     const file = path.join(this.log.directory, highWatermarkFile);
     const value = this.highWatermarkValue;
     fs.writeFileSync(`${file}.tmp`, `${value}\n`);
