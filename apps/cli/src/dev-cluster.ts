@@ -16,8 +16,14 @@ import { DevSupervisor } from './dev-supervisor';
  * a second signal, 2 for a bad command line.
  */
 
-/** How long the processes may take to start and report their ports. */
-const startTimeoutMs = 30_000;
+/**
+ * How long the processes may take to start and report their ports. A storage node reports its
+ * ports once its logs are loaded: with tens of thousands of partitions, or after a crash that left
+ * logs to recover, that takes minutes on a slow disk, and giving up then would throw the recovery
+ * away. After `startNoticeMs` `spool dev` says who it is waiting for, and keeps waiting.
+ */
+const startTimeoutMs = 600_000;
+const startNoticeMs = 30_000;
 /** How long the cluster may take to get every partition in sync before `spool dev` says what is not. */
 const readinessTimeoutMs = 60_000;
 
@@ -90,6 +96,15 @@ class DevRun {
     const startup = this.supervisor.startAll();
     startup.catch(() => {});
     let timer: NodeJS.Timeout | undefined;
+    const notice = setTimeout(() => {
+      const waiting = this.supervisor.processes.filter((process) => process.state === 'starting');
+      if (waiting.length === 0) return;
+      this.context.stderr.write(
+        `spool dev: still waiting for ${waiting.map((process) => process.name).join(', ')} ` +
+          `after ${startNoticeMs / 1000} s (a storage node loads or recovers its logs before it ` +
+          `listens); giving up after ${startTimeoutMs / 1000} s\n`,
+      );
+    }, startNoticeMs);
     const outcome = await Promise.race([
       startup.then(
         () => ({ kind: 'started' as const }),
@@ -101,6 +116,7 @@ class DevRun {
       this.stopRequested().then(() => ({ kind: 'stopped' as const })),
     ]);
     clearTimeout(timer);
+    clearTimeout(notice);
     if (outcome.kind === 'started') return true;
     if (outcome.kind === 'failed') {
       const reason = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);

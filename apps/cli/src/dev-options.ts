@@ -19,7 +19,7 @@ export interface DevOptions {
   readonly storageNodeCount: number;
   readonly coordinatorCount: number;
   readonly restartPolicy: RestartPolicy;
-  /** profileDirectory: absolute, where the gateway and storage nodes write V8 CPU profiles. */
+  /** profileDirectory: absolute, where every process writes a V8 CPU profile when it exits. */
   readonly profileDirectory: string | undefined;
 }
 
@@ -80,7 +80,7 @@ export const devHelp: CommandHelp = {
       type: 'string',
       valueName: 'DIR',
       defaultText: 'none',
-      description: 'the gateway and storage nodes write V8 CPU profiles here when they exit',
+      description: 'every process writes a V8 CPU profile here when it exits',
     },
     ...helpFlags,
   },

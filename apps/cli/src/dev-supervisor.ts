@@ -19,8 +19,13 @@ import { spoolNodeFlags } from './node-flags';
  * nodes, controller), or killed all at once.
  */
 
-/** How long a process gets to exit after SIGTERM before it is killed. */
-const stopTimeoutMs = 10_000;
+/**
+ * How long a process gets to exit after SIGTERM before it is killed: longer than a service's own
+ * shutdown budget (its --shutdown-timeout-ms, 10 s by default, for the drain, and as much again
+ * for the steps after it, such as a storage node closing its logs), so that a clean stop is never
+ * cut short into a crash that the next start must recover from.
+ */
+const stopTimeoutMs = 30_000;
 
 export class DevSupervisor {
   readonly processes: readonly SupervisedProcess[];
@@ -99,8 +104,7 @@ export class DevSupervisor {
   /** Node's flags (spoolNodeFlags, profiling, the orphan guard), then the entry point. */
   private commandPrefix(plan: ProcessPlan): string[] {
     const { profileDirectory } = this.options;
-    const profiled =
-      profileDirectory !== undefined && (plan.role === 'gateway' || plan.role === 'storage-node');
+    const profiled = profileDirectory !== undefined;
     return [
       ...spoolNodeFlags,
       // NODE_OPTIONS may not carry --cpu-prof, so it goes on the command line.
