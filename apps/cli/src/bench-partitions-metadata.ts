@@ -44,6 +44,15 @@ export function clusterInSync(metadata: ClusterMetadataCache, brokerCount: numbe
   return true;
 }
 
+/** How many partition replicas the metadata assigns to `brokerId`. */
+export function replicasAssigned(metadata: ClusterMetadataCache, brokerId: number): number {
+  let count = 0;
+  for (const topic of metadata.topics.values()) {
+    for (const partition of topic.partitions) if (partition.replicas.includes(brokerId)) count++;
+  }
+  return count;
+}
+
 export function partitionCount(metadata: ClusterMetadataCache): number {
   let count = 0;
   for (const topic of metadata.topics.values()) count += topic.partitions.length;

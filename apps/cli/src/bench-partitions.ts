@@ -13,6 +13,7 @@ import {
   isInSync,
   partitionCount,
   topicsPass,
+  replicasAssigned,
 } from './bench-partitions-metadata';
 import { parseBenchPartitionsArgs, type BenchPartitionsSettings } from './bench-partitions-options';
 import type { PartitionsStep } from './bench-partitions-plan';
@@ -53,6 +54,8 @@ import { processName } from './dev-cluster-layout';
  */
 
 const bytesPerMegabyte = 1024 * 1024;
+/** How often the bench asks the storage nodes how many replicas they host yet. */
+const hostedPollIntervalMs = 3_000;
 
 export async function runBenchPartitions(context: CommandContext): Promise<number> {
   const settings = parseBenchPartitionsArgs(context.argv, context.env ?? process.env);
@@ -243,6 +246,39 @@ class PartitionsBenchmark {
     }
   }
 
+  /**
+   * Until every storage node's spool_partitions (leaders and followers) counts the replicas the
+   * metadata assigns to it. Polled every few seconds: a scrape of a node with 20,000 partitions
+   * costs it a fraction of a second of CPU.
+   */
+  private async waitUntilHosted(cluster: BenchDevCluster, watch: MetadataWatch): Promise<void> {
+    const deadlineMs = Date.now() + this.timeoutMs;
+    const nodes = cluster.processes().filter((entry) => entry.role === 'storage-node');
+    let waitingFor = '';
+    while (Date.now() < deadlineMs) {
+      const counts = await Promise.all(
+        nodes.map(async (node) => {
+          const port = node.ports?.metrics;
+          if (port === undefined) return { node, hosted: -1 };
+          const values = metricValues(await scrapeMetrics(port), ['spool_partitions']);
+          return { node, hosted: values.get('spool_partitions') ?? 0 };
+        }),
+      );
+      const behind = counts.filter(
+        ({ node, hosted }) => hosted !== replicasAssigned(watch.metadata, node.id),
+      );
+      if (behind.length === 0) return;
+      waitingFor = behind
+        .map(({ node, hosted }) => {
+          const assigned = replicasAssigned(watch.metadata, node.id);
+          return `${processName(node.role, node.id)} hosts ${hosted} of ${assigned}`;
+        })
+        .join(', ');
+      await sleep(hostedPollIntervalMs);
+    }
+    throw new Error(`replicas not hosted within ${this.timeoutMs / 1000} s: ${waitingFor}`);
+  }
+
   /** CPU over the idle window, RSS, and each storage node's descriptors, once settled. */
   private async measureIdle(
     partitions: number,
@@ -257,9 +293,13 @@ class PartitionsBenchmark {
       undefined,
       () => describeOutOfSync(watch.metadata, settings.storageNodeCount),
     );
+    // In sync is not done: a new partition's ISR is its whole replica set from the start, while
+    // each storage node creates its replicas' logs in the background. Idle starts once every
+    // node hosts every replica assigned to it.
+    await this.waitUntilHosted(cluster, watch);
     this.progress(
-      `${partitions} partitions in sync; settling ${settings.settleSeconds} s, then idle for ` +
-        `${settings.idleSeconds} s`,
+      `${partitions} partitions in sync and hosted; settling ${settings.settleSeconds} s, then ` +
+        `idle for ${settings.idleSeconds} s`,
     );
     await sleep(settings.settleSeconds * 1_000);
     const services = cluster.processes().map((entry) => ({
