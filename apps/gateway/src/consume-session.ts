@@ -253,6 +253,7 @@ export class ConsumeSession {
   ): Promise<void> {
     let pushedBytes = 0;
     const startedMs = performance.now();
+    const abandon = this.fetchAbandonment(leaderId, subscriptions);
     try {
       const response = await this.dependencies.fetcher.fetch(
         leaderId,
@@ -267,7 +268,7 @@ export class ConsumeSession {
             partitionMaxBytes: subscription.partitionMaxBytes,
           })),
         },
-        this.abandon.signal,
+        abandon.signal,
       );
       if (this.state === SessionState.Ended) return;
       const pushes: FetchedPartition[] = [];
@@ -308,10 +309,42 @@ export class ConsumeSession {
         subscription.retryAtMs = Date.now() + consumeRetryBackoffMs;
       }
     } finally {
+      abandon.release();
       this.credit.settle(reservedBytes, pushedBytes);
       for (const subscription of subscriptions) subscription.fetching = false;
       this.wake();
     }
+  }
+
+  /**
+   * What abandons a fetch from `leaderId`: the stream ending, or the metadata moving one of its
+   * partitions to another leader while it waits. A paused or cut-off leader never answers, and
+   * the fetch would hold its partitions for the poll wait plus the fetch's slack (over ten
+   * seconds) after their new leader was elected; abandoned, they are fetched from it at once.
+   */
+  private fetchAbandonment(
+    leaderId: number,
+    subscriptions: readonly Subscription[],
+  ): { signal: AbortSignal; release: () => void } {
+    const controller = new AbortController();
+    const onEnded = (): void => controller.abort();
+    if (this.abandon.signal.aborted) controller.abort();
+    this.abandon.signal.addEventListener('abort', onEnded, { once: true });
+    const metadata = this.dependencies.link.metadata;
+    const unsubscribe = metadata.onChange(() => {
+      const moved = subscriptions.some(
+        (subscription) =>
+          metadata.partition(subscription.topic, subscription.partition)?.leaderId !== leaderId,
+      );
+      if (moved) controller.abort();
+    });
+    return {
+      signal: controller.signal,
+      release: () => {
+        unsubscribe();
+        this.abandon.signal.removeEventListener('abort', onEnded);
+      },
+    };
   }
 
   /** A partition leaves the stream; `answer`, when given, tells the client why. */

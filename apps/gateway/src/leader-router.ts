@@ -6,15 +6,16 @@
  *    partition is answered at once; a partition without a leader waits for the next round.
  * 2. The items of one leader go in one call; the leaders are called concurrently.
  * 3. An item the leader refused because the route was stale (NOT_LEADER_OR_FOLLOWER, ...; see
- *    rerouteCodes), and every item of a leader that could not be reached, waits for the next
- *    round; any other answer, success or error, is final.
+ *    rerouteCodes), and every item of a leader that could not be reached, or whose leadership
+ *    the metadata moved while the call was in flight, waits for the next round; any other
+ *    answer, success or error, is final.
  * 4. Between rounds the router waits for newer metadata (at most metadataWaitMsMax; the leader
  *    change it waits for comes through WatchMetadata), then backs off a little when the
  *    metadata did not move.
  * 5. At most attemptsMax rounds, all before the deadline; what is still pending then is answered
  *    with the last error it got, which is retriable.
  */
-import { backoffMs, sleep, wireErrorOf } from '@spool/common';
+import { SpoolError, backoffMs, sleep, wireErrorOf } from '@spool/common';
 import type { ProtoError } from '@spool/protocol';
 import { rerouteCodes } from './reroute-codes';
 import type { MetadataLink } from './metadata-link';
@@ -118,11 +119,7 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
   ): Promise<number[]> {
     const retry: number[] = [];
     try {
-      const answers = await this.call.send(
-        leaderId,
-        positions.map((position) => this.items[position]!),
-        Math.max(1, deadlineMs - Date.now()),
-      );
+      const answers = await this.sendUnlessMoved(leaderId, positions, deadlineMs);
       const byKey = new Map(answers.map((answer) => [keyOf(answer), answer]));
       for (const position of positions) {
         const item = this.items[position]!;
@@ -145,6 +142,47 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
       }
     }
     return retry;
+  }
+
+  /**
+   * Point 3's call, abandoned when the metadata moves one of its items to another leader before
+   * the answer comes: a leader that is paused or cut off never answers, and waiting out the
+   * deadline for it would hold the items past their new leader's election. The abandoned items
+   * are retried at the new leader as after an unreachable one (an idempotent producer's retry is
+   * deduplicated there; a fenced leader that wakes up can no longer commit what it appends).
+   */
+  private async sendUnlessMoved(
+    leaderId: number,
+    positions: readonly number[],
+    deadlineMs: number,
+  ): Promise<Result[]> {
+    const items = positions.map((position) => this.items[position]!);
+    let unsubscribe: () => void = () => {};
+    const moved = new Promise<never>((_, reject) => {
+      unsubscribe = this.link.metadata.onChange(() => {
+        const item = items.find(
+          (candidate) =>
+            this.link.metadata.partition(candidate.topic, candidate.partition)?.leaderId !==
+            leaderId,
+        );
+        if (item === undefined) return;
+        reject(
+          new SpoolError(
+            'NOT_LEADER_OR_FOLLOWER',
+            `the leadership of ${partitionName(item)} moved away from broker ${leaderId} ` +
+              'while the call was in flight',
+          ),
+        );
+      });
+    });
+    try {
+      return await Promise.race([
+        this.call.send(leaderId, items, Math.max(1, deadlineMs - Date.now())),
+        moved,
+      ]);
+    } finally {
+      unsubscribe();
+    }
   }
 
   /** Point 5: what is still pending gets its last error. */

@@ -52,7 +52,7 @@ function logRouteChanges(link: ClusterLink, logger: Logger): void {
           .slice(0, loggedPartitionsMax)
           .map(
             (partition) =>
-              `${partition.topic}-${partition.partition}:${partition.leader}@${partition.leaderEpoch}`,
+              `${partition.topic}-${partition.partition}:${partition.leaderId}@${partition.leaderEpoch}`,
           ),
         topics: change.changedTopics.length,
         brokers: change.changedBrokers.length + change.deletedBrokers.length,
