@@ -1,4 +1,4 @@
-import { backoffMs, type Logger, type SpoolError } from '@spool/common';
+import { CommonErrorCode, backoffMs, type Logger, type SpoolError } from '@spool/common';
 import {
   OffsetSpec,
   batchLengthPosition,
@@ -460,6 +460,9 @@ export class ConsumerFetcher {
   private retryOrFail(error: SpoolError): void {
     this.failuresInARow += 1;
     if (!error.retriable || this.failuresInARow > this.config.retries) throw error;
+    // A gateway that cannot be reached (killed, gone): the next stream opens on the next one in
+    // `brokers`, as the next unary call would.
+    if (error.code === CommonErrorCode.Unavailable) this.connection.failOver(error);
     this.restartDelayMs = backoffMs(this.failuresInARow, {
       backoffInitialMs: this.config.retryBackoffMs,
       backoffMaxMs: this.config.retryBackoffMaxMs,
