@@ -113,7 +113,7 @@ export async function runFaults(
     await waitForFullIsr(cluster, topic, replicationFactor);
     workload = new Workload(
       {
-        gatewayAddress: cluster.gatewayAddress,
+        gatewayAddresses: cluster.gatewayAddresses,
         topic,
         partitions: profile.partitions,
         producers: profile.producers,

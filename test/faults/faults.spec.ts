@@ -1,7 +1,7 @@
 // Proves that nothing acknowledged is lost, duplicated or reordered, that replicas never diverge
 // below the high watermark and that the consumer gets every acknowledged record, while a seeded
 // nemesis kills, pauses, partitions, fills and slows the members of a real cluster (3-member
-// etcd, 2 controllers, 3 storage nodes, coordinators, a gateway, each in its own network
+// etcd, 2 controllers, 3 storage nodes, coordinators, 2 gateways, each in its own network
 // namespace). The short profile runs inside `npm test`; `npm run faults -- --minutes N` runs a
 // long one through this same file (SPOOL_FAULTS_MINUTES). The seed is printed first;
 // SPOOL_FAULTS_SEED replays it.

@@ -8,7 +8,7 @@ import { consecutiveRuns, type HistoryWriter } from './history';
  * partition, each send to the next partition (so a producer's records in a partition are in
  * increasing sequence), and consumers that
  * record every record delivered to them: members of one consumer group that process a batch
- * (record it) and then commit the offset after it (at-least-once), or, with no group members,
+ * (record it) and then commit the offset after it (at-least-once) in the background, or, with no group members,
  * one consumer assigned every partition. Every send's invocation and completion, every delivery
  * and every acknowledged commit goes to the history. Each producer has one send in flight and a
  * pause between sends, so the rate is bounded (producers × recordsPerSend per round trip and
@@ -19,7 +19,7 @@ import { consecutiveRuns, type HistoryWriter } from './history';
  * client's side of the outage breakdown.
  */
 export interface WorkloadOptions {
-  readonly gatewayAddress: string;
+  readonly gatewayAddresses: readonly string[];
   readonly topic: string;
   readonly partitions: number;
   readonly producers: number;
@@ -59,7 +59,7 @@ export class Workload {
   ) {
     this.clientLog = pino.destination({ dest: options.clientLogPath, sync: true });
     this.spool = new Spool({
-      brokers: [options.gatewayAddress],
+      brokers: [...options.gatewayAddresses],
       clientId: 'faults',
       logger: pino({ level: 'debug', base: { service: 'faults-workload' } }, this.clientLog),
     });
@@ -152,6 +152,16 @@ export class Workload {
       setTimeout(() => this.startConsumer(slot), 500);
     };
     consumer.on('crash', replace);
+    const commits = inGroup
+      ? new BackgroundCommits(consumer, topic, (partition, offset) =>
+          this.history.append({
+            type: 'commit',
+            consumer: number,
+            partition,
+            offset: offset.toString(),
+          }),
+        )
+      : undefined;
     const started = async (): Promise<void> => {
       if (inGroup) {
         await consumer.subscribe({ topic, fromBeginning: true });
@@ -184,20 +194,8 @@ export class Workload {
           if (next > (this.nextOffsets.get(batch.partition) ?? 0n)) {
             this.nextOffsets.set(batch.partition, next);
           }
-          if (!inGroup) return;
-          // At-least-once: the batch is processed (recorded) before its offsets are committed.
-          // A refused commit (the group moved on) is not an error: the records come again.
-          try {
-            await consumer.commitOffsets([{ topic, partition: batch.partition, offset: next }]);
-            this.history.append({
-              type: 'commit',
-              consumer: number,
-              partition: batch.partition,
-              offset: next.toString(),
-            });
-          } catch {
-            // Not acknowledged: nothing to record.
-          }
+          // At-least-once: the batch is processed (recorded) before its offset is committed.
+          commits?.add(batch.partition, next);
         },
       });
     };
@@ -228,5 +226,48 @@ export class Workload {
 
   get spoolClient(): Spool {
     return this.spool;
+  }
+}
+
+/**
+ * A member's commits in the background, as an application does with Kafka's commitAsync, so a
+ * group coordinator that moves holds up the commits but not the deliveries: one commit in flight
+ * per member (so its acknowledged commits of a partition never go backwards), carrying the latest
+ * processed offset of every partition since the last one. A refused commit (the coordinator away,
+ * the group moved on) is not an error: a later batch's commit carries a newer offset, and
+ * records not committed are delivered again.
+ */
+class BackgroundCommits {
+  private readonly pending = new Map<number, bigint>();
+  private inFlight: Promise<void> | undefined;
+
+  constructor(
+    private readonly consumer: Consumer,
+    private readonly topic: string,
+    private readonly acknowledged: (partition: number, offset: bigint) => void,
+  ) {}
+
+  add(partition: number, offset: bigint): void {
+    this.pending.set(partition, offset);
+    this.inFlight ??= this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending.size > 0) {
+        const offsets = [...this.pending];
+        this.pending.clear();
+        try {
+          await this.consumer.commitOffsets(
+            offsets.map(([partition, offset]) => ({ topic: this.topic, partition, offset })),
+          );
+        } catch {
+          continue;
+        }
+        for (const [partition, offset] of offsets) this.acknowledged(partition, offset);
+      }
+    } finally {
+      this.inFlight = undefined;
+    }
   }
 }

@@ -10,7 +10,8 @@ import { MemberProcess, type MemberRole } from './member-process';
 /**
  * The cluster a fault run attacks, every member a real process in its own network namespace:
  * a 3-member etcd, 2 controllers on it (etcd backend), 3 storage nodes (each data directory a
- * small tmpfs of its own, so a full disk is one filler file), 2 coordinators and a gateway.
+ * small tmpfs of its own, so a full disk is one filler file), 2 coordinators and 2 gateways (as a
+ * Deployment runs several behind a Service; the SDK is given both and fails over).
  * Members listen on fixed ports at their own IPs, so a restart comes back where it was.
  * `stop()` removes everything (processes, namespaces, links, mounts), also after a failure.
  */
@@ -182,8 +183,13 @@ export class FaultCluster {
     }
     await Promise.all(this.byRole('coordinator').map((member) => member.start()));
 
-    this.addService('gateway', 'gateway', ['--controller-addresses', controllerAddresses]);
-    await this.member('gateway').start();
+    for (const index of [0, 1]) {
+      this.addService('gateway', `gateway-${index}`, [
+        '--controller-addresses',
+        controllerAddresses,
+      ]);
+    }
+    await Promise.all(this.byRole('gateway').map((member) => member.start()));
   }
 
   private add(
@@ -245,8 +251,8 @@ export class FaultCluster {
     return [...this.members.values()].filter((member) => member.role === role);
   }
 
-  get gatewayAddress(): string {
-    return `${this.member('gateway').ip}:${ports.grpc}`;
+  get gatewayAddresses(): string[] {
+    return this.byRole('gateway').map((member) => `${member.ip}:${ports.grpc}`);
   }
 
   storageDataDir(brokerId: number): string {
