@@ -12,5 +12,8 @@ export default defineConfig({
     environment: 'node',
     pool: 'forks',
     testTimeout: 30_000,
+    // expect.poll, for "until this holds": checked every 10 ms for up to 5 s (its defaults, 50 ms
+    // and 1 s, are slow to notice and quick to give up on a loaded machine).
+    expect: { poll: { timeout: 5_000, interval: 10 } },
   },
 });

@@ -105,15 +105,25 @@ describe('AppendPipeline', () => {
   });
 
   it('times a request out alone and drops its late answer', async () => {
+    let lateAnswerSent!: () => void;
+    const lateAnswered = new Promise<void>((resolve) => (lateAnswerSent = resolve));
     const { port } = await leader((received, call) => {
-      const delayMs = received.partitions[0]!.topic === 'late' ? 300 : 0;
-      setTimeout(() => answer(call, received, 7n), delayMs);
+      const late = received.partitions[0]!.topic === 'late';
+      setTimeout(
+        () => {
+          // A late answer that reached the next request would show as its offset, 99.
+          answer(call, received, late ? 99n : 7n);
+          if (late) lateAnswerSent();
+        },
+        late ? 300 : 0,
+      );
     });
     const client = createGrpcClient(StorageServiceClient, `127.0.0.1:${port}`);
     const pipeline = new AppendPipeline(client, 'leader under test');
     const late = pipeline.append(request('late'), 100);
     await expect(late).rejects.toMatchObject({ code: 'REQUEST_TIMED_OUT', retriable: true });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The late answer is on the stream ahead of the next one: the pipeline must drop it.
+    await lateAnswered;
     expect((await pipeline.append(request('on-time'), 1_000)).results[0]!.baseOffset).toBe(7n);
     pipeline.close();
     client.close();

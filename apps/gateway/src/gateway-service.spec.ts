@@ -7,7 +7,7 @@
 // COORDINATOR_NOT_AVAILABLE when no coordinator owns the group, counts all of it in its metrics,
 // and stops cleanly.
 import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   GrpcServer,
   SpoolError,
@@ -152,18 +152,6 @@ function batch(valueBytes = 10): Buffer {
   });
 }
 
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
-
 /** The value of the sample of `name` whose labels include `labels`, from a /metrics page. */
 function sample(metrics: string, name: string, labels: Record<string, string>): number | undefined {
   for (const line of metrics.split('\n')) {
@@ -232,9 +220,12 @@ describe('gateway service', () => {
     expect(readiness.status).toBe(503);
     expect(await readiness.text()).toContain('waiting for metadata');
     controller.publish(metadataVersion(1n, 0));
-    await eventually(async () => {
-      expect((await fetch(`http://127.0.0.1:${gateway.metricsPort}/readyz`)).status).toBe(200);
-    });
+    await vi.waitFor(
+      async () => {
+        expect((await fetch(`http://127.0.0.1:${gateway.metricsPort}/readyz`)).status).toBe(200);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
   });
 
   it('routes each partition to its leader and follows a leader change', async () => {
@@ -284,10 +275,15 @@ describe('gateway service', () => {
     let unstall: () => void = () => {};
     nodes[1]!.stall = new Promise((resolve) => (unstall = resolve));
     const slow = produce([{ topic: 'orders', partition: 1, records: batch(1_500) }]);
-    await eventually(async () => {
-      const metrics = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
-      expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBeGreaterThan(0);
-    });
+    await vi.waitFor(
+      async () => {
+        const metrics = await (
+          await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)
+        ).text();
+        expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBeGreaterThan(0);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     await expect(
       produce([{ topic: 'orders', partition: 1, records: batch(2_500) }]),
     ).rejects.toMatchObject({ code: 'THROTTLING_QUOTA_EXCEEDED', retriable: true });
@@ -318,14 +314,19 @@ describe('gateway service', () => {
       timeoutMs: 5_000,
     });
     stream.write(request(7, 1_500));
-    await eventually(async () => {
-      const metrics = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
-      expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBeGreaterThan(0);
-    });
+    await vi.waitFor(
+      async () => {
+        const metrics = await (
+          await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)
+        ).text();
+        expect(sample(metrics, 'spool_gateway_produce_in_flight_bytes', {})).toBeGreaterThan(0);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     // Over the connection's in-flight bytes: refused as a whole, every partition answered with
     // the error, before the stalled request that came first.
     stream.write(request(8, 2_500));
-    await eventually(async () => expect(answers).toHaveLength(1));
+    await vi.waitFor(async () => expect(answers).toHaveLength(1), { timeout: 5_000, interval: 20 });
     expect(answers[0]!.correlationId).toBe(8);
     expect(answers[0]!.results[0]).toMatchObject({
       topic: 'orders',
@@ -334,7 +335,7 @@ describe('gateway service', () => {
     });
     nodes[1]!.stall = undefined;
     unstall();
-    await eventually(async () => expect(answers).toHaveLength(2));
+    await vi.waitFor(async () => expect(answers).toHaveLength(2), { timeout: 5_000, interval: 20 });
     expect(answers[1]!.correlationId).toBe(7);
     expect(answers[1]!.results[0]!.error).toBeUndefined();
     stream.end();

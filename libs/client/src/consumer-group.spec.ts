@@ -89,14 +89,6 @@ async function runRecording(consumer: Consumer, record: Recorder): Promise<void>
   });
 }
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 function owned(consumer: Consumer): string[] {
   return consumer
     .assignment()
@@ -114,7 +106,7 @@ describe('Consumer in a group', () => {
     const consumer = member(spool);
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => record.received.length === 9, 'nine records');
+    await expect.poll(() => record.received.length === 9, { message: 'nine records' }).toBe(true);
     const first = gateway.coordinator.heartbeats[0]!.request;
     expect(first).toMatchObject({
       groupId: 'billing',
@@ -128,10 +120,11 @@ describe('Consumer in a group', () => {
     expect(fromOne.map((message) => message.offset)).toEqual([3n]);
     expect(owned(consumer)).toEqual(['events[0]', 'events[1]', 'events[2]']);
     // The member reports what it owns once it took the assignment.
-    await waitFor(
-      () => gateway.coordinator.heartbeats.at(-1)!.request.ownedPartitions.length === 3,
-      'owned partitions reported',
-    );
+    await expect
+      .poll(() => gateway.coordinator.heartbeats.at(-1)!.request.ownedPartitions.length === 3, {
+        message: 'owned partitions reported',
+      })
+      .toBe(true);
     expect(consumer.memberIdentity()?.memberId).toBe('member-1');
     expect(consumer.memberIdentity()?.memberEpoch).toBeGreaterThan(0);
   });
@@ -146,15 +139,18 @@ describe('Consumer in a group', () => {
     const first = member(spool, { autoCommitIntervalMs: 60_000 });
     const firstRecord = recorder('events');
     await runRecording(first, firstRecord);
-    await waitFor(() => firstRecord.received.length === 8, 'the first member consumed all');
+    await expect
+      .poll(() => firstRecord.received.length === 8, { message: 'the first member consumed all' })
+      .toBe(true);
     const second = member(spool, { autoCommitIntervalMs: 60_000 });
     const secondRecord = recorder('events');
     await runRecording(second, secondRecord);
-    await waitFor(
-      () => owned(second).length === 2,
-      'the second member owns two partitions',
-      15_000,
-    );
+    await expect
+      .poll(() => owned(second).length === 2, {
+        timeout: 15_000,
+        message: 'the second member owns two partitions',
+      })
+      .toBe(true);
     expect(owned(first)).toHaveLength(2);
     expect([...owned(first), ...owned(second)].sort()).toEqual([
       'events[0]',
@@ -193,13 +189,16 @@ describe('Consumer in a group', () => {
     const consumer = member(spool);
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => owned(consumer).length === 2, 'partitions owned');
+    await expect
+      .poll(() => owned(consumer).length === 2, { message: 'partitions owned' })
+      .toBe(true);
     const { memberId } = consumer.memberIdentity()!;
     gateway.coordinator.fenceMember('billing', memberId);
-    await waitFor(
-      () => record.events.filter((event) => event.startsWith('assigned')).length === 2,
-      'the second assignment',
-    );
+    await expect
+      .poll(() => record.events.filter((event) => event.startsWith('assigned')).length === 2, {
+        message: 'the second assignment',
+      })
+      .toBe(true);
     expect(record.events).toEqual([
       'assigned events[0],events[1]',
       'lost events[0],events[1]',
@@ -211,7 +210,9 @@ describe('Consumer in a group', () => {
     expect(rejoin?.request.memberId).toBe(memberId);
     expect(rejoin?.request.ownedPartitions).toEqual([]);
     gateway.appendBatch('events', 0, records('after-', 1));
-    await waitFor(() => record.received.length === 1, 'consumption after rejoining');
+    await expect
+      .poll(() => record.received.length === 1, { message: 'consumption after rejoining' })
+      .toBe(true);
   });
 
   it('rejoins with a new member id after UNKNOWN_MEMBER_ID (evicted)', async () => {
@@ -219,10 +220,18 @@ describe('Consumer in a group', () => {
     const consumer = member(spool);
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => owned(consumer).length === 1, 'partition owned');
+    await expect
+      .poll(() => owned(consumer).length === 1, { message: 'partition owned' })
+      .toBe(true);
     gateway.coordinator.expireMember('billing', 'member-1');
-    await waitFor(() => consumer.memberIdentity()?.memberId === 'member-2', 'a new member id');
-    await waitFor(() => owned(consumer).length === 1, 'partition owned again');
+    await expect
+      .poll(() => consumer.memberIdentity()?.memberId === 'member-2', {
+        message: 'a new member id',
+      })
+      .toBe(true);
+    await expect
+      .poll(() => owned(consumer).length === 1, { message: 'partition owned again' })
+      .toBe(true);
     expect(record.events).toEqual(['assigned events[0]', 'lost events[0]', 'assigned events[0]']);
   });
 
@@ -237,7 +246,9 @@ describe('Consumer in a group', () => {
     const consumer = member(spool);
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => record.received.length === 2, 'records after the move');
+    await expect
+      .poll(() => record.received.length === 2, { message: 'records after the move' })
+      .toBe(true);
     expect(gateway.coordinator.heartbeats.length).toBeGreaterThanOrEqual(4);
     expect(
       gateway.coordinator.heartbeats.slice(0, 4).map(({ request }) => request.memberEpoch),
@@ -249,14 +260,18 @@ describe('Consumer in a group', () => {
     const consumer = member(spool, { sessionTimeoutMs: 200 });
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => owned(consumer).length === 1, 'partition owned');
+    await expect
+      .poll(() => owned(consumer).length === 1, { message: 'partition owned' })
+      .toBe(true);
     gateway.coordinator.failHeartbeats(
       ...Array.from({ length: 40 }, () => ({
         code: 'COORDINATOR_NOT_AVAILABLE',
         via: 'response' as const,
       })),
     );
-    await waitFor(() => record.events.includes('lost events[0]'), 'the partition lost');
+    await expect
+      .poll(() => record.events.includes('lost events[0]'), { message: 'the partition lost' })
+      .toBe(true);
     expect(owned(consumer)).toEqual([]);
   });
 
@@ -264,7 +279,9 @@ describe('Consumer in a group', () => {
     const { spool } = await start({ events: 1 });
     const first = member(spool, { groupInstanceId: 'host-a' });
     await runRecording(first, recorder('events'));
-    await waitFor(() => owned(first).length === 1, 'first owns the partition');
+    await expect
+      .poll(() => owned(first).length === 1, { message: 'first owns the partition' })
+      .toBe(true);
     const second = member(spool, { groupInstanceId: 'host-a' });
     const crashed = new Promise<Error>((resolve) => second.on('crash', resolve));
     await runRecording(second, recorder('events'));
@@ -316,25 +333,32 @@ describe('Three members on twelve partitions', () => {
       { length: 12 },
       (_, partition) => `events[${partition}]`,
     ).sort();
-    await waitFor(
-      () => members.every((consumer) => owned(consumer).length === 4),
-      'four partitions each',
-      15_000,
-    );
+    await expect
+      .poll(() => members.every((consumer) => owned(consumer).length === 4), {
+        timeout: 15_000,
+        message: 'four partitions each',
+      })
+      .toBe(true);
     expect(ownership()).toEqual(everyPartition);
     produceRound();
     // Sampled until it has left: it must give its partitions up before others get them.
     await members[0]!.close();
     expect(owned(members.shift()!)).toEqual([]);
     produceRound();
-    await waitFor(
-      () => members.every((consumer) => owned(consumer).length === 6),
-      'six partitions each after a member left',
-      15_000,
-    );
+    await expect
+      .poll(() => members.every((consumer) => owned(consumer).length === 6), {
+        timeout: 15_000,
+        message: 'six partitions each after a member left',
+      })
+      .toBe(true);
     expect(ownership()).toEqual(everyPartition);
     produceRound();
-    await waitFor(() => received.size === produced.size, 'every record received', 15_000);
+    await expect
+      .poll(() => received.size === produced.size, {
+        timeout: 15_000,
+        message: 'every record received',
+      })
+      .toBe(true);
     clearInterval(sampler);
     expect(overlaps).toEqual([]);
     expect(gateway.coordinator.violations).toEqual([]);
@@ -348,7 +372,9 @@ describe('Group subscriptions', () => {
     const record = recorder('unused');
     await consumer.subscribe({ ...record.subscription, topic: /audit-.*/ });
     await consumer.run({ eachMessage: async () => {} });
-    await waitFor(() => owned(consumer).length === 2, 'both audit topics');
+    await expect
+      .poll(() => owned(consumer).length === 2, { message: 'both audit topics' })
+      .toBe(true);
     expect(owned(consumer)).toEqual(['audit-a[0]', 'audit-b[0]']);
     expect(gateway.coordinator.heartbeats[0]!.request).toMatchObject({
       subscribedTopics: [],
@@ -373,7 +399,7 @@ describe('Group subscriptions', () => {
       },
     });
     await consumer.run({ eachMessage: async ({ message }) => void received.push(message.offset) });
-    await waitFor(() => received.length === 2, 'two records');
+    await expect.poll(() => received.length === 2, { message: 'two records' }).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(received).toEqual([3n, 4n]);
   });
@@ -397,10 +423,11 @@ describe('Commits of a group member', () => {
     const consumer = member(spool, { autoCommitIntervalMs: 50 });
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(
-      () => gateway.coordinator.committedOffset('billing', 'events', 0) === 5n,
-      'offset 5 committed',
-    );
+    await expect
+      .poll(() => gateway.coordinator.committedOffset('billing', 'events', 0) === 5n, {
+        message: 'offset 5 committed',
+      })
+      .toBe(true);
     const commit = gateway.coordinator.commits.at(-1)!.request;
     expect(commit.memberId).toBe(consumer.memberIdentity()!.memberId);
     expect(commit.memberEpoch).toBe(consumer.memberIdentity()!.memberEpoch);
@@ -423,17 +450,19 @@ describe('Commits of a group member', () => {
         processed += 1;
       },
     });
-    await waitFor(
-      () => gateway.coordinator.committedOffset('billing', 'events', 0) === 3n,
-      'offsets below the busy message committed',
-    );
+    await expect
+      .poll(() => gateway.coordinator.committedOffset('billing', 'events', 0) === 3n, {
+        message: 'offsets below the busy message committed',
+      })
+      .toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(gateway.coordinator.committedOffset('billing', 'events', 0)).toBe(3n);
     release();
-    await waitFor(
-      () => gateway.coordinator.committedOffset('billing', 'events', 0) === 6n,
-      'everything committed after processing',
-    );
+    await expect
+      .poll(() => gateway.coordinator.committedOffset('billing', 'events', 0) === 6n, {
+        message: 'everything committed after processing',
+      })
+      .toBe(true);
     expect(processed).toBe(6);
   });
 
@@ -457,7 +486,8 @@ describe('Commits of a group member', () => {
       const next = member(spool, { autoCommitIntervalMs: 60_000 });
       const record = recorder('events');
       await runRecording(next, record);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Whatever the new member delivers, it has delivered once its position is the log end.
+      await expect.poll(() => next.position('events', 0)).toBe(3n);
       outcomes[String(commitBeforeProcessing)] = record.received.map((message) => message.offset);
       // At-most-once: the whole chunk was committed before its first message was handled.
       expect(committedWhenHandled[0]).toBe(commitBeforeProcessing ? 3n : undefined);
@@ -474,7 +504,7 @@ describe('Commits of a group member', () => {
     const consumer = member(spool, { autoCommitIntervalMs: 60_000 });
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => record.received.length === 5, 'five records');
+    await expect.poll(() => record.received.length === 5, { message: 'five records' }).toBe(true);
     const { memberId } = consumer.memberIdentity()!;
     await consumer.close();
     expect(gateway.coordinator.committedOffset('billing', 'events', 0)).toBe(3n);
@@ -490,7 +520,9 @@ describe('Commits of a group member', () => {
     const { gateway, spool } = await start({ events: 2 });
     const consumer = member(spool, { groupInstanceId: 'host-a' });
     await runRecording(consumer, recorder('events'));
-    await waitFor(() => owned(consumer).length === 2, 'partitions owned');
+    await expect
+      .poll(() => owned(consumer).length === 2, { message: 'partitions owned' })
+      .toBe(true);
     const { memberId, memberEpoch: epochBefore } = consumer.memberIdentity()!;
     await consumer.disconnect();
     expect(gateway.coordinator.heartbeats.at(-1)!.request).toMatchObject({
@@ -501,7 +533,9 @@ describe('Commits of a group member', () => {
     const groupEpoch = gateway.coordinator.groupOf('billing')!.groupEpoch;
     const restarted = member(spool, { groupInstanceId: 'host-a' });
     await runRecording(restarted, recorder('events'));
-    await waitFor(() => owned(restarted).length === 2, 'partitions owned again');
+    await expect
+      .poll(() => owned(restarted).length === 2, { message: 'partitions owned again' })
+      .toBe(true);
     // A new member id inherits the epoch and partitions: no rebalance happened.
     expect(restarted.memberIdentity()!.memberId).not.toBe(memberId);
     expect(restarted.memberIdentity()!.memberEpoch).toBe(epochBefore);
@@ -514,7 +548,7 @@ describe('Commits of a group member', () => {
     const consumer = member(spool, { enableAutoCommit: false });
     const record = recorder('events');
     await runRecording(consumer, record);
-    await waitFor(() => record.received.length === 2, 'two records');
+    await expect.poll(() => record.received.length === 2, { message: 'two records' }).toBe(true);
     await consumer.commit();
     expect(gateway.coordinator.committedOffset('billing', 'events', 0)).toBe(2n);
     const { memberId } = consumer.memberIdentity()!;

@@ -62,14 +62,6 @@ async function collect(consumer: Consumer, count: number): Promise<ConsumedMessa
   return received;
 }
 
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe('Consumer', () => {
   it('consumes produced records with exact bigint offsets beyond 2^53, end to end', async () => {
     const { gateway, spool, consumer } = await setUp({ events: 1 });
@@ -128,7 +120,7 @@ describe('Consumer', () => {
         },
       });
     });
-    await waitFor(() => (gateway.consumeStreams[0]?.sentBytes ?? 0) > 0);
+    await expect.poll(() => (gateway.consumeStreams[0]?.sentBytes ?? 0) > 0).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const stream = gateway.consumeStreams.at(-1)!;
     // Blocked: only the initial grant, and the gateway sent what it covered and no more.
@@ -220,7 +212,7 @@ describe('Consumer', () => {
     gateway.appendBatch('events', 0, records(['old']));
     consumer.assign([{ topic: 'events', partition: 0 }]);
     const collecting = collect(consumer, 1);
-    await waitFor(() => gateway.consumeStreams.length > 0);
+    await expect.poll(() => gateway.consumeStreams.length > 0).toBe(true);
     gateway.appendBatch('events', 0, records(['new']));
     expect((await collecting).map((message) => message.value?.toString())).toEqual(['new']);
 
@@ -244,7 +236,7 @@ describe('Consumer', () => {
     }
     expect(values).toEqual(['a', 'b', 'c']);
     expect(consumer.position('events', 0)).toBe(3n);
-    await waitFor(() => gateway.consumeStreams.every((stream) => stream.ended));
+    await expect.poll(() => gateway.consumeStreams.every((stream) => stream.ended)).toBe(true);
   });
 
   it('seeks while running, and pauses and resumes a partition', async () => {
@@ -299,9 +291,9 @@ describe('Consumer', () => {
     // Each seek's first message is the record at the offset sought.
     expect(seen.slice(1, 4)).toEqual(['r7', 'r14', 'r21']);
     expect(gateway.consumeStreams.length).toBeGreaterThan(seeks);
-    await waitFor(() =>
-      gateway.consumeStreams.slice(0, seeks).every((stream) => stream.ended === true),
-    );
+    await expect
+      .poll(() => gateway.consumeStreams.slice(0, seeks).every((stream) => stream.ended === true))
+      .toBe(true);
     const endings = gateway.consumeStreams.slice(0, seeks).map((stream) => stream.endedBy);
     expect(endings.filter((endedBy) => endedBy !== 'client-end')).toEqual([]);
   }, 60_000);

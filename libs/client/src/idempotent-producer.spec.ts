@@ -55,14 +55,6 @@ function headers(topic: string, partition: number): RecordBatchHeader[] {
 }
 
 /** Polls until `condition` holds; fails after `timeoutMs`. */
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadlineMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 const lostAnswer = { code: 'REQUEST_TIMED_OUT', message: 'answer lost', retriable: true };
 
 describe('idempotent Producer', () => {
@@ -125,7 +117,7 @@ describe('idempotent Producer', () => {
       producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }),
     );
     // All five are in flight at once (the gateway holds its answers).
-    await until(() => gateway.produceRequests.length === 5);
+    await expect.poll(() => gateway.produceRequests.length === 5, { timeout: 10_000 }).toBe(true);
     gateway.releaseProduce();
     const results = (await Promise.all(sends)).flat();
     expect(results.map((result) => result.offset)).toEqual([0n, 1n, 2n, 3n, 4n]);
@@ -152,7 +144,7 @@ describe('idempotent Producer', () => {
       producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }),
     );
     // All five are in flight at once (the gateway holds its answers).
-    await until(() => gateway.produceRequests.length === 5);
+    await expect.poll(() => gateway.produceRequests.length === 5, { timeout: 10_000 }).toBe(true);
     gateway.releaseProduce();
     const results = (await Promise.all(sends)).flat();
     expect(results.map((result) => result.offset)).toEqual([0n, 1n, 2n, 3n, 4n]);

@@ -44,14 +44,6 @@ afterEach(async () => {
 });
 
 /** Polls (on real timers) until `condition` holds; fails after `timeoutMs`. */
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const startedAtMs = performance.now();
-  while (!condition()) {
-    if (performance.now() - startedAtMs > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /** The send's outcome, without awaiting it: 'pending' until it settles. */
 function track(promise: Promise<unknown>): { state: 'pending' | 'resolved' | SpoolError } {
   const tracked: { state: 'pending' | 'resolved' | SpoolError } = { state: 'pending' };
@@ -131,7 +123,7 @@ describe('producer retries', () => {
       attempt <= 2 ? notLeader : undefined;
     await producer.send({ topic: 'orders', messages: [{ value: 'a' }] });
     // The first send's describe, then one per stale answer (each after the last one finished).
-    await until(() => gateway.describeTopicsCalls >= 2);
+    await expect.poll(() => gateway.describeTopicsCalls >= 2, { timeout: 10_000 }).toBe(true);
     expect(gateway.describeTopicsCalls).toBeLessThanOrEqual(3);
   });
 
@@ -164,15 +156,17 @@ describe('producer retries', () => {
     gateway.produceErrorHook = () => notLeader;
     const send = track(producer.send({ topic: 'orders', messages: [{ value: 'a' }] }));
     // Well within the delivery timeout, however many attempts fail, the batch is retried.
-    await until(() => gateway.produceRequests.length >= 20);
+    await expect.poll(() => gateway.produceRequests.length >= 20, { timeout: 10_000 }).toBe(true);
     expect(send.state).toBe('pending');
     // The next attempt is held in flight while the clock passes the delivery timeout.
     gateway.holdProduce();
     const attemptsBefore = gateway.produceRequests.length;
-    await until(() => gateway.produceRequests.length > attemptsBefore);
+    await expect
+      .poll(() => gateway.produceRequests.length > attemptsBefore, { timeout: 10_000 })
+      .toBe(true);
     vi.setSystemTime(1_000_000 + 61_000);
     gateway.releaseProduce();
-    await until(() => send.state !== 'pending');
+    await expect.poll(() => send.state !== 'pending', { timeout: 10_000 }).toBe(true);
     const error = send.state as SpoolError;
     expect(error.code).toBe('NOT_LEADER_OR_FOLLOWER');
     expect(error.message).toMatch(
@@ -193,10 +187,10 @@ describe('producer retries', () => {
     const first = track(
       producer.send({ topic: 'orders', messages: [{ partition: 0, value: 'a' }] }),
     );
-    await until(() => gateway.produceRequests.length === 1);
+    await expect.poll(() => gateway.produceRequests.length === 1, { timeout: 10_000 }).toBe(true);
     gateway.releaseProduce();
     gateway.holdProduce();
-    await until(() => gateway.produceRequests.length === 2);
+    await expect.poll(() => gateway.produceRequests.length === 2, { timeout: 10_000 }).toBe(true);
     // A second batch of partition 0 queues behind it (one in flight per partition).
     vi.setSystemTime(1_000_000 + 30_000);
     const second = track(
@@ -208,13 +202,13 @@ describe('producer retries', () => {
     vi.setSystemTime(1_000_000 + 60_000);
     // ...and nothing that is only queued outlives its timeout: a send elsewhere wakes the sender.
     const elsewhere = producer.send({ topic: 'orders', messages: [{ partition: 1, value: 'c' }] });
-    await until(() => gateway.produceRequests.length === 3);
+    await expect.poll(() => gateway.produceRequests.length === 3, { timeout: 10_000 }).toBe(true);
     expect(first.state).toBe('pending');
     expect(second.state).toBe('pending');
     // A second past its timeout (the clock also runs on at real pace from each setting).
     vi.setSystemTime(1_000_000 + 30_000 + 61_000);
     const later = producer.send({ topic: 'orders', messages: [{ partition: 1, value: 'd' }] });
-    await until(() => second.state !== 'pending');
+    await expect.poll(() => second.state !== 'pending', { timeout: 10_000 }).toBe(true);
     const error = second.state as SpoolError;
     expect(error.code).toBe('REQUEST_TIMED_OUT');
     expect(error.message).toMatch(
@@ -222,7 +216,7 @@ describe('producer retries', () => {
     );
     expect(first.state).toBe('pending');
     gateway.releaseProduce();
-    await until(() => first.state !== 'pending');
+    await expect.poll(() => first.state !== 'pending', { timeout: 10_000 }).toBe(true);
     // The first was in flight at its timeout: its answer, a success, is final.
     expect(first.state).toBe('resolved');
     await Promise.all([elsewhere, later]);

@@ -98,14 +98,6 @@ class FakeController {
   }
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 10 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** Whether a promise has settled once the callbacks pending now have run. */
 async function settled(promise: Promise<unknown>): Promise<boolean> {
   let done = false;
@@ -148,7 +140,12 @@ describe('ClusterLink', () => {
 
     // Only the standby is configured: the active controller is reached through its hint alone.
     const link = startLink([standby.address]);
-    await until(() => active.watcherCount === 1, 'the link reaches the active controller');
+    await expect
+      .poll(() => active.watcherCount === 1, {
+        timeout: 10_000,
+        message: 'the link reaches the active controller',
+      })
+      .toBe(true);
     expect(standby.standbyRefusals).toBe(1);
     expect(active.watchedFrom).toEqual([0n]);
     expect(link.channel.leaderAddress).toBe(active.address);
@@ -162,7 +159,12 @@ describe('ClusterLink', () => {
 
     // 2. Deltas after it are applied on top.
     active.publishBroker(6n, broker(2));
-    await until(() => link.metadata.version === 6n, 'the delta is applied');
+    await expect
+      .poll(() => link.metadata.version === 6n, {
+        timeout: 10_000,
+        message: 'the delta is applied',
+      })
+      .toBe(true);
     expect(brokerIds(link)).toEqual([1, 2]);
   });
 
@@ -174,19 +176,34 @@ describe('ClusterLink', () => {
     const link = startLink([first.address, second.address]);
     await link.firstSnapshotApplied;
     first.publishBroker(6n, broker(2));
-    await until(() => link.metadata.version === 6n, 'the delta is applied');
+    await expect
+      .poll(() => link.metadata.version === 6n, {
+        timeout: 10_000,
+        message: 'the delta is applied',
+      })
+      .toBe(true);
 
     // The second controller takes over with the same state, then the first one dies.
     second.snapshot = metadataMessage(6n, true, [broker(1), broker(2)]);
     second.activeController = undefined;
     await first.stop();
-    await until(() => second.watcherCount === 1, 'the link reaches the second controller');
+    await expect
+      .poll(() => second.watcherCount === 1, {
+        timeout: 10_000,
+        message: 'the link reaches the second controller',
+      })
+      .toBe(true);
     expect(second.watchedFrom).toEqual([6n]);
     expect(link.channel.leaderAddress).toBe(second.address);
 
     // Nothing was missed, so no snapshot came; the next delta lands on what the link had.
     second.publishBroker(7n, broker(3));
-    await until(() => link.metadata.version === 7n, 'the new controller’s delta is applied');
+    await expect
+      .poll(() => link.metadata.version === 7n, {
+        timeout: 10_000,
+        message: 'the new controller’s delta is applied',
+      })
+      .toBe(true);
     expect(brokerIds(link)).toEqual([1, 2, 3]);
   });
 
@@ -201,7 +218,12 @@ describe('ClusterLink', () => {
     // Broker 1 went away and broker 3 came while the link was cut off from both.
     second.snapshot = metadataMessage(9n, true, [broker(2), broker(3)]);
     await first.stop();
-    await until(() => link.metadata.version === 9n, 'the new snapshot is applied');
+    await expect
+      .poll(() => link.metadata.version === 9n, {
+        timeout: 10_000,
+        message: 'the new snapshot is applied',
+      })
+      .toBe(true);
     expect(second.watchedFrom).toEqual([5n]);
     expect(brokerIds(link)).toEqual([2, 3]);
   });
@@ -231,7 +253,12 @@ describe('ClusterLink', () => {
     expect(controller.watcherCount).toBe(1);
 
     link.stop();
-    await until(() => controller.watcherCount === 0, 'the stream is cancelled');
+    await expect
+      .poll(() => controller.watcherCount === 0, {
+        timeout: 10_000,
+        message: 'the stream is cancelled',
+      })
+      .toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(controller.watchedFrom).toHaveLength(1);
   });

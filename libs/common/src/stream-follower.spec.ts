@@ -27,14 +27,6 @@ class FakeClient {
   close(): void {}
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe('StreamFollower', () => {
   it('follows the leader hint, reconnects after failures and stops cleanly', async () => {
     const clients = new Map<string, FakeClient>();
@@ -58,7 +50,7 @@ describe('StreamFollower', () => {
     const running = follower.start();
 
     // 1. The first address is a standby that names the active one, c:1.
-    await until(() => clients.get('a:1')?.streams.length === 1);
+    await expect.poll(() => clients.get('a:1')?.streams.length === 1).toBe(true);
     clients.get('a:1')!.streams[0]!.emit(
       'error',
       new SpoolError('NOT_CONTROLLER', 'standby', {
@@ -66,7 +58,7 @@ describe('StreamFollower', () => {
         details: { activeController: 'c:1' },
       }),
     );
-    await until(() => clients.get('c:1')?.streams.length === 1);
+    await expect.poll(() => clients.get('c:1')?.streams.length === 1).toBe(true);
     const active = clients.get('c:1')!;
     active.streams[0]!.emit('data', 'snapshot');
     active.streams[0]!.emit('data', 'delta');
@@ -74,7 +66,7 @@ describe('StreamFollower', () => {
 
     // 2. A stream that ends without a hint moves on to the next address and is reopened there.
     active.streams[0]!.emit('end');
-    await until(() => clients.get('a:1')!.streams.length === 2);
+    await expect.poll(() => clients.get('a:1')!.streams.length === 2).toBe(true);
     clients.get('a:1')!.streams[1]!.emit('data', 'resumed');
     expect(received).toEqual(['snapshot', 'delta', 'resumed']);
 

@@ -117,7 +117,7 @@ describe('LocalMetadataStore', () => {
         throw error;
       },
     });
-    await eventually(() => revisions.length === 4);
+    await expect.poll(() => revisions.length === 4).toBe(true);
     expect(revisions).toEqual([start + 1n, second, third, third + 1n]);
   });
 
@@ -201,7 +201,7 @@ describe('LocalMetadataStore', () => {
       onEvents: () => undefined,
       onError: (e) => errors.push(e),
     });
-    await eventually(() => errors.length === 1);
+    await expect.poll(() => errors.length === 1).toBe(true);
     expect(errors[0]).toMatchObject({ code: 'WATCH_COMPACTED' });
   });
 
@@ -214,14 +214,14 @@ describe('LocalMetadataStore', () => {
       onEvents: () => undefined,
       onError: (e) => errors.push(e),
     });
-    await eventually(() => errors.length === 1);
+    await expect.poll(() => errors.length === 1).toBe(true);
     expect(errors[0]).toMatchObject({ code: 'WATCH_COMPACTED', compactRevision: last - 4n });
     const revisions: bigint[] = [];
     await store.watchPrefix('/', last - 5n, {
       onEvents: (_events, revision) => revisions.push(revision),
       onError: (error) => errors.push(error),
     });
-    await eventually(() => revisions.length === 5);
+    await expect.poll(() => revisions.length === 5).toBe(true);
     expect(revisions[0]).toBe(last - 4n);
   });
 
@@ -271,12 +271,4 @@ async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
   await new Promise((resolve) => child.once('exit', resolve));
   return child.pid!;
-}
-
-async function eventually(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5000 ms');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
