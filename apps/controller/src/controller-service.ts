@@ -60,9 +60,9 @@ export const controllerSettings = {
     type: 'integer',
     default: 50,
     min: 1,
-    // A change of coordinators moves shards in the same store transaction as the coordinator
-    // record (so owners are never half-published), and a transaction holds at most 128 writes.
-    max: 100,
+    // A change of coordinators moves up to every shard; above 100 writes it is chunked
+    // (coordinator-lifecycle.ts), and the group protocol's cost follows groups, not shards.
+    max: 1_000,
     description:
       'Partitions of __consumer_offsets, the shards coordinators share ' +
       '(offsets.topic.num.partitions); fixed once the topic exists.',

@@ -15,6 +15,7 @@ import type { ControllerContext } from './controller-context';
 import { reassignShards, type ShardOwnership } from './coordinator-shard-assignment';
 import { offsetsTopicName } from './offsets-topic';
 import { encodeRecord, type CoordinatorRecord, type EndpointRecord } from './metadata-records';
+import { chunkOperationsMax } from './metadata-writer';
 
 /** A coordinator id names a process (the pod name, or host:port). */
 const coordinatorIdPattern = /^[a-zA-Z0-9._:-]{1,128}$/;
@@ -139,7 +140,16 @@ export class CoordinatorLifecycle {
     );
   }
 
-  /** One transaction: coordinator records put or deleted, and every shard that moves. */
+  /**
+   * Coordinator records put or deleted, and every shard that moves: one transaction when it fits
+   * (`chunkOperationsMax`), so a reader sees the whole change at one revision. A bigger change
+   * (hundreds of shards) is written in order: the records put first (a new coordinator owns
+   * nothing until its shards move), then the shards in chunks, each shard guarded by its own
+   * compare, then the records deleted (once nothing points at them). Each shard is fenced by its
+   * own epoch, so a reader that sees some moved and some not sees each shard with one owner; a
+   * controller that dies midway leaves a live, if uneven, assignment, and the coordinators it
+   * meant to remove expire again under the next controller, which moves the rest.
+   */
   private async commitLiveSet(
     live: readonly string[],
     puts: ReadonlyArray<{
@@ -197,7 +207,31 @@ export class CoordinatorLifecycle {
         }),
       })),
     ];
-    await this.context.writer.commit(compares, operations);
+    if (operations.length <= chunkOperationsMax) {
+      await this.context.writer.commit(compares, operations);
+    } else {
+      const putCount = puts.length;
+      const deleteCount = deletes.length;
+      if (putCount > 0) {
+        await this.context.writer.commit(
+          compares.slice(0, putCount),
+          operations.slice(0, putCount),
+        );
+      }
+      const shardStart = putCount + deleteCount;
+      await this.context.writer.commitIndependent(
+        operations.slice(shardStart).map((operation, index) => ({
+          compare: compares[shardStart + index]!,
+          operation,
+        })),
+      );
+      if (deleteCount > 0) {
+        await this.context.writer.commit(
+          compares.slice(putCount, shardStart),
+          operations.slice(putCount, shardStart),
+        );
+      }
+    }
     if (changes.size > 0)
       this.context.logger.info({ shardsMoved: changes.size, live }, 'coordinator shards moved');
   }

@@ -18,9 +18,10 @@ import { startController } from './controller-service';
 const journal = (): string =>
   path.join(mkdtempSync(path.join(tmpdir(), 'spool-coordinators-')), 'metadata.journal');
 
-async function start(metadataPath: string): Promise<RunningService> {
+async function start(metadataPath: string, extraArgs: string[] = []): Promise<RunningService> {
   return startController({
     argv: [
+      ...extraArgs,
       '--grpc-port',
       '0',
       '--metrics-port',
@@ -59,8 +60,8 @@ describe('coordinator registry', () => {
     for (const service of services.splice(0)) await service.stop();
   });
 
-  async function controller(metadataPath: string) {
-    const service = await start(metadataPath);
+  async function controller(metadataPath: string, extraArgs: string[] = []) {
+    const service = await start(metadataPath, extraArgs);
     services.push(service);
     const client = createGrpcClient(ControllerServiceClient, `127.0.0.1:${service.grpcPort}`);
     clients.push(client);
@@ -159,5 +160,21 @@ describe('coordinator registry', () => {
     const again = await after.heartbeat('bb', 'bb-3');
     for (const shard of again.shards)
       expect(shard.shardEpoch).toBeGreaterThan(epochs.get(shard.partition) ?? 0);
+  });
+
+  it('moves 1,000 shards, more than one transaction holds, between coordinators', async () => {
+    const { heartbeat } = await controller(journal(), ['--offsets-topic-num-partitions', '1000']);
+    const first = await heartbeat('a', 'a-1');
+    expect(first.shards).toHaveLength(1000);
+    const second = await heartbeat('bb', 'bb-1');
+    expect(second.shards).toHaveLength(500);
+    expect(second.shards.every((shard) => shard.shardEpoch === 2)).toBe(true);
+    expect((await heartbeat('a', 'a-1')).shards).toHaveLength(500);
+    // Shutting down: all 500 of b's go back to a, each at the next epoch.
+    expect((await heartbeat('bb', 'bb-1', true)).shards).toEqual([]);
+    const back = await heartbeat('a', 'a-1');
+    expect(back.shards).toHaveLength(1000);
+    const moved = back.shards.filter((shard) => shard.shardEpoch === 3);
+    expect(moved).toHaveLength(500);
   });
 });
