@@ -18,6 +18,7 @@ import type { ConsumerSubscription } from './consumer-payloads';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { expectSteady } from './test-support/steady';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];
@@ -400,7 +401,7 @@ describe('Group subscriptions', () => {
     });
     await consumer.run({ eachMessage: async ({ message }) => void received.push(message.offset) });
     await expect.poll(() => received.length === 2, { message: 'two records' }).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expectSteady(() => received.length, 50, 'the records delivered');
     expect(received).toEqual([3n, 4n]);
   });
 

@@ -15,6 +15,7 @@ import type { OffsetReset } from './consumer-fetcher';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
 import { FakeGateway } from './test-support/fake-gateway';
+import { expectSteady } from './test-support/steady';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];
@@ -121,8 +122,12 @@ describe('Consumer', () => {
       });
     });
     await expect.poll(() => (gateway.consumeStreams[0]?.sentBytes ?? 0) > 0).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 300));
     const stream = gateway.consumeStreams.at(-1)!;
+    await expectSteady(
+      () => [stream.grantedCreditBytes, stream.regrantCount],
+      300,
+      'the credit of a blocked consumer',
+    );
     // Blocked: only the initial grant, and the gateway sent what it covered and no more.
     expect(stream.grantedCreditBytes).toBe(4_096);
     expect(stream.regrantCount).toBe(0);
