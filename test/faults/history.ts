@@ -98,6 +98,8 @@ export type MilestoneKind =
   | 'coordinators-removed'
   /** A leader shrank an ISR (a follower lagged past replica.lag.time.max.ms). */
   | 'isr-shrunk'
+  /** A leader took a caught-up follower back into an ISR. */
+  | 'isr-expanded'
   /** A controller took over. */
   | 'controller-active'
   /** The controller elected leaders of offline partitions. */

@@ -9,8 +9,8 @@ import type { HistoryEventInput, MilestoneKind } from './history';
  *
  * - controller: `broker fenced: <reason>` (electionMs), `coordinators removed` (electionMs),
  *   `this controller is now active`, `leaders elected`;
- * - storage node: `ISR changed` with shrunk > 0 (a leader dropping a lagging follower),
- *   `replica role changed` to leader;
+ * - storage node: `ISR changed` with shrunk > 0 (a leader dropping a lagging follower) or
+ *   expanded > 0 (taking one back), `replica role changed` to leader;
  * - gateway: `metadata applied` that moved a leader epoch, a broker or a shard, and `metadata
  *   loaded` (a restarted gateway's first picture);
  * - coordinator: `offsets shard loaded` (loadMs);
@@ -77,9 +77,13 @@ export function milestoneOf(
     case 'leaders elected':
       return make('leaders-elected', `${String(entry['partitions'])} partitions`);
     case 'ISR changed':
-      // The storage node's line counts shrinks; the controller's (a sample of ISRs) does not.
-      return typeof entry['shrunk'] === 'number' && entry['shrunk'] > 0
-        ? make('isr-shrunk', `${entry['shrunk']} partitions`)
+      // The storage node's line counts shrinks and expansions; the controller's (a sample of
+      // ISRs) does not.
+      if (typeof entry['shrunk'] === 'number' && entry['shrunk'] > 0) {
+        return make('isr-shrunk', `${entry['shrunk']} partitions`);
+      }
+      return typeof entry['expanded'] === 'number' && entry['expanded'] > 0
+        ? make('isr-expanded', `${entry['expanded']} partitions`)
         : undefined;
     case 'replica role changed':
       return entry['role'] === 'leader'
@@ -96,9 +100,15 @@ export function milestoneOf(
     case 'membership state change':
       return entry['to'] === 'stable' ? make('member-stable', '') : undefined;
     case 'retrying a produce batch':
-      return make('produce-retry', String(entry['code']), entry['backoffMs']);
+      return {
+        ...make('produce-retry', String(entry['code']), entry['backoffMs']),
+        source: String(entry['code']),
+      };
     case 'consume stream failed, opening a new one':
-      return make('consume-retry', String(entry['code']), entry['backoffMs']);
+      return {
+        ...make('consume-retry', String(entry['code']), entry['backoffMs']),
+        source: String(entry['code']),
+      };
     default:
       return undefined;
   }

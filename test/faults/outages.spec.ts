@@ -48,6 +48,7 @@ const window = (startMs: number, endMs: number): HistoryEvent[] => [
 ];
 const none: Record<Phase, number> = {
   faultHeld: 0,
+  isrRejoin: 0,
   detection: 0,
   election: 0,
   propagation: 0,
@@ -82,6 +83,7 @@ describe('outageBreakdown', () => {
         phases: { ...none, detection: 4_000, election: 200, propagation: 200, clientRetry: 1_000 },
         clientRetries: 2,
         clientBackoffMs: 1_200,
+        clientRetryCodes: { x: 2 },
         milestones: ['+4200 broker-fenced x', '+4300 replica-leader x', '+4400 gateway-metadata x'],
       },
       expect.objectContaining({ startMs: 7_500, durationMs: 12_500 }),
@@ -106,6 +108,24 @@ describe('outageBreakdown', () => {
       propagation: 300 + 600,
       election: 100,
       clientRetry: 4_000,
+    });
+  });
+
+  it('charges the wait for a follower to rejoin an ISR below min.insync.replicas to isrRejoin', () => {
+    const [outage] = outageBreakdown([
+      ...window(0, 10_000),
+      ...[0, 1_000, 10_000].map(ok),
+      ...[0, 1_000, 10_000].map(deliver),
+      nemesis(900, 'start', 'pause', 'storage-1'),
+      milestone(2_000, 'produce-retry', 100, 'NOT_ENOUGH_REPLICAS'),
+      milestone(3_000, 'produce-retry', 200, 'NOT_ENOUGH_REPLICAS'),
+      nemesis(4_000, 'heal', 'pause', 'storage-1'),
+      milestone(6_500, 'isr-expanded'),
+    ]);
+    expect(outage).toMatchObject({
+      kind: 'produce',
+      phases: { ...none, faultHeld: 3_000, isrRejoin: 2_500, clientRetry: 3_500 },
+      clientRetryCodes: { NOT_ENOUGH_REPLICAS: 2 },
     });
   });
 
@@ -215,7 +235,10 @@ describe('milestoneOf', () => {
     expect(milestoneOf({ time: at, msg: 'ISR changed', shrunk: 1, expanded: 0 }, 's')?.kind).toBe(
       'isr-shrunk',
     );
-    expect(milestoneOf({ time: at, msg: 'ISR changed', shrunk: 0, expanded: 2 }, 's')).toBe(
+    expect(milestoneOf({ time: at, msg: 'ISR changed', shrunk: 0, expanded: 2 }, 's')?.kind).toBe(
+      'isr-expanded',
+    );
+    expect(milestoneOf({ time: at, msg: 'ISR changed', sample: ['faults-0 isr=0,1'] }, 'c')).toBe(
       undefined,
     );
     expect(

@@ -15,7 +15,8 @@ import type { FaultKind, HistoryEvent, MilestoneKind } from './history';
  *    faultHeld, the time the cluster waited for the fault to end instead of working around it;
  * 2. a broker fenced or coordinators removed: detection up to the decision, then election for
  *    the writes (the controller logs how long they took); a leader's ISR shrink: detection (of a
- *    lagging follower, by replica.lag.time.max.ms);
+ *    lagging follower, by replica.lag.time.max.ms); a leader's ISR expansion: isrRejoin (a
+ *    follower back from a fault catching up, which an ISR below min.insync.replicas waits for);
  * 3. a controller taking over, offline partitions elected: election;
  * 4. a storage node taking a leadership, a gateway applying a route change: propagation;
  * 5. an offsets shard loaded: shardLoading for the load itself (the coordinator logs its length),
@@ -30,6 +31,7 @@ import type { FaultKind, HistoryEvent, MilestoneKind } from './history';
  */
 export type Phase =
   | 'faultHeld'
+  | 'isrRejoin'
   | 'detection'
   | 'election'
   | 'propagation'
@@ -39,6 +41,7 @@ export type Phase =
 
 export const phases: readonly Phase[] = [
   'faultHeld',
+  'isrRejoin',
   'detection',
   'election',
   'propagation',
@@ -57,6 +60,11 @@ export interface Outage {
   /** The SDK's retries logged inside the outage, and the back-off they waited in total. */
   readonly clientRetries: number;
   readonly clientBackoffMs: number;
+  /**
+   * The errors the SDK retried for, by code: NOT_ENOUGH_REPLICAS says the partition's ISR was
+   * below min.insync.replicas (two replicas out at once: the issue's "only replica in sync").
+   */
+  readonly clientRetryCodes: Record<string, number>;
   /** The milestones the outage was cut at, for the report: `+<ms> <kind> <source>`. */
   readonly milestones: string[];
 }
@@ -162,6 +170,7 @@ function explain(
 ): Outage {
   let clientRetries = 0;
   let clientBackoffMs = 0;
+  const clientRetryCodes: Record<string, number> = {};
   const cuts: string[] = [];
   const boundaries: Array<{ timeMs: number; phase: Phase }> = [];
   for (const mark of marks) {
@@ -171,6 +180,7 @@ function explain(
       if ((mark.kind === 'produce-retry') === (kind === 'produce')) {
         clientRetries++;
         clientBackoffMs += mark.durationMs;
+        clientRetryCodes[mark.source] = (clientRetryCodes[mark.source] ?? 0) + 1;
       }
       continue;
     }
@@ -199,6 +209,7 @@ function explain(
     phases: charged,
     clientRetries,
     clientBackoffMs,
+    clientRetryCodes,
     milestones: cuts,
   };
 }
@@ -215,6 +226,8 @@ function boundariesOf(mark: Mark): Array<{ timeMs: number; phase: Phase }> {
       return [at('detection', began), at('election')];
     case 'isr-shrunk':
       return [at('detection')];
+    case 'isr-expanded':
+      return [at('isrRejoin')];
     case 'controller-active':
     case 'leaders-elected':
       return [at('election')];
@@ -281,6 +294,14 @@ export function formatOutages(outages: readonly Outage[]): string {
           `longest ${entry.longestMs} ms`,
       );
     }
+    const belowMinIsr = ofKind.filter(isBelowMinIsr);
+    if (belowMinIsr.length > 0) {
+      lines.push(
+        `  of them with the ISR below min.insync.replicas (NOT_ENOUGH_REPLICAS retried): ` +
+          `${belowMinIsr.length}, longest ${Math.max(...belowMinIsr.map((outage) => outage.durationMs))} ms; ` +
+          `over 5 s without them: ${ofKind.filter((outage) => !isBelowMinIsr(outage) && outage.durationMs > 5_000).length}`,
+      );
+    }
     const longest = [...ofKind].sort((left, right) => right.durationMs - left.durationMs);
     for (const outage of longest.slice(0, 3)) lines.push(`  ${describeOutage(outage)}`);
   }
@@ -297,7 +318,7 @@ export function describeOutage(outage: Outage): string {
   return (
     `${outage.durationMs} ms ${outage.kind} outage at ${new Date(outage.startMs).toISOString()} ` +
     `after ${fault}: ${formatPhases(outage.phases)}; ${outage.clientRetries} client retries ` +
-    `(${outage.clientBackoffMs} ms back-off); cut at ${outage.milestones.slice(0, 12).join(', ')}`
+    `(${outage.clientBackoffMs} ms back-off${formatCodes(outage.clientRetryCodes)}); cut at ${outage.milestones.slice(0, 12).join(', ')}`
   );
 }
 
@@ -306,4 +327,19 @@ function formatPhases(byPhase: Record<Phase, number>): string {
     .filter((phase) => byPhase[phase] > 0)
     .map((phase) => `${phase} ${(byPhase[phase] / 1000).toFixed(1)}`)
     .join(', ');
+}
+
+function formatCodes(codes: Record<string, number>): string {
+  const entries = Object.entries(codes).sort((left, right) => right[1] - left[1]);
+  return entries.length === 0
+    ? ''
+    : `: ${entries.map(([code, count]) => `${code} ${count}`).join(', ')}`;
+}
+
+/** An outage whose client retries were mostly NOT_ENOUGH_REPLICAS: two replicas out at once. */
+export function isBelowMinIsr(outage: Outage): boolean {
+  const notEnough =
+    (outage.clientRetryCodes['NOT_ENOUGH_REPLICAS'] ?? 0) +
+    (outage.clientRetryCodes['NOT_ENOUGH_REPLICAS_AFTER_APPEND'] ?? 0);
+  return notEnough > 0 && notEnough * 2 >= outage.clientRetries;
 }
