@@ -75,20 +75,6 @@ export const coordinatorRetriableCodes: ReadonlySet<string> = new Set([
   ClientErrorCode.CoordinatorLoadInProgress,
 ]);
 
-/**
- * Codes after which the producer refreshes the topic's metadata before its retry (Kafka's
- * InvalidMetadataException family, and a leader that could not be reached).
- */
-export const staleMetadataCodes: ReadonlySet<string> = new Set([
-  'NOT_LEADER_OR_FOLLOWER',
-  'LEADER_NOT_AVAILABLE',
-  'UNKNOWN_TOPIC_OR_PARTITION',
-  'FENCED_LEADER_EPOCH',
-  'UNKNOWN_LEADER_EPOCH',
-  'KAFKA_STORAGE_ERROR',
-  'NETWORK_EXCEPTION',
-]);
-
 /** A per-partition or per-topic error from a gateway response, naming what it is about. */
 export function fromProtoError(error: ProtoError, subject: string): SpoolError {
   const message = error.message === '' ? error.code : error.message;

@@ -1,15 +1,9 @@
 import { SpoolError, backoffMs, type Logger } from '@spool/common';
-import { isRetriable } from '@spool/errors';
+import { isInvalidMetadata, isRetriable } from '@spool/errors';
 import { Acks, type PartitionAppendResult, type ProduceRequest } from '@spool/protocol';
 import type { BufferMemory } from './buffer-memory';
 import type { ProducerConfig } from './config';
-import {
-  ClientErrorCode,
-  fromProtoError,
-  partitionName,
-  staleMetadataCodes,
-  toSpoolError,
-} from './errors';
+import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
 import type { GatewayConnection } from './gateway-connection';
 import { IdempotenceManager } from './idempotence-manager';
 import type { ProducerBatch } from './producer-batch';
@@ -285,7 +279,7 @@ export class ProducerSender {
     if (retry && error !== undefined) {
       if (error.code === ClientErrorCode.UnknownTopicOrPartition) {
         this.metadata.invalidate(batch.topic);
-      } else if (staleMetadataCodes.has(error.code)) {
+      } else if (isInvalidMetadata(error.code)) {
         this.metadata.requestUpdate(batch.topic);
       }
       batch.lastError = error;

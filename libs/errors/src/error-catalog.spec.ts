@@ -7,6 +7,7 @@ import {
   errorCodeOfKafkaCode,
   errorDefinitionOf,
   isErrorCode,
+  isInvalidMetadata,
   isRetriable,
   type ErrorCode,
 } from './error-catalog';
@@ -62,5 +63,20 @@ describe('error catalog', () => {
     expect(isRetriable('INVALID_REQUEST', true)).toBe(false);
     const code: ErrorCode = 'LEADER_NOT_AVAILABLE';
     expect(isRetriable(code)).toBe(true);
+  });
+
+  it("names Kafka's InvalidMetadataException family, all retriable", () => {
+    const family = Object.keys(errorCatalog).filter(isInvalidMetadata);
+    expect(family.sort()).toEqual([
+      'FENCED_LEADER_EPOCH',
+      'KAFKA_STORAGE_ERROR',
+      'LEADER_NOT_AVAILABLE',
+      'NETWORK_EXCEPTION',
+      'NOT_LEADER_OR_FOLLOWER',
+      'UNKNOWN_LEADER_EPOCH',
+      'UNKNOWN_TOPIC_OR_PARTITION',
+    ]);
+    for (const code of family) expect(isRetriable(code)).toBe(true);
+    expect(isInvalidMetadata('REQUEST_TIMED_OUT')).toBe(false);
   });
 });

@@ -287,6 +287,25 @@ export function isRetriable(code: string, retriableAsSent = false): boolean {
   return errorDefinitionOf(code)?.retriable ?? retriableAsSent;
 }
 
+/**
+ * Kafka's InvalidMetadataException family: the request went by a stale view of who leads the
+ * partition (or could not reach the leader), so a client refreshes its metadata before it retries.
+ */
+const invalidMetadataCodes: ReadonlySet<string> = new Set<ErrorCode>([
+  'NOT_LEADER_OR_FOLLOWER',
+  'LEADER_NOT_AVAILABLE',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'FENCED_LEADER_EPOCH',
+  'UNKNOWN_LEADER_EPOCH',
+  'KAFKA_STORAGE_ERROR',
+  'NETWORK_EXCEPTION',
+]);
+
+/** Whether `code` is of Kafka's InvalidMetadataException family (refresh, then retry). */
+export function isInvalidMetadata(code: string): boolean {
+  return invalidMetadataCodes.has(code);
+}
+
 /** The code for Kafka's numeric error code, or undefined for a number the catalog does not hold. */
 export function errorCodeOfKafkaCode(kafkaCode: number): ErrorCode | undefined {
   return byKafkaCode.get(kafkaCode);

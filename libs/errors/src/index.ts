@@ -5,6 +5,7 @@ export {
   errorCodeOfKafkaCode,
   errorDefinitionOf,
   isErrorCode,
+  isInvalidMetadata,
   isRetriable,
   type ErrorCode,
   type ErrorDefinition,
