@@ -227,7 +227,11 @@ describe('the packed SDK', () => {
       bundleDependencies: string[];
     };
     expect(manifest.private).toBeUndefined();
-    expect(manifest.bundleDependencies.sort()).toEqual(['@spool/common', '@spool/protocol']);
+    expect(manifest.bundleDependencies.sort()).toEqual([
+      '@spool/common',
+      '@spool/errors',
+      '@spool/protocol',
+    ]);
     expect(Object.keys(manifest.dependencies)).not.toContain('@spool/segment-store');
     for (const bundled of manifest.bundleDependencies) {
       const bundledManifest = readFileSync(
