@@ -38,11 +38,9 @@ async function joinedMember(spool: Spool): Promise<Consumer> {
   clients.push(consumer);
   await consumer.subscribe({ topic: 'events' });
   await consumer.run({ eachMessage: async () => {} });
-  const deadline = Date.now() + 5_000;
-  while (consumer.assignment().length < 2) {
-    if (Date.now() > deadline) throw new Error('the member got no partitions');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await expect
+    .poll(() => consumer.assignment().length >= 2, { message: 'the member got its partitions' })
+    .toBe(true);
   return consumer;
 }
 

@@ -144,12 +144,6 @@ function descriptorsOpenOn(filePath: string): number {
   return count;
 }
 
-async function expectEventually(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await sleep(10);
-  expect(condition()).toBe(true);
-}
-
 for (const transferPath of ['sendfile', 'copy'] as const satisfies readonly TransferPath[]) {
   // Without a compiler at install the addon is absent and only the copy path can be tested.
   const addonMissing = transferPath === 'sendfile' && activeTransferPath() !== 'sendfile';
@@ -362,7 +356,7 @@ for (const transferPath of ['sendfile', 'copy'] as const satisfies readonly Tran
       expect(failure).toMatchObject({ code: 'NETWORK_EXCEPTION', retriable: true });
       expect(connection.sender.destroyed).toBe(true);
       await closeLoopback(connection);
-      await expectEventually(() => openFileDescriptorCount() === descriptorsBefore, 2000);
+      await expect.poll(openFileDescriptorCount, { timeout: 2_000 }).toBe(descriptorsBefore);
       expect(descriptorsOpenOn(dataFile.path)).toBe(1);
     });
 

@@ -148,7 +148,7 @@ describe('DataPortClient', () => {
     const server = await scriptedServer();
     const unasked = await connect(server.port);
     server.send(versionsOf(0));
-    await waitUntil(() => unasked.isClosed);
+    await expect.poll(() => unasked.isClosed, { timeout: 2_000 }).toBe(true);
 
     const malformedServer = await scriptedServer((_apiKey, id) =>
       new FrameWriter().u32(id).u16(DataPortApiKey.ApiVersions).u32(5).finish(),
@@ -218,14 +218,6 @@ describe('DataPortClient', () => {
   });
 });
 
-async function waitUntil(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 function eventuallyReceived(server: ScriptedServer, count: number): Promise<void> {
-  return waitUntil(() => server.received.length >= count);
+  return expect.poll(() => server.received.length >= count, { timeout: 2_000 }).toBe(true);
 }
