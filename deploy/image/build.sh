@@ -14,7 +14,7 @@
 #
 # Everything buildah keeps is under ${SPOOL_IMAGE_CACHE:-~/.cache/spool/image} (vfs storage, so
 # nothing stays mounted); the base image is made once and reused.
-# Usage: deploy/image/build.sh [--no-etcd]
+# Usage: deploy/image/build.sh [--no-etcd | --etcd-only]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 started=$SECONDS
@@ -39,6 +39,7 @@ case $node_version in
 esac
 mkdir -p "$cache" "$out"
 
+if [ "${1:-}" != --etcd-only ]; then
 ## The base image, once per Node.js version: Debian's minbase plus the nodejs package's files.
 base=docker.io/library/node:$node_version-bookworm
 if ! buildah_store inspect --type image "$base-slim" >/dev/null 2>&1; then
@@ -89,6 +90,7 @@ buildah_store build --pull-never --isolation chroot --network host --layers \
 rm -f "$out/spool.oci.tar"
 buildah_store push --quiet "$image" "oci-archive:$out/spool.oci.tar:$image"
 log "$image in $out/spool.oci.tar ($(du -m "$out/spool.oci.tar" | cut -f1) MB)"
+fi
 
 ## etcd, built from the Go module proxy at the chart's version: a static binary in a scratch
 ## image, started as the chart starts it (`etcd`, user 10001, a read-only root).
