@@ -139,7 +139,14 @@ export class ConsumerFetcher {
     private readonly config: ConsumerConfig,
     private readonly logger: Logger,
     private readonly onOffsetReset: (reset: OffsetReset) => void = () => {},
-  ) {}
+  ) {
+    // The connection moved to the next gateway (the one in use is gone or paused): the stream
+    // follows at once instead of waiting on a gateway that may never answer.
+    connection.onFailOver(() => {
+      this.restartDelayMs = 0;
+      this.requestRestart();
+    });
+  }
 
   /** Replaces the assignment; partitions kept keep their position unless a new one is given. */
   assign(assignments: readonly PartitionAssignment[]): void {

@@ -1,6 +1,8 @@
-// Proves how the connection's ProduceStreams follow a fail-over, against two fake gateways (real
-// grpc-js servers on loopback): the stream to the gateway left behind answers what already waits
-// on it and then closes, and new produces open a stream on the next gateway.
+// Proves how the connection fails over and how its ProduceStreams follow, against fake gateways
+// (real grpc-js servers on loopback): the stream to the gateway left behind answers what already
+// waits on it and then closes, and new produces open a stream on the next gateway; a gateway that
+// lets a produce go unanswered past its deadline is left for the next one (listeners are told),
+// unless it is the only one.
 import { SpoolError, createLogger } from '@spool/common';
 import { Acks, encodeRecordBatch, type ProduceRequest } from '@spool/protocol';
 import { afterEach, expect, it, vi } from 'vitest';
@@ -54,4 +56,46 @@ it('closes the ProduceStream to a gateway it failed over from once its produces 
   expect(answered.results[0]?.baseOffset).toBe(0n);
   await vi.waitFor(() => expect(left.produceStreamsClosed).toBe(1));
   expect(left.produceStreamsOpened).toBe(1);
+});
+
+it('moves to the next gateway when one lets a produce go unanswered past its deadline', async () => {
+  const paused = await FakeGateway.start({ t: 1 });
+  const next = await FakeGateway.start({ t: 1 });
+  gateways.push(paused, next);
+  const connection = new GatewayConnection(
+    [paused.address, next.address],
+    'test',
+    createLogger({ service: 'test', level: 'silent' }),
+  );
+  connections.push(connection);
+  const failOvers: string[] = [];
+  connection.onFailOver(() => failOvers.push(connection.address));
+
+  paused.holdProduce();
+  await expect(connection.produce(produceRequest(), 300)).rejects.toMatchObject({
+    code: 'REQUEST_TIMED_OUT',
+  });
+  expect(failOvers).toEqual([next.address]);
+  const moved = await connection.produce(produceRequest(), 5_000);
+  expect(moved.results[0]?.error).toBeUndefined();
+  expect(next.produceRequests).toHaveLength(1);
+});
+
+it('stays on the only gateway it has when a produce goes unanswered', async () => {
+  const only = await FakeGateway.start({ t: 1 });
+  gateways.push(only);
+  const connection = new GatewayConnection(
+    [only.address],
+    'test',
+    createLogger({ service: 'test', level: 'silent' }),
+  );
+  connections.push(connection);
+  const failOvers: string[] = [];
+  connection.onFailOver(() => failOvers.push(connection.address));
+  only.holdProduce();
+  await expect(connection.produce(produceRequest(), 300)).rejects.toMatchObject({
+    code: 'REQUEST_TIMED_OUT',
+  });
+  expect(failOvers).toEqual([]);
+  expect(connection.address).toBe(only.address);
 });

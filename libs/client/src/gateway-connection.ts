@@ -6,6 +6,7 @@ import {
   backoffMs,
   callOnce,
   createGrpcClient,
+  errorCodeMetadataKey,
   sleep,
   type Logger,
 } from '@spool/common';
@@ -22,8 +23,11 @@ import { ClientErrorCode, clientError } from './errors';
 
 /**
  * The SDK's only way out: gRPC channels to the gateways in `brokers`. Calls go to one gateway at
- * a time; when it cannot be reached (UNAVAILABLE), the next call goes to the next address, so a
- * list of gateways behind no load balancer still fails over. Each producer, consumer and admin
+ * a time; when it cannot be reached (UNAVAILABLE), or, with more than one address, lets a call
+ * go unanswered past its deadline (a gateway paused or cut off, which refuses nothing), the next
+ * call goes to the next address, so a list of gateways behind no load balancer still fails over.
+ * Both are what Kafka's clients do with a node that refuses or times out a request: they
+ * disconnect it and use another; the gateways are interchangeable and hold no state. Each producer, consumer and admin
  * has its own connection and closes it on close, as Kafka and KafkaJS clients do.
  */
 
@@ -77,6 +81,8 @@ export class GatewayConnection {
   private produceStreamUnsupported = false;
   private currentIndex = 0;
   private closed = false;
+  /** Told after each fail-over, e.g. so the Consume stream moves to the next gateway too. */
+  private readonly failOverListeners = new Set<() => void>();
 
   constructor(
     private readonly brokers: readonly string[],
@@ -123,6 +129,30 @@ export class GatewayConnection {
       { from, to: this.address, code: reason.code, reason: reason.message },
       'gateway unreachable, moving to the next one',
     );
+    for (const listener of this.failOverListeners) listener();
+  }
+
+  /** Calls `listener` after every fail-over; returns how to stop. */
+  onFailOver(listener: () => void): () => void {
+    this.failOverListeners.add(listener);
+    return () => this.failOverListeners.delete(listener);
+  }
+
+  /**
+   * Whether a failed call says the gateway in use should be left: it could not be reached, or,
+   * when there is another to go to, it let the call's deadline pass without any answer (its own
+   * REQUEST_TIMED_OUT answer carries a code and does not count).
+   */
+  private leavesGateway(error: unknown): error is SpoolError {
+    if (!(error instanceof SpoolError)) return false;
+    if (error.code === CommonErrorCode.Unavailable) return true;
+    if (this.brokers.length === 1 || error.code !== CommonErrorCode.RequestTimedOut) return false;
+    const cause = error.cause as Partial<grpc.ServiceError> | undefined;
+    if (cause?.code === undefined) return true;
+    return (
+      cause.code === grpc.status.DEADLINE_EXCEEDED &&
+      (cause.metadata?.get(errorCodeMetadataKey).length ?? 0) === 0
+    );
   }
 
   /** One attempt; an unreachable gateway moves the next call to the next address. */
@@ -138,9 +168,7 @@ export class GatewayConnection {
         metadata: this.metadata(),
       });
     } catch (error) {
-      if (error instanceof SpoolError && error.code === CommonErrorCode.Unavailable) {
-        this.failOver(error);
-      }
+      if (this.leavesGateway(error)) this.failOver(error);
       throw error;
     }
   }
@@ -179,12 +207,15 @@ export class GatewayConnection {
     const byCall = (): Promise<ProduceResponse> =>
       this.callOnce((client) => client.produce, request, deadlineMs);
     if (this.produceStreamUnsupported) return byCall();
+    const index = this.currentIndex;
     try {
       const response = await this.producePipeline().send(request, deadlineMs);
       return { results: response.results };
     } catch (error) {
       // Nothing was started on a stream the gateway refused as unknown: send it as a call.
       if (this.produceStreamUnsupported) return byCall();
+      // The stream's own deadline: the gateway answered nothing (a refusal comes as results).
+      if (index === this.currentIndex && this.leavesGateway(error)) this.failOver(error);
       throw error;
     }
   }
