@@ -4,6 +4,26 @@
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
+/** A path below a package name, other than its manifest or its testing entry. */
+const deepImport = {
+  regex: '^@spool/[^/]+/(?!package\\.json$|testing$).+',
+  message: 'Import another project only through its package name (src/index.ts).',
+};
+/** Test code, which production code must not import: it is left out of builds and the image. */
+const testCodeImports = [
+  {
+    regex: '^@spool/[^/]+/testing$',
+    message:
+      'A testing entry point (@spool/<lib>/testing) is for specs and test/ only, not production code.',
+  },
+  {
+    regex: '^\\.{1,2}/(?:.*/)?testing(?:/|$)',
+    message: 'A src/testing/ folder is for specs and test code only, not production code.',
+  },
+];
+/** Files allowed to import test code: specs, the cross-process tests and test code itself. */
+const testCodeFiles = ['**/*.spec.ts', 'test/**/*.ts', '**/src/testing/**/*.ts'];
+
 export default tseslint.config(
   {
     ignores: [
@@ -46,18 +66,9 @@ export default tseslint.config(
         },
       ],
       // Each project exports only through src/index.ts; a path below a package name reaches
-      // around that list.
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^@spool/[^/]+/(?!package\\.json$).+',
-              message: 'Import another project only through its package name (src/index.ts).',
-            },
-          ],
-        },
-      ],
+      // around that list. Test code (a library's testing entry, any src/testing/ folder) is
+      // for specs, test/ and other test code only (the override below), never production code.
+      'no-restricted-imports': ['error', { patterns: [deepImport, ...testCodeImports] }],
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
@@ -70,5 +81,9 @@ export default tseslint.config(
   {
     files: ['**/*.spec.ts', 'test/**/*.ts'],
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
+  },
+  {
+    files: testCodeFiles,
+    rules: { 'no-restricted-imports': ['error', { patterns: [deepImport] }] },
   },
 );

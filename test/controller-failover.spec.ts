@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEtcdCluster } from '@spool/metadata';
+import { startEtcdCluster } from '@spool/metadata/testing';
 import { ControllerTestClient, FakeBroker, eventually } from './support/controller-client';
 import { startServiceProcess, type ServiceProcess } from './support/service-process';
 

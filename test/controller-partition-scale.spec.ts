@@ -16,10 +16,9 @@ import {
   EtcdMetadataStore,
   LocalMetadataStore,
   MetadataKeys,
-  startEtcdServer,
-  type EtcdTestCluster,
   type MetadataStore,
 } from '@spool/metadata';
+import { startEtcdServer, type EtcdTestCluster } from '@spool/metadata/testing';
 import type { WatchMetadataResponse } from '@spool/protocol';
 import { ControllerTestClient, FakeBroker, eventually } from './support/controller-client';
 import { startServiceProcess, type ServiceProcess } from './support/service-process';

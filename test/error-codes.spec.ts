@@ -13,7 +13,7 @@ function sourceFiles(folder: string): string[] {
   for (const entry of readdirSync(folder, { withFileTypes: true })) {
     const entryPath = path.join(folder, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== 'generated' && entry.name !== 'test-support') {
+      if (entry.name !== 'generated' && entry.name !== 'testing') {
         found.push(...sourceFiles(entryPath));
       }
     } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts')) {

@@ -26,7 +26,7 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
-import { startEtcdCluster } from '@spool/metadata';
+import { startEtcdCluster } from '@spool/metadata/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clusterAddressPattern,
@@ -379,6 +379,29 @@ describe('the image contents run the cluster the chart describes', () => {
       fsGroup: Number(user![2]),
     });
     expect(Number(user![1])).toBeGreaterThan(0);
+  });
+
+  it('hold no test code: no compiled spec, no testing entry (dist/testing/), no test-support', () => {
+    const testCode = /(?:^|\/)testing(?:\/|\.|$)|test-support|\.spec\./;
+    const found: string[] = [];
+    for (const parent of ['apps', 'libs']) {
+      for (const project of readdirSync(path.join(imageFolder, parent))) {
+        const dist = path.join(imageFolder, parent, project, 'dist');
+        if (!existsSync(dist)) continue;
+        for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' })) {
+          if (testCode.test(file)) found.push(`${parent}/${project}/dist/${file}`);
+        }
+      }
+    }
+    expect(found).toEqual([]);
+    // Not vacuous: the build tree holds the testing entries the image leaves out, and the image
+    // holds the libraries' main entries beside them.
+    for (const library of ['client', 'metadata', 'segment-store']) {
+      expect(existsSync(path.join(workspaceRoot, 'libs', library, 'dist/testing/index.js'))).toBe(
+        true,
+      );
+      expect(existsSync(path.join(imageFolder, 'libs', library, 'dist/index.js'))).toBe(true);
+    }
   });
 
   it('starts every pod from the assembled folder, produces and consumes, stops on SIGTERM', async () => {

@@ -1,7 +1,8 @@
 // Proves the module-boundary rules are active, not merely configured: ESLint, run with the
 // workspace's own config over source placed in real projects, reports a deep import, a relative
-// import across projects, and every forbidden dependency, and stays silent on allowed ones (a
-// shared lib on the base libs, apps of every scope on a shared lib).
+// import across projects, production code importing test code (a testing entry or a src/testing/
+// folder), and every forbidden dependency, and stays silent on allowed ones (a shared lib on the
+// base libs, apps of every scope on a shared lib, specs and test/ on test code).
 import { ESLint } from 'eslint';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,8 +10,12 @@ import { workspaceRoot } from './support/service-process';
 
 const eslint = new ESLint({ cwd: workspaceRoot });
 
-async function ruleIdsFor(project: string, source: string): Promise<string[]> {
-  const filePath = path.join(workspaceRoot, project, 'src', 'boundary-fixture.ts');
+async function ruleIdsFor(
+  project: string,
+  source: string,
+  file = 'src/boundary-fixture.ts',
+): Promise<string[]> {
+  const filePath = path.join(workspaceRoot, project, file);
   const [result] = await eslint.lintText(`${source}\nexport const used = value;\n`, { filePath });
   return (result?.messages ?? []).map((message) => message.ruleId ?? message.message);
 }
@@ -104,6 +109,59 @@ describe('module boundaries', () => {
       await ruleIdsFor(
         'libs/client',
         "import { loadConfig as value } from '@spool/common/src/config';",
+      ),
+    ).toContain('no-restricted-imports');
+  });
+
+  it.each([
+    [
+      "a library's testing entry",
+      "import { temporaryDirectory as value } from '@spool/segment-store/testing';",
+    ],
+    [
+      "a project's own src/testing/ folder",
+      "import { startServer as value } from './testing/data-port';",
+    ],
+    ['a nested testing folder', "import { startServer as value } from '../testing';"],
+  ])('forbids production code to import test code: %s', async (_, source) => {
+    expect(await ruleIdsFor('apps/storage-node', source)).toContain('no-restricted-imports');
+  });
+
+  it.each([
+    [
+      'a spec, a testing entry',
+      'apps/storage-node',
+      'src/boundary-fixture.spec.ts',
+      "import { temporaryDirectory as value } from '@spool/segment-store/testing';",
+    ],
+    [
+      "a spec, its project's src/testing/ folder",
+      'apps/storage-node',
+      'src/boundary-fixture.spec.ts',
+      "import { startServer as value } from './testing/data-port';",
+    ],
+    [
+      'test code, another testing module',
+      'libs/client',
+      'src/testing/boundary-fixture.ts',
+      "import { FakeGateway as value } from './fake-gateway';",
+    ],
+    [
+      'a cross-process test, a testing entry',
+      'test',
+      'boundary-fixture.ts',
+      "import { startEtcdCluster as value } from '@spool/metadata/testing';",
+    ],
+  ])('allows test code to import test code: %s', async (_, project, file, source) => {
+    expect(await ruleIdsFor(project, source, file)).toEqual([]);
+  });
+
+  it('forbids a deep import past a testing entry', async () => {
+    expect(
+      await ruleIdsFor(
+        'apps/storage-node',
+        "import { startEtcdServer as value } from '@spool/metadata/testing/etcd-test-server';",
+        'src/boundary-fixture.spec.ts',
       ),
     ).toContain('no-restricted-imports');
   });

@@ -5,7 +5,15 @@
 // real `spool dev` cluster. The tarball must carry no `spool-source` condition and nothing of the
 // segment store.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -223,6 +231,7 @@ describe('the packed SDK', () => {
     expect(manifestText).not.toContain('spool-source');
     const manifest = JSON.parse(manifestText) as {
       private?: boolean;
+      exports: Record<string, unknown>;
       dependencies: Record<string, string>;
       bundleDependencies: string[];
     };
@@ -240,6 +249,11 @@ describe('the packed SDK', () => {
       );
       expect(bundledManifest).not.toContain('spool-source');
     }
+    // No test code: no testing entry (the workspace's libs/client has one), no compiled spec.
+    expect(manifest.exports).not.toHaveProperty(['./testing']);
+    expect(existsSync(path.join(workspaceRoot, 'libs/client/dist/testing/index.js'))).toBe(true);
+    const shipped = readdirSync(installed, { recursive: true, encoding: 'utf8' });
+    expect(shipped.filter((file) => /(?:^|\/)testing(?:\/|\.|$)|\.spec\./.test(file))).toEqual([]);
   });
 
   it(

@@ -5,10 +5,11 @@
 // test/image-contents.spec.ts starts a cluster from.
 //
 // Contents: the root and every workspace's package.json (and the lock file), each project's
-// built `dist/`, the CLI's `bin/`, the protocol's descriptor set (read at run time for gRPC
-// reflection), the segment store's native addon, and production node_modules installed by
-// `npm ci --omit=dev` in the folder itself, so workspace packages resolve as symlinks to their
-// folders there and nothing of the build tree leaks in.
+// built `dist/` without its test code (compiled specs, a library's `dist/testing/`), the CLI's
+// `bin/`, the protocol's descriptor set (read at run time for gRPC reflection), the segment
+// store's native addon, and production node_modules installed by `npm ci --omit=dev` in the
+// folder itself, so workspace packages resolve as symlinks to their folders there and nothing of
+// the build tree leaks in.
 //
 // usage: node deploy/image/assemble.mjs --out DIR [--prefer-offline]
 //   The projects must be built first (npm run build) and the native addon compiled (npm ci
@@ -35,6 +36,11 @@ const runtimeExtras = {
   'libs/protocol': ['src/generated/spool.binpb'],
   'libs/segment-store': ['build/Release/segment_store_native.node'],
 };
+
+/** A library's testing entry point, built to dist/testing/ for the tests, never run in the image. */
+function isTestCode(file) {
+  return /[\\/]dist[\\/]testing([\\/]|$)/.test(file);
+}
 
 function fail(message) {
   process.stderr.write(`assemble: ${message}\n`);
@@ -65,9 +71,12 @@ function copy(relativePath, out) {
   mkdirSync(path.dirname(path.join(out, relativePath)), { recursive: true });
   cpSync(from, path.join(out, relativePath), {
     recursive: true,
-    // Build bookkeeping and source maps of tests are not part of the image.
+    // Build bookkeeping and test code are not part of the image: compiled specs, and a
+    // library's testing entry (dist/testing/, `@spool/<lib>/testing`: fakes, etcd test servers).
     filter: (source) =>
-      !source.endsWith('.tsbuildinfo') && !/\.spec\.(js|d\.ts)(\.map)?$/.test(source),
+      !source.endsWith('.tsbuildinfo') &&
+      !/\.spec\.(js|d\.ts)(\.map)?$/.test(source) &&
+      !isTestCode(source),
   });
 }
 

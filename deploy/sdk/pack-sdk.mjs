@@ -26,7 +26,8 @@
 //    sees (cjs-module-lexer's detection of the CommonJS output) must equal those of `require`.
 //
 // Source maps and build bookkeeping are left out: the TypeScript sources they point at are not
-// shipped. Declarations (.d.ts) are, so consumers type-check against the SDK.
+// shipped. Test code is left out too: compiled specs and a library's testing entry (dist/testing/).
+// Declarations (.d.ts) are, so consumers type-check against the SDK.
 //
 // usage: node deploy/sdk/pack-sdk.mjs [--out DIR] [--skip-build]
 //   --out         where the tarball goes (default dist/sdk); its path is the last line printed
@@ -153,9 +154,14 @@ function withoutSourceCondition(exportsValue) {
 /** Fields of a workspace manifest that only the workspace uses. */
 const workspaceOnlyFields = ['private', 'scripts', 'devDependencies', 'files'];
 
-/** The published form of a workspace manifest: no private flag, scripts or source condition. */
+/**
+ * The published form of a workspace manifest: no private flag, scripts or source condition, and
+ * no testing entry (`./testing`: test code, left out of the tarball).
+ */
 function stagedManifest(manifest) {
-  const staged = { ...manifest, exports: withoutSourceCondition(manifest.exports) };
+  const exports = withoutSourceCondition(manifest.exports);
+  if (typeof exports === 'object' && exports !== null) delete exports['./testing'];
+  const staged = { ...manifest, exports };
   for (const field of workspaceOnlyFields) delete staged[field];
   return staged;
 }
@@ -171,7 +177,7 @@ function copyBuilt(folder, packageName, destination) {
       !source.endsWith('.tsbuildinfo') &&
       !source.endsWith('.map') &&
       !/\.spec\.(js|d\.ts)$/.test(source) &&
-      !source.includes(`${path.sep}test-support`),
+      !/[\\/]dist[\\/]testing([\\/]|$)/.test(source),
   });
   for (const extra of runtimeExtras[packageName] ?? []) {
     const from = path.join(folder, extra);

@@ -31,7 +31,7 @@ import {
   type WatchMetadataResponse,
 } from '@spool/protocol';
 import { startGateway } from './gateway-service';
-import { testBroker, testSnapshot, testTopic } from './gateway-test-support';
+import { testBroker, testSnapshot, testTopic } from './testing/cluster-metadata';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

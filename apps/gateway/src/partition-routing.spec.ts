@@ -4,7 +4,7 @@
 // LEADER_NOT_AVAILABLE; items group by leader in order; a partition named twice is found.
 import { describe, expect, it } from 'vitest';
 import { ClusterMetadataCache } from '@spool/protocol';
-import { testBroker, testSnapshot, testTopic } from './gateway-test-support';
+import { testBroker, testSnapshot, testTopic } from './testing/cluster-metadata';
 import { duplicatePositions, groupByLeader, routeOf } from './partition-routing';
 
 function metadata(): ClusterMetadataCache {

@@ -18,7 +18,7 @@ import {
   responsesIn,
   slicesOf,
   type SegmentFixture,
-} from './data-port-test-support';
+} from './testing/data-port';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

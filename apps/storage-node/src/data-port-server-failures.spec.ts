@@ -37,7 +37,7 @@ import {
   type SegmentFixture,
   slicesOf,
   startServer,
-} from './data-port-test-support';
+} from './testing/data-port';
 
 const topic = 'orders';
 const mebibyte = 1024 * 1024;

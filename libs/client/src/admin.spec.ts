@@ -5,8 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Admin } from './admin';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { rejection } from './test-support/rejection';
+import { FakeGateway, rejection } from './testing';
 
 let gateway: FakeGateway | undefined;
 let admin: Admin | undefined;

@@ -6,7 +6,7 @@ import { createLogger } from '@spool/common';
 import { afterEach, expect, it, vi } from 'vitest';
 import { ConsumeStream, type ConsumeStreamEvent } from './consume-stream';
 import { GatewayConnection } from './gateway-connection';
-import { FakeGateway } from './test-support/fake-gateway';
+import { FakeGateway } from './testing';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 

@@ -17,8 +17,7 @@ import type { Consumer } from './consumer';
 import type { ConsumerSubscription } from './consumer-payloads';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { expectSteady } from './test-support/steady';
+import { FakeGateway, expectSteady } from './testing';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];

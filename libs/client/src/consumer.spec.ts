@@ -14,8 +14,7 @@ import type { Consumer } from './consumer';
 import type { OffsetReset } from './consumer-fetcher';
 import type { ConsumedMessage } from './message';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { expectSteady } from './test-support/steady';
+import { FakeGateway, expectSteady } from './testing';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];

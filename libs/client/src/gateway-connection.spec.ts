@@ -7,7 +7,7 @@ import { SpoolError, createLogger } from '@spool/common';
 import { Acks, encodeRecordBatch, type ProduceRequest } from '@spool/protocol';
 import { afterEach, expect, it, vi } from 'vitest';
 import { GatewayConnection } from './gateway-connection';
-import { FakeGateway } from './test-support/fake-gateway';
+import { FakeGateway } from './testing';
 
 const gateways: FakeGateway[] = [];
 const connections: GatewayConnection[] = [];

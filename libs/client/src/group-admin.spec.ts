@@ -7,8 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Admin } from './admin';
 import type { Consumer } from './consumer';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { rejection } from './test-support/rejection';
+import { FakeGateway, rejection } from './testing';
 
 let gateway: FakeGateway | undefined;
 const clients: { disconnect(): Promise<void> }[] = [];

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { resolveProducerConfig, type ProducerOptions } from './config';
 import type { Producer } from './producer';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
+import { FakeGateway } from './testing';
 
 let gateway: FakeGateway | undefined;
 const producers: Producer[] = [];

@@ -12,8 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProducerOptions } from './config';
 import type { Producer } from './producer';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { rejection } from './test-support/rejection';
+import { FakeGateway, rejection } from './testing';
 
 let gateway: FakeGateway | undefined;
 const producers: Producer[] = [];

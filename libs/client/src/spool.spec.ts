@@ -7,8 +7,7 @@
 import { SpoolError } from '@spool/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Spool } from './spool';
-import { FakeGateway } from './test-support/fake-gateway';
-import { rejection } from './test-support/rejection';
+import { FakeGateway, rejection } from './testing';
 
 let gateway: FakeGateway | undefined;
 

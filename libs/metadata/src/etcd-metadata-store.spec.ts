@@ -1,13 +1,14 @@
-// Proves the etcd backend against a real etcd started for this file (etcd-test-server.ts): it
-// keeps the MetadataStore contract (the shared suite), elects across separate clients, notices
-// a lease revoked behind its back, hands leadership over when the leader's client closes, and
-// fails fast with a retriable METADATA_STORE_UNAVAILABLE when etcd is unreachable.
+// Proves the etcd backend against a real etcd started for this file (the testing entry's
+// etcd-test-server.ts): it keeps the MetadataStore contract (the shared suite), elects across
+// separate clients, notices a lease revoked behind its back, hands leadership over when the
+// leader's client closes, and fails fast with a retriable METADATA_STORE_UNAVAILABLE when etcd
+// is unreachable.
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMetadataStoreError } from './errors';
 import { EtcdMetadataStore } from './etcd-metadata-store';
-import { startEtcdServer, type EtcdTestCluster } from './etcd-test-server';
-import { describeMetadataStoreContract } from './metadata-store.contract';
+import { startEtcdServer, type EtcdTestCluster } from './testing';
+import { describeMetadataStoreContract } from './testing/metadata-store.contract';
 
 let etcd: EtcdTestCluster;
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMetadataStoreError } from './errors';
 import { EtcdMetadataStore } from './etcd-metadata-store';
-import { startEtcdCluster, type EtcdTestCluster } from './etcd-test-server';
+import { startEtcdCluster, type EtcdTestCluster } from './testing';
 
 let cluster: EtcdTestCluster;
 

@@ -44,12 +44,3 @@ export {
   type EtcdMetadataStoreOptions,
 } from './etcd-metadata-store';
 
-// Real etcd processes for tests (this library's and the cross-process tests in test/)
-export {
-  startEtcdCluster,
-  startEtcdServer,
-  etcdStartTimeoutMsDefault,
-  type EtcdTestCluster,
-  type EtcdTestMember,
-  type EtcdTestOptions,
-} from './etcd-test-server';

@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { isMetadataStoreError } from './errors';
 import { journalMagic } from './local-journal';
 import { LocalMetadataStore, type LocalMetadataStoreOptions } from './local-metadata-store';
-import { describeMetadataStoreContract } from './metadata-store.contract';
+import { describeMetadataStoreContract } from './testing/metadata-store.contract';
 
 const temporaryRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-metadata-local-'));
 afterAll(() => fs.rmSync(temporaryRoot, { recursive: true, force: true }));

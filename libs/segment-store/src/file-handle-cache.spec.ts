@@ -16,7 +16,7 @@ import { FileHandleCache, type CachedFile } from './file-handle-cache';
 import { activeTransferPath, writeTo } from './file-records';
 import { Log } from './log';
 import { SegmentFile } from './segment-file';
-import { batchOf, recordsOf, temporaryDirectory } from './test-support';
+import { batchOf, recordsOf, temporaryDirectory } from './testing';
 
 const folders: Array<{ remove(): void }> = [];
 afterEach(() => {

@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaderEpochCache, undefinedEpoch, undefinedEpochOffset } from './leader-epoch-cache';
-import { temporaryDirectory } from './test-support';
+import { temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

@@ -12,7 +12,7 @@ import { readCheckpointFile, writeOffsetCheckpoint } from './checkpoint-file';
 import { FileHandleCache } from './file-handle-cache';
 import { cleanShutdownFile, recoveryPointCheckpointFile, type Log } from './log';
 import { LogDirectory } from './log-directory';
-import { batchOf, recordsOf, temporaryDirectory } from './test-support';
+import { batchOf, recordsOf, temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

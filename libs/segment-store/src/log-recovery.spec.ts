@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Log, cleanShutdownFile, leaderEpochCheckpointFile } from './log';
 import { segmentFileName } from './log-segment';
-import { batchOf, recordsOf, temporaryDirectory } from './test-support';
+import { batchOf, recordsOf, temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

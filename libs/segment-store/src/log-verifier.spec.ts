@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Log } from './log';
 import { segmentFileName } from './log-segment';
 import { verifyLog } from './log-verifier';
-import { batchOf, temporaryDirectory } from './test-support';
+import { batchOf, temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

@@ -7,7 +7,7 @@ import * as fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Log } from './log';
 import type { LogConfig } from './log-config';
-import { batchOf, recordsOf, temporaryDirectory } from './test-support';
+import { batchOf, recordsOf, temporaryDirectory } from './testing';
 
 interface ModelBatch {
   readonly baseOffset: bigint;

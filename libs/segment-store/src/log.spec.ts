@@ -12,7 +12,7 @@ import {
   type LogOpenOptions,
 } from './log';
 import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
-import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './test-support';
+import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSendfileBinding } from './native-sendfile';
 import { socketFileDescriptor } from './sendfile-transfer';
-import { temporaryDirectory } from './test-support';
+import { temporaryDirectory } from './testing';
 
 const binding = loadSendfileBinding().binding;
 const cleanups: Array<() => void> = [];

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadWritebackBinding } from './native-writeback';
-import { temporaryDirectory } from './test-support';
+import { temporaryDirectory } from './testing';
 
 const binding = loadWritebackBinding();
 const cleanups: Array<() => void> = [];

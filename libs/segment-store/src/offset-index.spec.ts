@@ -9,7 +9,7 @@ import * as fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OffsetIndex } from './offset-index';
 import { TimeIndex } from './time-index';
-import { temporaryDirectory } from './test-support';
+import { temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

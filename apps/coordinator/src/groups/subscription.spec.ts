@@ -8,7 +8,7 @@ import {
   matchingTopics,
   resolveSubscription,
 } from './subscription';
-import { TestTopics } from './test-support';
+import { TestTopics } from '../testing/groups';
 
 const topics = new TestTopics({
   orders: 3,

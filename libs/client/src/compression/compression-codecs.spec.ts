@@ -17,7 +17,7 @@ import {
   kafkaCompressedBatchesHex,
   kafkaFixtureRecord,
   kafkaRecordCount,
-} from '../test-support/kafka-compressed-batches';
+} from '../testing';
 import { registerClientCompressionCodecs } from './compression-codecs';
 import { lazyPackage } from './lazy-package';
 import { createLz4Codec, lz4FrameInflationBoundBytes } from './lz4-codec';

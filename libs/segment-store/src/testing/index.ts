@@ -1,10 +1,11 @@
-// Helpers for this library's tests: temporary log folders and record batches to append.
-// Not exported from the package.
+// @spool/segment-store/testing: helpers for tests of the segment store and of what uses it,
+// temporary log folders and record batches to append. Not reachable from src/index.ts, and left
+// out of the runtime image (deploy/image/assemble.mjs).
 import { mkdtempSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { decodeRecordBatches, encodeRecordBatch } from '@spool/protocol';
-import type { FileSlice } from './file-slice';
+import type { FileSlice } from '../file-slice';
 
 export function temporaryDirectory(prefix = 'spool-log-'): { directory: string; remove(): void } {
   const directory = mkdtempSync(path.join(tmpdir(), prefix));

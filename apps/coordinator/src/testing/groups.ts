@@ -1,9 +1,9 @@
 import type { ConsumerGroupHeartbeatRequest } from '@spool/protocol';
-import type { TopicPartitionCounts } from './types';
+import type { TopicPartitionCounts } from '../groups/types';
 
 /**
- * Helpers for the group's unit tests (not exported from index.ts): a mutable topic catalogue and
- * heartbeat requests with defaults.
+ * Helpers for the group's unit tests: a mutable topic catalogue and heartbeat requests with
+ * defaults. Test code: tsconfig.lib.json leaves src/testing/ out of the build.
  */
 export class TestTopics implements TopicPartitionCounts {
   readonly counts = new Map<string, number>();

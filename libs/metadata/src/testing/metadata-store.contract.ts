@@ -5,8 +5,8 @@
 // takeover, a transaction guarded by the old leader's guard fails.
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isMetadataStoreError, type MetadataStoreErrorCode } from './errors';
-import type { KeyValue, Leadership, MetadataStore, Watch, WatchEvent } from './metadata-store';
+import { isMetadataStoreError, type MetadataStoreErrorCode } from '../errors';
+import type { KeyValue, Leadership, MetadataStore, Watch, WatchEvent } from '../metadata-store';
 
 /** A store under test: the interface plus the compaction both backends offer operators. */
 export interface ContractStore extends MetadataStore {

@@ -1,6 +1,6 @@
 // Helpers for the data-port tests: a real segment-like file of RecordBatch bytes, fetch results
 // that count their releases, a server on a loopback port, and a raw socket for frames the client
-// would never send. Not exported from the app.
+// would never send. Test code: tsconfig.lib.json leaves src/testing/ out of the build.
 import { createLogger } from '@spool/common';
 import {
   type DataPortFetchRequest,
@@ -16,8 +16,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { FetchPartitionResult, FetchResult } from './data-port-handlers';
-import { DataPortServer, type DataPortServerOptions } from './data-port-server';
+import type { FetchPartitionResult, FetchResult } from '../data-port-handlers';
+import { DataPortServer, type DataPortServerOptions } from '../data-port-server';
 
 export const silentLogger = createLogger({ service: 'data-port-test', level: 'silent' });
 

@@ -1,5 +1,6 @@
 // Metadata for the gateway's unit tests: brokers with endpoints and topics with leaders, as the
-// controller's WatchMetadata would send them.
+// controller's WatchMetadata would send them. Test code: tsconfig.lib.json leaves src/testing/ out
+// of the build.
 import type { BrokerMetadata, TopicMetadata, WatchMetadataResponse } from '@spool/protocol';
 
 export function testBroker(brokerId: number, grpcPort: number, dataPort: number): BrokerMetadata {

@@ -1,7 +1,8 @@
 /**
  * Real etcd processes for tests: one member or a cluster, on free loopback ports, in a temporary
  * folder, stopped by pid. Used by this library's specs and by the cross-process tests in `test/`
- * (which kill and restart members), so it is part of the package's API.
+ * (which kill and restart members), through the package's testing entry (`@spool/metadata/testing`),
+ * never its main one.
  *
  * Ports are found by binding port 0 on 127.0.0.1 and closing the socket; another process may
  * grab one before etcd binds it, so a start whose member exits early is retried on new ports.
