@@ -38,7 +38,6 @@ import {
 } from '@spool/protocol';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
-import { beforeLogAppendTestHook } from './slow-disk-test-hook';
 
 export interface ReplicaFetcherOptions {
   readonly brokerId: number;
@@ -47,6 +46,8 @@ export interface ReplicaFetcherOptions {
   readonly fetchWaitMaxMs: number;
   readonly logger: Logger;
   readonly metadata: ClusterMetadataCache;
+  /** The slow-disk test hook's, only when the fault suite turns it on (slow-disk-test-hook.ts). */
+  readonly beforeLogAppend?: () => void;
 }
 
 type FetchState = 'truncating' | 'fetching';
@@ -434,7 +435,7 @@ export class ReplicaFetcher {
     if (answer.records.length > 0) {
       try {
         for (const records of segmentSizedGroups(answer.records, log.config.segmentBytes)) {
-          beforeLogAppendTestHook();
+          this.options.beforeLogAppend?.();
           replica.producerState.appendAsFollower(records, replica.assignment.leaderEpoch);
         }
       } catch (error) {

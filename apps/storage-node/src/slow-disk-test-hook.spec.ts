@@ -1,29 +1,31 @@
-// The slow-disk test hook: off unless started, blocks each append for the delay the file names
-// (capped), and goes back to no delay when the file is removed or the hook is stopped.
+// The slow-disk test hook: no delay until the file names one, blocks each append for the delay
+// the file names (capped), and goes back to no delay when the file is removed or the hook is
+// stopped. Off (no setting), the service starts no hook at all: the append paths get none.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@spool/common';
 import {
-  beforeLogAppendTestHook,
   slowDiskDelayMsMax,
   startSlowDiskTestHook,
+  type SlowDiskTestHook,
 } from './slow-disk-test-hook';
 
 const logger = createLogger({ service: 'slow-disk-test', level: 'silent' });
 const directory = mkdtempSync(path.join(tmpdir(), 'slow-disk-hook-'));
 const file = path.join(directory, 'delay');
-let stop: (() => void) | undefined;
+let hook: SlowDiskTestHook | undefined;
 
 afterEach(() => {
-  stop?.();
+  hook?.stop();
+  hook = undefined;
   rmSync(file, { force: true });
 });
 
 function blockedMs(): number {
   const startedAt = performance.now();
-  beforeLogAppendTestHook();
+  hook!.beforeLogAppend();
   return performance.now() - startedAt;
 }
 
@@ -37,14 +39,15 @@ async function untilBlockedMs(predicate: (ms: number) => boolean): Promise<numbe
 }
 
 describe('slow-disk test hook', () => {
-  it('does nothing unless started', () => {
-    writeFileSync(file, '500');
+  it('delays nothing while the file is absent', async () => {
+    hook = startSlowDiskTestHook(file, logger);
+    await new Promise((resolve) => setTimeout(resolve, 400));
     expect(blockedMs()).toBeLessThan(20);
   });
 
   it('blocks each append for the delay in the file, and stops when the file goes', async () => {
     writeFileSync(file, '60');
-    stop = startSlowDiskTestHook(file, logger);
+    hook = startSlowDiskTestHook(file, logger);
     expect(await untilBlockedMs((ms) => ms >= 55)).toBeGreaterThanOrEqual(55);
     rmSync(file);
     expect(await untilBlockedMs((ms) => ms < 20)).toBeLessThan(20);
@@ -52,14 +55,14 @@ describe('slow-disk test hook', () => {
 
   it(`caps the delay at ${slowDiskDelayMsMax} ms and ignores what is not a positive integer`, async () => {
     writeFileSync(file, 'slow');
-    stop = startSlowDiskTestHook(file, logger);
+    hook = startSlowDiskTestHook(file, logger);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(blockedMs()).toBeLessThan(20);
     writeFileSync(file, String(slowDiskDelayMsMax * 10));
     const ms = await untilBlockedMs((blocked) => blocked >= slowDiskDelayMsMax - 5);
     expect(ms).toBeGreaterThanOrEqual(slowDiskDelayMsMax - 5);
     expect(ms).toBeLessThan(slowDiskDelayMsMax * 2);
-    stop();
+    hook.stop();
     expect(blockedMs()).toBeLessThan(20);
   }, 20_000);
 });

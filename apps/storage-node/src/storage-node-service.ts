@@ -223,10 +223,12 @@ export function startStorageNode(
         onBackgroundError: (error) =>
           nodeLogger.error({ err: error }, 'recovery point checkpoint failed'),
       });
-      if (config.testSlowDiskFile !== '') {
-        const stopSlowDisk = startSlowDiskTestHook(config.testSlowDiskFile, nodeLogger);
-        context.onShutdown(async () => stopSlowDisk());
-      }
+      // Off (no setting): nothing starts, and the append paths get no hook to call.
+      const slowDisk =
+        config.testSlowDiskFile === ''
+          ? undefined
+          : startSlowDiskTestHook(config.testSlowDiskFile, nodeLogger);
+      if (slowDisk !== undefined) context.onShutdown(async () => slowDisk.stop());
       const metadata = new ClusterMetadataCache();
       // Replication starts once this node is registered (fetchers send its broker epoch); until
       // then role changes are only recorded.
@@ -306,6 +308,7 @@ export function startStorageNode(
         () => replicas,
         (topic, name) => metadata.topicConfig(topic, name),
         storageMetrics,
+        slowDisk?.beforeLogAppend,
       );
       const appendStreams = createAppendStreams(
         handlers.append,
@@ -356,6 +359,7 @@ export function startStorageNode(
           fetchWaitMaxMs: config.replicaFetchWaitMaxMs,
           logger: nodeLogger.child({ component: 'replica-fetcher' }),
           metadata,
+          beforeLogAppend: slowDisk?.beforeLogAppend,
         });
         replication.isr = new IsrManager({
           brokerId,

@@ -21,7 +21,6 @@ import {
 } from '@spool/protocol';
 import type { PartitionReplica } from './partition-replica';
 import type { ReplicaManager } from './replica-manager';
-import { beforeLogAppendTestHook } from './slow-disk-test-hook';
 import type { StorageMetrics } from './storage-metrics';
 
 /** The longest an acks=all append may wait for replication, whatever the request asks. */
@@ -56,10 +55,15 @@ function minInsyncReplicas(
   return Number(topicConfig(replica.topic, 'min.insync.replicas') ?? '1');
 }
 
+/**
+ * The storage service's handlers. `beforeLogAppend` is the slow-disk test hook's (given only when
+ * the fault suite turns it on, see slow-disk-test-hook.ts): it runs before each leader append.
+ */
 export function storageHandlers(
   replicas: () => ReplicaManager,
   topicConfig: (topic: string, name: string) => string | undefined,
   metrics: StorageMetrics,
+  beforeLogAppend?: () => void,
 ) {
   const stageTimer = (stage: 'queue' | 'local_append' | 'replication_wait', startedAtMs: number) =>
     metrics.produceStageDuration.observe({ stage }, (performance.now() - startedAtMs) / 1000);
@@ -101,7 +105,7 @@ export function storageHandlers(
       // Partitions of one request append one after another: the queue is the wait behind them.
       const appendStartedAtMs = performance.now();
       stageTimer('queue', receivedAtMs);
-      beforeLogAppendTestHook();
+      beforeLogAppend?.();
       // The records are a view into this request's own message (partition-batches-codec), so
       // the log may set their base offsets in place: no copy.
       const outcome = replica.producerState.appendAsLeader(
