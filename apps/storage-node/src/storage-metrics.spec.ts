@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { RequestMetrics } from '@spool/common';
+import { RequestMetrics, renderMetrics } from '@spool/common';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DataDirectory } from './data-directory';
@@ -30,7 +30,7 @@ async function scrape(directory: string, metricsPerPartition: boolean): Promise<
     directoryAt(directory),
     metricsPerPartition,
   );
-  return registry.metrics();
+  return renderMetrics(registry);
 }
 
 describe('StorageMetrics', () => {

@@ -1,5 +1,9 @@
 import * as fs from 'node:fs';
-import { requestDurationBucketsSeconds, type RequestMetrics } from '@spool/common';
+import {
+  registerTextGaugeFamily,
+  requestDurationBucketsSeconds,
+  type RequestMetrics,
+} from '@spool/common';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DataDirectory } from './data-directory';
 import type { PartitionReplica } from './partition-replica';
@@ -162,25 +166,42 @@ export class StorageMetrics {
       },
     });
     if (!metricsPerPartition) return;
+    // Thousands of series each: rendered as text at scrape time (text-metric-family.ts says why).
     const perPartition = (
       name: string,
       help: string,
       value: (replica: PartitionReplica) => number,
-    ) =>
-      new Gauge({
+    ): void =>
+      registerTextGaugeFamily(registry, {
         name,
         help,
         labelNames: ['topic', 'partition'],
-        registers: [registry],
-        collect() {
-          this.reset();
+        collect(emit) {
           const manager = replicas();
           if (manager === undefined) return;
           for (const replica of manager.all()) {
-            this.set(
-              { topic: replica.topic, partition: String(replica.partition) },
-              value(replica),
-            );
+            emit([replica.topic, String(replica.partition)], value(replica));
+          }
+        },
+      });
+    const perFollower = (
+      name: string,
+      help: string,
+      value: (replica: PartitionReplica, followerEnd: bigint) => number,
+    ): void =>
+      registerTextGaugeFamily(registry, {
+        name,
+        help,
+        labelNames: ['topic', 'partition', 'follower'],
+        collect(emit) {
+          for (const replica of ledPartitions()) {
+            for (const [followerId, follower] of replica.followers) {
+              if (follower.logEndOffset < 0n) continue;
+              emit(
+                [replica.topic, String(replica.partition), String(followerId)],
+                value(replica, follower.logEndOffset),
+              );
+            }
           }
         },
       });
@@ -204,31 +225,6 @@ export class StorageMetrics {
       'Log end offset of the partition on this node.',
       (replica) => Number(replica.log.logEndOffset),
     );
-    const perFollower = (
-      name: string,
-      help: string,
-      value: (replica: PartitionReplica, followerEnd: bigint) => number,
-    ) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['topic', 'partition', 'follower'],
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const replica of ledPartitions()) {
-            for (const [followerId, follower] of replica.followers) {
-              if (follower.logEndOffset < 0n) continue;
-              const labels = {
-                topic: replica.topic,
-                partition: String(replica.partition),
-                follower: String(followerId),
-              };
-              this.set(labels, value(replica, follower.logEndOffset));
-            }
-          }
-        },
-      });
     perFollower(
       'spool_follower_lag_records',
       'How far each follower is behind this leader, in records (leader log end − follower log end).',

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger';
 import type { Readiness } from './readiness';
+import { renderMetrics } from './text-metric-family';
 
 /**
  * The operations port every service has: `/metrics` (Prometheus text format), `/healthz`
@@ -28,7 +29,7 @@ export async function startOperationsServer(options: {
       return;
     }
     if (url === '/metrics') {
-      registry.metrics().then(
+      renderMetrics(registry).then(
         (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
         (error: unknown) => {
           logger.error({ err: error }, 'collecting metrics failed');

@@ -33,6 +33,12 @@ export {
 export { createLogger, logLevels, type Logger, type LogLevel } from './logger';
 export { createMetricsRegistry } from './metrics';
 export {
+  registerTextGaugeFamily,
+  renderMetrics,
+  setTextDefaultLabels,
+  type TextGaugeFamily,
+} from './text-metric-family';
+export {
   RequestMetrics,
   requestDurationBucketsSeconds,
   errorCodeOf,
