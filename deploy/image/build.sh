@@ -81,14 +81,17 @@ if ! buildah_store inspect --type image "$base" >/dev/null 2>&1; then
 fi
 
 ## The image, from the Dockerfile users build. --network host: RUN steps reach the registries as
-## this machine does, with no bridge or private range set up for them. --layers: a step whose
-## inputs did not change is taken from the last build (apt-get and npm ci are minutes).
+## this machine does, with no bridge or private range set up for them. --layers: after a failed
+## step, the next build starts from the last step that passed (apt-get and npm ci are minutes).
 image=localhost/spool:$version
 log "buildah build -f deploy/Dockerfile -t $image"
 buildah_store build --pull-never --isolation chroot --network host --layers \
   --build-arg NODE_VERSION="$node_version" -f deploy/Dockerfile -t "$image" . >&2
 rm -f "$out/spool.oci.tar"
 buildah_store push --quiet "$image" "oci-archive:$out/spool.oci.tar:$image"
+# vfs keeps each cached step as a full copy of its root (1.5 GB each): once the image is out,
+# only the base images and the last image stay.
+buildah_store rmi --prune >/dev/null 2>&1 || true
 log "$image in $out/spool.oci.tar ($(du -m "$out/spool.oci.tar" | cut -f1) MB)"
 fi
 
