@@ -85,7 +85,7 @@ fi
 ## step, the next build starts from the last step that passed (apt-get and npm ci are minutes).
 image=localhost/spool:$version
 log "buildah build -f deploy/Dockerfile -t $image"
-buildah_store build --pull-never --isolation chroot --network host --layers \
+buildah_store build --pull-never --isolation chroot --network host --layers --force-rm \
   --build-arg NODE_VERSION="$node_version" -f deploy/Dockerfile -t "$image" . >&2
 rm -f "$out/spool.oci.tar"
 buildah_store push --quiet "$image" "oci-archive:$out/spool.oci.tar:$image"
