@@ -35,28 +35,27 @@ async function logWithStaleCheckpoint(records: number, checkpoint: bigint): Prom
   return log;
 }
 
+/** The replica broker `localBrokerId` hosts of t-0, led by broker 0, every replica in the ISR. */
+function hosted(log: Log, localBrokerId: number, replicas: number[]): PartitionReplica {
+  return new PartitionReplica('t', 0, log, localBrokerId, {
+    leaderId: 0,
+    leaderEpoch: 1,
+    partitionEpoch: 1,
+    replicas,
+    isr: replicas,
+  });
+}
+
 describe('PartitionReplica', () => {
   it('hosted as the only in-sync replica and leader, its HW is the log end at once', async () => {
     const log = await logWithStaleCheckpoint(20, 6n);
-    const replica = new PartitionReplica('t', 0, log, 0, {
-      leaderId: 0,
-      leaderEpoch: 1,
-      partitionEpoch: 1,
-      replicas: [0],
-      isr: [0],
-    });
+    const replica = hosted(log, 0, [0]);
     expect(replica.highWatermark).toBe(20n);
   });
 
   it('hosted as leader with followers in sync, its HW waits for their fetches', async () => {
     const log = await logWithStaleCheckpoint(20, 6n);
-    const replica = new PartitionReplica('t', 0, log, 0, {
-      leaderId: 0,
-      leaderEpoch: 1,
-      partitionEpoch: 1,
-      replicas: [0, 1],
-      isr: [0, 1],
-    });
+    const replica = hosted(log, 0, [0, 1]);
     expect(replica.highWatermark).toBe(6n);
     replica.recordFollowerFetch(1, 20n, Date.now());
     expect(replica.highWatermark).toBe(20n);
@@ -64,13 +63,7 @@ describe('PartitionReplica', () => {
 
   it('hosted as follower, its HW is the checkpoint until the leader says more', async () => {
     const log = await logWithStaleCheckpoint(20, 6n);
-    const replica = new PartitionReplica('t', 0, log, 1, {
-      leaderId: 0,
-      leaderEpoch: 1,
-      partitionEpoch: 1,
-      replicas: [0, 1],
-      isr: [0, 1],
-    });
+    const replica = hosted(log, 1, [0, 1]);
     expect(replica.highWatermark).toBe(6n);
   });
 
@@ -81,13 +74,7 @@ describe('PartitionReplica', () => {
       log.abandon();
       rmSync(directory, { recursive: true, force: true });
     });
-    const replica = new PartitionReplica('t', 0, log, 0, {
-      leaderId: 0,
-      leaderEpoch: 1,
-      partitionEpoch: 1,
-      replicas: [0],
-      isr: [0],
-    });
+    const replica = hosted(log, 0, [0]);
     // Empty and new: no file means the log start already.
     expect(replica.checkpointHighWatermark()).toBe(false);
     expect(existsSync(path.join(directory, 'high-watermark'))).toBe(false);
