@@ -9,13 +9,12 @@
  * Sessions live in memory, as brokers' do: a controller that takes over gives every registered
  * coordinator one full session timeout to reach it.
  */
-import type { Operation } from '@spool/metadata';
 import { SpoolError } from '@spool/common';
 import type { ControllerContext } from './controller-context';
 import { reassignShards, type ShardOwnership } from './coordinator-shard-assignment';
 import { offsetsTopicName } from './offsets-topic';
 import { encodeRecord, type CoordinatorRecord, type EndpointRecord } from './metadata-records';
-import { chunkOperationsMax } from './metadata-writer';
+import { chunkOperationsMax, type IndependentWrite } from './metadata-writer';
 
 /** A coordinator id names a process (the pod name, or host:port). */
 const coordinatorIdPattern = /^[a-zA-Z0-9._:-]{1,128}$/;
@@ -174,63 +173,45 @@ export class CoordinatorLifecycle {
           changes.set(shard.partition, { ...shard, shardEpoch: shard.shardEpoch + 1 });
       }
     }
-    const compares = [
-      ...puts.map((put) =>
-        this.context.writer.unchangedSince(keys.coordinator(put.coordinatorId), put.modRevision),
-      ),
-      ...deletes.map((id) =>
-        this.context.writer.unchangedSince(
-          keys.coordinator(id),
-          state.coordinators.get(id)!.modRevision,
-        ),
-      ),
-      ...[...changes.keys()].map((partition) =>
-        this.context.writer.unchangedSince(
-          keys.coordinatorShard(partition),
-          state.coordinatorShards.get(partition)?.modRevision,
-        ),
-      ),
-    ];
-    const operations: Operation[] = [
-      ...puts.map((put): Operation => ({
+    const { writer } = this.context;
+    const recordPuts = puts.map((put): IndependentWrite => ({
+      compare: writer.unchangedSince(keys.coordinator(put.coordinatorId), put.modRevision),
+      operation: {
         kind: 'put',
         key: keys.coordinator(put.coordinatorId),
         value: encodeRecord(put.record),
-      })),
-      ...deletes.map((id): Operation => ({ kind: 'delete', key: keys.coordinator(id) })),
-      ...[...changes.values()].map((change): Operation => ({
+      },
+    }));
+    const recordDeletes = deletes.map((id): IndependentWrite => ({
+      compare: writer.unchangedSince(keys.coordinator(id), state.coordinators.get(id)!.modRevision),
+      operation: { kind: 'delete', key: keys.coordinator(id) },
+    }));
+    const shardMoves = [...changes.values()].map((change): IndependentWrite => ({
+      compare: writer.unchangedSince(
+        keys.coordinatorShard(change.partition),
+        state.coordinatorShards.get(change.partition)?.modRevision,
+      ),
+      operation: {
         kind: 'put',
         key: keys.coordinatorShard(change.partition),
         value: encodeRecord({
           coordinatorId: change.coordinatorId,
           shardEpoch: change.shardEpoch,
         }),
-      })),
-    ];
-    if (operations.length <= chunkOperationsMax) {
-      await this.context.writer.commit(compares, operations);
-    } else {
-      const putCount = puts.length;
-      const deleteCount = deletes.length;
-      if (putCount > 0) {
-        await this.context.writer.commit(
-          compares.slice(0, putCount),
-          operations.slice(0, putCount),
-        );
-      }
-      const shardStart = putCount + deleteCount;
-      await this.context.writer.commitIndependent(
-        operations.slice(shardStart).map((operation, index) => ({
-          compare: compares[shardStart + index]!,
-          operation,
-        })),
+      },
+    }));
+    const commitTogether = (writes: readonly IndependentWrite[]) =>
+      writer.commit(
+        writes.map((write) => write.compare),
+        writes.map((write) => write.operation),
       );
-      if (deleteCount > 0) {
-        await this.context.writer.commit(
-          compares.slice(putCount, shardStart),
-          operations.slice(putCount, shardStart),
-        );
-      }
+    const all = [...recordPuts, ...recordDeletes, ...shardMoves];
+    if (all.length <= chunkOperationsMax) {
+      await commitTogether(all);
+    } else {
+      if (recordPuts.length > 0) await commitTogether(recordPuts);
+      await writer.commitIndependent(shardMoves);
+      if (recordDeletes.length > 0) await commitTogether(recordDeletes);
     }
     if (changes.size > 0)
       this.context.logger.info({ shardsMoved: changes.size, live }, 'coordinator shards moved');
