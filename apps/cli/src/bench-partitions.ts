@@ -258,21 +258,20 @@ class PartitionsBenchmark {
     while (Date.now() < deadlineMs) {
       const counts = await Promise.all(
         nodes.map(async (node) => {
+          const assigned = replicasAssigned(watch.metadata, node.id);
           const port = node.ports?.metrics;
-          if (port === undefined) return { node, hosted: -1 };
+          if (port === undefined) return { node, assigned, hosted: -1 };
           const values = metricValues(await scrapeMetrics(port), ['spool_partitions']);
-          return { node, hosted: values.get('spool_partitions') ?? 0 };
+          return { node, assigned, hosted: values.get('spool_partitions') ?? 0 };
         }),
       );
-      const behind = counts.filter(
-        ({ node, hosted }) => hosted !== replicasAssigned(watch.metadata, node.id),
-      );
+      const behind = counts.filter(({ assigned, hosted }) => hosted !== assigned);
       if (behind.length === 0) return;
       waitingFor = behind
-        .map(({ node, hosted }) => {
-          const assigned = replicasAssigned(watch.metadata, node.id);
-          return `${processName(node.role, node.id)} hosts ${hosted} of ${assigned}`;
-        })
+        .map(
+          ({ node, assigned, hosted }) =>
+            `${processName(node.role, node.id)} hosts ${hosted} of ${assigned}`,
+        )
         .join(', ');
       await sleep(hostedPollIntervalMs);
     }
