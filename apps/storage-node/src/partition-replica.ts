@@ -14,9 +14,12 @@
 import * as fs from 'node:fs';
 import { SpoolError } from '@spool/common';
 import * as path from 'node:path';
-import type { Log } from '@spool/segment-store';
-import type { ProducerStateSettings } from './producer-state-manager';
-import { ProducerStateLog, type ProducerStateRebuildReport } from './producer-state-log';
+import {
+  ProducerStateLog,
+  type Log,
+  type ProducerStateRebuildReport,
+  type ProducerStateSettings,
+} from '@spool/segment-store';
 
 export enum ReplicaRole {
   Leader = 'leader',

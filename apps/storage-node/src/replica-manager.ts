@@ -22,6 +22,8 @@ import {
   type LogConfig,
   logConfigFromTopicConfigs,
   type LogCorruption,
+  producerStateSettingsDefault,
+  type ProducerStateSettings,
   type LogDirectory,
   type LogDirectoryLoadReport,
   type RecoveryReport,
@@ -30,7 +32,6 @@ import {
 } from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
-import { producerStateSettingsDefault, type ProducerStateSettings } from './producer-state-manager';
 
 export const partitionMetadataFile = 'partition.metadata';
 

@@ -45,6 +45,19 @@ export {
   type LogConfig,
 } from './log-config';
 export { segmentFileName } from './log-segment';
+
+// Idempotent producers: their state, kept in step with the log, and its snapshots
+export {
+  ProducerStateLog,
+  type LeaderAppendOutcome,
+  type ProducerStateRebuildReport,
+} from './producer-state/producer-state-log';
+export {
+  ProducerStateManager,
+  producerStateSettingsDefault,
+  type ProducerStateSettings,
+} from './producer-state/producer-state-manager';
+export { producerSnapshotFileName } from './producer-state/producer-state-snapshot';
 export {
   type LoadedLog,
   LogDirectory,

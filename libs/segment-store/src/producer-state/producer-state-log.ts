@@ -23,7 +23,7 @@ import {
   recordBatchHeaderSizeBytes,
   splitRecordBatchPositions,
 } from '@spool/protocol';
-import type { AppendResult, Log } from '@spool/segment-store';
+import type { AppendResult, Log } from '../log';
 import {
   ProducerStateManager,
   producerBatchHeaderOf,

@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecordBatch } from '@spool/protocol';
-import { Log, type LogConfig } from '@spool/segment-store';
+import { Log } from '../log';
+import type { LogConfig } from '../log-config';
 import { ProducerStateLog } from './producer-state-log';
 import { producerSnapshotFileName } from './producer-state-snapshot';
 
