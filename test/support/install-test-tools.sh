@@ -12,6 +12,7 @@
 #   openssl              the rack-lookup test's stand-in Kubernetes API needs a certificate
 #   ip (iproute2)        the fault suite builds network namespaces
 #   unshare (util-linux) the image-contents test gives each imitated pod a PID namespace
+#   grpcurl              the record-level API's reflection and shell tests; built like helm
 #   helm, k8s-strict     the chart tests; Go programs built from the Go module proxy at pinned
 #                        versions (minutes the first time, then cached outside the clone)
 #
@@ -53,4 +54,5 @@ fi
 
 bash test/support/ensure-helm.sh >/dev/null
 bash test/support/ensure-k8s-strict.sh >/dev/null
+bash test/support/ensure-grpcurl.sh >/dev/null
 echo "install-test-tools: every tool the tests need is here" >&2

@@ -1,13 +1,12 @@
-import { readFileSync } from 'node:fs';
 import type * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { HealthImplementation } from 'grpc-health-check';
 import { CommonErrorCode, SpoolError } from './errors';
 import { toGrpcStatus } from './grpc-errors';
 import { exitOnAssertionFailure } from './assertion-failure';
 import type { Logger } from './logger';
+import { loadReflectionDescriptors, standardServiceNames } from './reflection-descriptors';
 import { apiNameOfPath, type RequestMetrics } from './request-metrics';
 
 /**
@@ -190,9 +189,10 @@ export class GrpcServer {
   }
 
   async listen(host: string, port: number): Promise<number> {
-    // Reflection lists what this process serves, not every service in the descriptor sets.
-    const reflected = [...this.serviceNames, 'grpc.health.v1.Health'];
-    new ReflectionService(loadDescriptors(this.descriptorSetPaths), {
+    // Reflection lists what this process serves (health and reflection itself included), not
+    // every service in the descriptor sets.
+    const reflected = [...this.serviceNames, ...standardServiceNames];
+    new ReflectionService(loadReflectionDescriptors(this.descriptorSetPaths), {
       services: reflected,
     }).addToServer(this.server);
     const boundPort = await new Promise<number>((resolve, reject) => {
@@ -257,16 +257,4 @@ export class GrpcServer {
     });
     return { drained };
   }
-}
-
-function loadDescriptors(descriptorSetPaths: readonly string[]): protoLoader.PackageDefinition {
-  const options = { longs: String, enums: String, defaults: true, oneofs: true };
-  let definition = protoLoader.loadSync(healthProtoPath, options);
-  for (const descriptorSetPath of descriptorSetPaths) {
-    definition = {
-      ...definition,
-      ...protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(descriptorSetPath), options),
-    };
-  }
-  return definition;
 }
