@@ -1,7 +1,7 @@
 // Proves that a replica hosted as leader computes its high watermark at once from its stale
 // checkpoint and its ISR: a node restarted after kill -9 that leads a partition alone must
 // answer a retried duplicate's acks=all wait without waiting for an append or a follower.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { encodeRecordBatch } from '@spool/protocol';
@@ -14,7 +14,7 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-/** A log of `records` one-record batches whose high-watermark file says `checkpoint`. */
+/** A log of `records` one-record batches opened with a stale HW, `checkpoint` (as after a crash). */
 async function logWithStaleCheckpoint(records: number, checkpoint: bigint): Promise<Log> {
   const directory = mkdtempSync(path.join(tmpdir(), 'spool-replica-'));
   const { log } = await Log.open(directory);
@@ -31,7 +31,7 @@ async function logWithStaleCheckpoint(records: number, checkpoint: bigint): Prom
       { leaderEpoch: 0, assignOffsets: true },
     );
   }
-  writeFileSync(path.join(directory, 'high-watermark'), `${checkpoint}\n`);
+  log.updateHighWatermark(checkpoint);
   return log;
 }
 
@@ -65,29 +65,5 @@ describe('PartitionReplica', () => {
     const log = await logWithStaleCheckpoint(20, 6n);
     const replica = hosted(log, 1, [0, 1]);
     expect(replica.highWatermark).toBe(6n);
-  });
-
-  it('checkpoints its HW only when the file would say something new', async () => {
-    const directory = mkdtempSync(path.join(tmpdir(), 'spool-replica-'));
-    const { log } = await Log.open(directory);
-    cleanups.push(() => {
-      log.abandon();
-      rmSync(directory, { recursive: true, force: true });
-    });
-    const replica = hosted(log, 0, [0]);
-    // Empty and new: no file means the log start already.
-    expect(replica.checkpointHighWatermark()).toBe(false);
-    expect(existsSync(path.join(directory, 'high-watermark'))).toBe(false);
-    log.append(
-      encodeRecordBatch({
-        baseOffset: 0n,
-        records: [{ key: null, value: Buffer.from('v'), timestampMs: 1n }],
-      }),
-      { leaderEpoch: 1, assignOffsets: true },
-    );
-    replica.maybeAdvanceHighWatermark();
-    expect(replica.checkpointHighWatermark()).toBe(true);
-    expect(readFileSync(path.join(directory, 'high-watermark'), 'utf8')).toBe('1\n');
-    expect(replica.checkpointHighWatermark()).toBe(false);
   });
 });

@@ -11,9 +11,7 @@
  * half done. Waiters (long-poll fetches, acks=all produces) are woken after each append or HW
  * change and re-check their condition; each wait is bounded by its own timeout.
  */
-import * as fs from 'node:fs';
 import { SpoolError } from '@spool/common';
-import * as path from 'node:path';
 import {
   ProducerStateLog,
   type Log,
@@ -57,15 +55,9 @@ export interface FollowerState {
   fetchSession: FetchSessionClock | undefined;
 }
 
-/** File in the partition folder holding the HW, so a restart does not expose or hide records. */
-export const highWatermarkFile = 'high-watermark';
-
 export class PartitionReplica {
   role: ReplicaRole;
   assignment: PartitionAssignment;
-  private highWatermarkValue: bigint;
-  /** What the high-watermark file holds, as far as this process knows; undefined if unknown. */
-  private checkpointedHighWatermark: bigint | undefined;
   readonly followers = new Map<number, FollowerState>();
   private readonly waiters = new Set<() => void>();
   /** Counts appends, HW moves and role changes, so a long poll can tell whether anything happened. */
@@ -90,9 +82,6 @@ export class PartitionReplica {
     this.producerStateRebuild = this.producerState.rebuild();
     this.assignment = assignment;
     this.role = assignment.leaderId === localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
-    const checkpoint = readHighWatermark(log);
-    this.highWatermarkValue = checkpoint.highWatermark;
-    this.checkpointedHighWatermark = checkpoint.checkpointed;
     if (this.role === ReplicaRole.Leader) {
       this.resetFollowers(Date.now());
       // The checkpoint is as old as the last checkpoint round (a kill -9 loses up to one): a
@@ -107,8 +96,9 @@ export class PartitionReplica {
     return `${this.topic}-${this.partition}`;
   }
 
+  /** Kept by the log (within its bounds, and durable at each checkpoint round). */
   get highWatermark(): bigint {
-    return this.highWatermarkValue;
+    return this.log.highWatermark;
   }
 
   get isLeader(): boolean {
@@ -187,7 +177,7 @@ export class PartitionReplica {
       const follower = this.followers.get(replica);
       const followerEnd =
         follower === undefined || follower.logEndOffset < 0n
-          ? this.highWatermarkValue
+          ? this.log.highWatermark
           : follower.logEndOffset;
       if (followerEnd < candidate) candidate = followerEnd;
     }
@@ -204,19 +194,12 @@ export class PartitionReplica {
   private setHighWatermark(offset: bigint): boolean {
     let next = offset < this.log.logStartOffset ? this.log.logStartOffset : offset;
     if (next > this.log.logEndOffset) next = this.log.logEndOffset;
-    if (this.role === ReplicaRole.Leader && next < this.highWatermarkValue) return false;
-    if (next === this.highWatermarkValue) return false;
-    this.highWatermarkValue = next;
+    const current = this.log.highWatermark;
+    if (this.role === ReplicaRole.Leader && next < current) return false;
+    if (next === current) return false;
+    this.log.updateHighWatermark(next);
     this.wake();
     return true;
-  }
-
-  /** After a truncation the HW can be no larger than the log end. */
-  clampHighWatermark(): void {
-    if (this.highWatermarkValue > this.log.logEndOffset)
-      this.highWatermarkValue = this.log.logEndOffset;
-    if (this.highWatermarkValue < this.log.logStartOffset)
-      this.highWatermarkValue = this.log.logStartOffset;
   }
 
   /** Wakes waiters: new records or a new HW. */
@@ -317,47 +300,6 @@ export class PartitionReplica {
     this.waiters.add(waiter);
     return () => this.waiters.delete(waiter);
   }
-
-  /**
-   * Writes the HW beside the log (atomically), for the next start, unless the file already holds
-   * it: an idle partition costs no write per checkpoint round (20,000 of them every 5 s were
-   * most of an idle node's CPU). Returns whether it wrote.
-   */
-  checkpointHighWatermark(): boolean {
-    if (this.highWatermarkValue === this.checkpointedHighWatermark) return false;
-    // No file means "start at the log start": a new, empty partition needs none (writing one
-    // for each of 20,000 new partitions was a fifth of hosting them).
-    if (
-      this.checkpointedHighWatermark === undefined &&
-      this.highWatermarkValue === this.log.logStartOffset
-    ) {
-      return false;
-    }
-    const file = path.join(this.log.directory, highWatermarkFile);
-    const value = this.highWatermarkValue;
-    fs.writeFileSync(`${file}.tmp`, `${value}\n`);
-    fs.renameSync(`${file}.tmp`, file);
-    this.checkpointedHighWatermark = value;
-    return true;
-  }
-}
-
-/** The HW to start from, and what the file holds (undefined without a readable file). */
-function readHighWatermark(log: Log): {
-  highWatermark: bigint;
-  checkpointed: bigint | undefined;
-} {
-  let checkpointed: bigint | undefined;
-  try {
-    const text = fs.readFileSync(path.join(log.directory, highWatermarkFile), 'utf8').trim();
-    if (/^\d+$/.test(text)) checkpointed = BigInt(text);
-  } catch {
-    // No checkpoint yet: start at the log start; the leader's fetches or its ISR raise it.
-  }
-  let highWatermark = checkpointed ?? log.logStartOffset;
-  if (highWatermark > log.logEndOffset) highWatermark = log.logEndOffset;
-  if (highWatermark < log.logStartOffset) highWatermark = log.logStartOffset;
-  return { highWatermark, checkpointed };
 }
 
 /**

@@ -293,7 +293,6 @@ export class ReplicaFetcher {
     const log = followed.replica.log;
     if (target < log.logEndOffset) {
       const { bytesTruncated } = followed.replica.producerState.truncateTo(target);
-      followed.replica.clampHighWatermark();
       this.options.logger.info(
         {
           partition: followed.replica.name,
@@ -413,7 +412,6 @@ export class ReplicaFetcher {
     if (answer.errorCode === 'OFFSET_OUT_OF_RANGE') {
       if (log.logEndOffset < answer.logStartOffset) {
         replica.producerState.truncateFullyAndStartAt(answer.logStartOffset);
-        replica.clampHighWatermark();
         this.changed.add(followed);
         this.options.logger.info(
           { partition: replica.name, startAt: answer.logStartOffset.toString() },

@@ -393,17 +393,15 @@ export class ReplicaManager {
     await replica.log.delete();
   }
 
-  /** Checkpoints every HW (periodically and at shutdown). */
+  /**
+   * Checkpoints every HW (periodically and at shutdown): one file for the data directory,
+   * written only when a HW moved (log-directory.ts).
+   */
   checkpointHighWatermarks(): void {
-    for (const replica of this.replicas.values()) {
-      try {
-        replica.checkpointHighWatermark();
-      } catch (error) {
-        this.logger.warn(
-          { err: error, partition: replica.name },
-          'high watermark checkpoint failed',
-        );
-      }
+    try {
+      this.options.logDirectory.checkpointHighWatermarks();
+    } catch (error) {
+      this.logger.warn({ err: error }, 'high watermark checkpoint failed');
     }
   }
 

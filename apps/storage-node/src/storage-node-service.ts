@@ -421,7 +421,6 @@ export function startStorageNode(
                 { partition: replica.name, ...deleted },
                 'retention deleted segments',
               );
-              replica.clampHighWatermark();
             }
           } catch (error) {
             nodeLogger.warn({ err: error, partition: replica.name }, 'retention failed');

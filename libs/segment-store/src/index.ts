@@ -27,7 +27,9 @@ export { isTransferPending, socketTransfersPendingMax } from './socket-transfer-
 export {
   Log,
   cleanShutdownFile,
+  highWatermarkCheckpointFile,
   leaderEpochCheckpointFile,
+  legacyHighWatermarkFile,
   logStartOffsetCheckpointFile,
   recoveryPointCheckpointFile,
   type AppendOptions,
@@ -59,6 +61,7 @@ export {
 } from './producer-state/producer-state-manager';
 export { producerSnapshotFileName } from './producer-state/producer-state-snapshot';
 export {
+  highWatermarksCheckpointFile,
   type LoadedLog,
   LogDirectory,
   type LogDirectoryLoadReport,

@@ -4,14 +4,23 @@
 // point on (and reports it), a log missing from the checkpoint recovers from its start; a
 // truncation rewrites the checkpoint before the next turn of the event loop; per-log files of an
 // older version are read once and removed; a log created after the load is not vouched for by
-// the marker; a malformed checkpoint is reported and recovers everything.
+// the marker; a malformed checkpoint is reported and recovers everything. The high watermarks:
+// one checkpoint for every log, written only when one moved, read back at the next load (cut to
+// the recovered log end), dropped with a deleted log; a legacy per-folder file is read and removed
+// once the directory's checkpoint holds its value; a malformed checkpoint starts every HW at its
+// log start.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpointFile, writeOffsetCheckpoint } from './checkpoint-file';
 import { FileHandleCache } from './file-handle-cache';
-import { cleanShutdownFile, recoveryPointCheckpointFile, type Log } from './log';
-import { LogDirectory } from './log-directory';
+import {
+  cleanShutdownFile,
+  legacyHighWatermarkFile,
+  recoveryPointCheckpointFile,
+  type Log,
+} from './log';
+import { highWatermarksCheckpointFile, LogDirectory } from './log-directory';
 import { batchOf, recordsOf, temporaryDirectory } from './testing';
 
 const cleanups: Array<() => void> = [];
@@ -182,5 +191,101 @@ describe('LogDirectory', () => {
     expect(second.report.segmentsRecovered).toBe(2);
     expect(second.logs.get('orders-0')!.logEndOffset).toBe(60n);
     await closeAll(second.logDirectory, second.logs);
+  });
+
+  describe('high watermarks', () => {
+    it('checkpoints them in one file, only when one moved, and loads them back', async () => {
+      const directory = root();
+      const checkpointPath = path.join(directory, highWatermarksCheckpointFile);
+      const first = await load(directory, ['orders-0', 'orders-1']);
+      // New and empty: no entry means the log start, so there is nothing to write.
+      expect(first.logDirectory.checkpointHighWatermarks()).toBe(false);
+      expect(fs.existsSync(checkpointPath)).toBe(false);
+      const orders0 = first.logs.get('orders-0')!;
+      append(orders0, 3);
+      orders0.updateHighWatermark(20n);
+      expect(first.logDirectory.checkpointHighWatermarks()).toBe(true);
+      expect(readCheckpointFile(checkpointPath)).toEqual(['orders 0 20']);
+      expect(first.logDirectory.checkpointHighWatermarks()).toBe(false);
+      // A crash: the next load starts from the checkpoint, not from the lost in-memory value.
+      orders0.updateHighWatermark(30n);
+      for (const log of first.logs.values()) log.abandon();
+
+      const second = await load(directory, ['orders-0', 'orders-1']);
+      expect(second.logs.get('orders-0')!.highWatermark).toBe(20n);
+      expect(second.logs.get('orders-1')!.highWatermark).toBe(0n);
+      second.logs.get('orders-0')!.updateHighWatermark(30n);
+      await closeAll(second.logDirectory, second.logs);
+      expect(readCheckpointFile(checkpointPath)).toEqual(['orders 0 30']);
+    });
+
+    it('keeps a HW within the log: cut to a shorter recovered log, and by truncation', async () => {
+      const directory = root();
+      const first = await load(directory, ['t-0']);
+      const log = first.logs.get('t-0')!;
+      append(log, 2);
+      expect(log.updateHighWatermark(99n)).toBe(20n);
+      first.logDirectory.checkpointHighWatermarks();
+      log.truncateTo(10n);
+      expect(log.highWatermark).toBe(10n);
+      log.abandon();
+      // The checkpoint says 20 but the log now ends at 10.
+      const second = await load(directory, ['t-0']);
+      expect(second.logs.get('t-0')!.highWatermark).toBe(10n);
+      for (const reopened of second.logs.values()) reopened.abandon();
+    });
+
+    it("drops a deleted log's entry, so a log created again in the folder starts at 0", async () => {
+      const directory = root();
+      const { logDirectory, logs } = await load(directory, ['t-0', 't-1']);
+      append(logs.get('t-0')!, 1);
+      logs.get('t-0')!.updateHighWatermark(10n);
+      append(logs.get('t-1')!, 1);
+      logs.get('t-1')!.updateHighWatermark(10n);
+      logDirectory.checkpointHighWatermarks();
+      await logs.get('t-0')!.delete();
+      expect(logDirectory.checkpointHighWatermarks()).toBe(true);
+      expect(readCheckpointFile(path.join(directory, highWatermarksCheckpointFile))).toEqual([
+        't 1 10',
+      ]);
+      const { log } = await logDirectory.openLog('t-0', { config });
+      expect(log.highWatermark).toBe(0n);
+      log.abandon();
+      logs.get('t-1')!.abandon();
+    });
+
+    it('reads a legacy high-watermark file, and removes it once the checkpoint holds it', async () => {
+      const directory = root();
+      const first = await load(directory, ['t-0']);
+      append(first.logs.get('t-0')!, 3);
+      await closeAll(first.logDirectory, first.logs);
+      const legacyPath = path.join(directory, 't-0', legacyHighWatermarkFile);
+      fs.writeFileSync(legacyPath, '25\n');
+
+      const second = await load(directory, ['t-0']);
+      expect(second.logs.get('t-0')!.highWatermark).toBe(25n);
+      expect(fs.existsSync(legacyPath)).toBe(true);
+      expect(second.logDirectory.checkpointHighWatermarks()).toBe(true);
+      expect(fs.existsSync(legacyPath)).toBe(false);
+      expect(readCheckpointFile(path.join(directory, highWatermarksCheckpointFile))).toEqual([
+        't 0 25',
+      ]);
+      await closeAll(second.logDirectory, second.logs);
+    });
+
+    it('reports a malformed checkpoint and starts every HW at its log start', async () => {
+      const directory = root();
+      const first = await load(directory, ['t-0']);
+      append(first.logs.get('t-0')!, 3);
+      await closeAll(first.logDirectory, first.logs);
+      fs.writeFileSync(path.join(directory, highWatermarksCheckpointFile), '0\n1\nnot an entry\n');
+
+      const second = await load(directory, ['t-0']);
+      expect(second.report.problems.join('\n')).toMatch(
+        /replication-offset-checkpoint: bad entry "not an entry"; every high watermark starts at its log start/,
+      );
+      expect(second.logs.get('t-0')!.highWatermark).toBe(0n);
+      await closeAll(second.logDirectory, second.logs);
+    });
   });
 });

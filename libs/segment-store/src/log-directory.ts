@@ -1,12 +1,16 @@
 /**
  * A data directory of partition logs (Kafka's `LogManager`, for one entry of `log.dirs`): it
- * keeps the recovery points of all its logs in one checkpoint and one clean-shutdown marker, loads
- * its logs at start-up recovering only what needs recovering, and reports what it did.
+ * keeps the recovery points of all its logs in one checkpoint, their high watermarks in another,
+ * and one clean-shutdown marker, loads its logs at start-up recovering only what needs
+ * recovering, and reports what it did.
  *
  * Files, in the directory itself (each partition's folder is its Log's, see log.ts):
  *
  *   recovery-point-offset-checkpoint   Kafka's format (checkpoint-file.ts), one entry per log:
  *                                      `<topic> <partition> <recovery point>`
+ *   replication-offset-checkpoint      the same for high watermarks (Kafka's name and format):
+ *                                      `<topic> <partition> <high watermark>`; a log without an
+ *                                      entry starts at its log start
  *   .clean-shutdown                    present only between a clean close of every log and the
  *                                      next start
  *
@@ -27,7 +31,13 @@
  *      callback, so before any append that the higher, stale point could later vouch for.
  *   4. The checkpoint file is replaced atomically (checkpoint-file.ts); a malformed one is
  *      reported and every log recovers from its start, which is slow but never wrong.
- *   5. A new log's folder entry (here) and its first segment files' entries (in its folder) are
+ *   5. The HW checkpoint is rewritten by `checkpointHighWatermarks` (the storage node calls it
+ *      every few seconds, as Kafka's replica.high.watermark.checkpoint.interval.ms) only when a
+ *      log's HW moved, and at close; a stale one only hides records for a moment after a crash
+ *      (log.ts, crash story 5). A malformed one is reported and every HW starts at its log start.
+ *      A folder's legacy `high-watermark` file is removed only after a checkpoint holding its
+ *      value is durable.
+ *   6. A new log's folder entry (here) and its first segment files' entries (in its folder) are
  *      fsynced in the background right after it is created, not on the caller's path: until then
  *      it holds only records that no flush has covered, which an OS crash may take anyway, as
  *      with a roll (log.ts, crash story 3); a lost folder is a log that starts empty again.
@@ -49,6 +59,7 @@ import {
 import type { FileHandleCache } from './file-handle-cache';
 import {
   cleanShutdownFile,
+  legacyHighWatermarkFile,
   Log,
   recoveryPointCheckpointFile,
   type LogDirectoryMembership,
@@ -58,6 +69,9 @@ import {
 
 /** How often the recovery points are checkpointed (Kafka's log.flush.offset.checkpoint.interval.ms). */
 export const recoveryPointCheckpointIntervalMs = 60_000;
+
+/** The directory's checkpoint of every log's high watermark (Kafka's file name). */
+export const highWatermarksCheckpointFile = 'replication-offset-checkpoint';
 
 /** What loading the directory's logs did, summed over every log (each has its RecoveryReport). */
 export interface LogDirectoryLoadReport {
@@ -91,6 +105,15 @@ export class LogDirectory {
   private readonly closedLogRecoveryPoints = new Map<string, bigint>();
   /** The marker and the start-up checkpoint speak for the logs loaded at start-up only. */
   private loaded = false;
+  /**
+   * Every log's HW as the checkpoint file holds it (read at open, then as last written); open
+   * logs' current values are compared with it, so an idle directory writes nothing.
+   */
+  private readonly checkpointedHighWatermarks: Map<string, bigint>;
+  /** An entry was removed (a deleted log) or must be added since the last HW checkpoint. */
+  private highWatermarksChanged = false;
+  /** Folders whose legacy `high-watermark` file goes once a HW checkpoint is durable. */
+  private readonly legacyHighWatermarkFolders = new Set<string>();
   private checkpointScheduled = false;
   private rootSyncScheduled = false;
   private timer: NodeJS.Timeout | undefined;
@@ -101,10 +124,13 @@ export class LogDirectory {
     private readonly files: FileHandleCache,
     readonly cleanShutdown: boolean,
     private readonly recoveryPoints: Map<string, bigint>,
+    highWatermarks: Map<string, bigint>,
     /** Problems reading the directory's own files, reported with the load. */
     private readonly problems: readonly string[],
     private readonly onBackgroundError: (error: unknown) => void,
-  ) {}
+  ) {
+    this.checkpointedHighWatermarks = highWatermarks;
+  }
 
   /**
    * Reads the directory's checkpoint and marker. Nothing is changed until `loadLogs`; the caller
@@ -117,26 +143,22 @@ export class LogDirectory {
     fs.mkdirSync(root, { recursive: true });
     const cleanShutdown = fs.existsSync(path.join(root, cleanShutdownFile));
     const problems: string[] = [];
-    const recoveryPoints = new Map<string, bigint>();
-    const checkpointPath = path.join(root, recoveryPointCheckpointFile);
-    try {
-      for (const entry of readCheckpointFile(checkpointPath) ?? []) {
-        const match = /^(\S+) (\d+) (\d+)$/.exec(entry);
-        if (match === null) {
-          throw new CheckpointFormatError(`${checkpointPath}: bad entry ${JSON.stringify(entry)}`);
-        }
-        recoveryPoints.set(`${match[1]}-${match[2]}`, BigInt(match[3]!));
-      }
-    } catch (error) {
-      if (!(error instanceof CheckpointFormatError)) throw error;
-      problems.push(`${error.message}; every log recovers from its start`);
-      recoveryPoints.clear();
-    }
+    const recoveryPoints = readPartitionOffsets(
+      path.join(root, recoveryPointCheckpointFile),
+      problems,
+      'every log recovers from its start',
+    );
+    const highWatermarks = readPartitionOffsets(
+      path.join(root, highWatermarksCheckpointFile),
+      problems,
+      'every high watermark starts at its log start until its leader raises it',
+    );
     return new LogDirectory(
       root,
       options.files,
       cleanShutdown,
       recoveryPoints,
+      highWatermarks,
       problems,
       options.onBackgroundError ?? (() => {}),
     );
@@ -200,12 +222,30 @@ export class LogDirectory {
   checkpointRecoveryPoints(): void {
     const recoveryPoints = new Map(this.closedLogRecoveryPoints);
     for (const [folder, log] of this.logs) recoveryPoints.set(folder, log.recoveryPoint);
-    const entries: string[] = [];
-    for (const [folder, recoveryPoint] of recoveryPoints) {
-      const match = /^(.+)-(\d+)$/.exec(folder);
-      if (match !== null) entries.push(`${match[1]} ${match[2]} ${recoveryPoint}`);
-    }
+    const entries = partitionOffsetEntries(recoveryPoints);
     writeCheckpointFile(path.join(this.root, recoveryPointCheckpointFile), entries);
+  }
+
+  /**
+   * Writes every open log's HW, replacing the checkpoint atomically, when any moved since the
+   * last write (crash story 5). Returns whether it wrote.
+   */
+  checkpointHighWatermarks(): boolean {
+    let changed = this.highWatermarksChanged || this.legacyHighWatermarkFolders.size > 0;
+    for (const [folder, log] of this.logs) {
+      if (this.recordHighWatermark(folder, log)) changed = true;
+    }
+    if (!changed) return false;
+    writeCheckpointFile(
+      path.join(this.root, highWatermarksCheckpointFile),
+      partitionOffsetEntries(this.checkpointedHighWatermarks),
+    );
+    this.highWatermarksChanged = false;
+    for (const folder of this.legacyHighWatermarkFolders) {
+      fs.rmSync(path.join(this.root, folder, legacyHighWatermarkFile), { force: true });
+    }
+    this.legacyHighWatermarkFolders.clear();
+    return true;
   }
 
   /**
@@ -219,6 +259,7 @@ export class LogDirectory {
     clearInterval(this.timer);
     const stillOpen = this.logs.size;
     this.checkpointRecoveryPoints();
+    this.checkpointHighWatermarks();
     if (stillOpen > 0) return;
     const marker = fs.openSync(path.join(this.root, cleanShutdownFile), 'w');
     try {
@@ -239,14 +280,36 @@ export class LogDirectory {
     return {
       cleanShutdown: this.cleanShutdown && !this.loaded,
       recoveryPoint,
+      // The HW checkpoint follows the logs it describes: a deleted log's entry is gone (below),
+      // so a log created again in the folder starts at its log start.
+      highWatermark: this.checkpointedHighWatermarks.get(folder),
+      legacyHighWatermarkFound: () => this.legacyHighWatermarkFolders.add(folder),
       recoveryPointLowered: () => this.scheduleCheckpoint(),
       detached: (log, how) => {
         if (this.logs.get(folder) !== log) return;
         this.logs.delete(folder);
         // A closed log's final recovery point (its end) still belongs in the checkpoint.
         if (how === 'closed') this.closedLogRecoveryPoints.set(folder, log.recoveryPoint);
+        if (how === 'closed' && this.recordHighWatermark(folder, log)) {
+          this.highWatermarksChanged = true;
+        }
+        if (how === 'deleted') {
+          this.legacyHighWatermarkFolders.delete(folder);
+          if (this.checkpointedHighWatermarks.delete(folder)) this.highWatermarksChanged = true;
+        }
       },
     };
+  }
+
+  /** Sets the log's entry for the next HW checkpoint; returns whether it changed. */
+  private recordHighWatermark(folder: string, log: Log): boolean {
+    const highWatermark = log.highWatermark;
+    const checkpointed = this.checkpointedHighWatermarks.get(folder);
+    if (highWatermark === checkpointed) return false;
+    // No entry means "the log start": a new, empty log needs none.
+    if (checkpointed === undefined && highWatermark === log.logStartOffset) return false;
+    this.checkpointedHighWatermarks.set(folder, highWatermark);
+    return true;
   }
 
   /** One fsync of the directory for every folder created since the last one; never blocks. */
@@ -271,6 +334,43 @@ export class LogDirectory {
       }
     });
   }
+}
+
+/**
+ * A checkpoint of one offset per partition (`<topic> <partition> <offset>`), by folder name;
+ * empty without a file. A malformed one is reported in `problems` (with `fallback`, what that
+ * means) and read as empty.
+ */
+function readPartitionOffsets(
+  checkpointPath: string,
+  problems: string[],
+  fallback: string,
+): Map<string, bigint> {
+  const offsets = new Map<string, bigint>();
+  try {
+    for (const entry of readCheckpointFile(checkpointPath) ?? []) {
+      const match = /^(\S+) (\d+) (\d+)$/.exec(entry);
+      if (match === null) {
+        throw new CheckpointFormatError(`${checkpointPath}: bad entry ${JSON.stringify(entry)}`);
+      }
+      offsets.set(`${match[1]}-${match[2]}`, BigInt(match[3]!));
+    }
+  } catch (error) {
+    if (!(error instanceof CheckpointFormatError)) throw error;
+    problems.push(`${error.message}; ${fallback}`);
+    offsets.clear();
+  }
+  return offsets;
+}
+
+/** The entries of a per-partition checkpoint, from offsets by folder name (`<topic>-<partition>`). */
+function partitionOffsetEntries(offsets: ReadonlyMap<string, bigint>): string[] {
+  const entries: string[] = [];
+  for (const [folder, offset] of offsets) {
+    const match = /^(.+)-(\d+)$/.exec(folder);
+    if (match !== null) entries.push(`${match[1]} ${match[2]} ${offset}`);
+  }
+  return entries;
 }
 
 /** Whether opening the log recovered anything (see LogDirectoryLoadReport.logsRecovered). */

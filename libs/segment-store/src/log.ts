@@ -2,21 +2,30 @@
  * A partition's log (Kafka's `UnifiedLog` and `LocalLog`): an ordered list of segments in one
  * folder, `<topic>-<partition>`, of which only the last, the active segment, takes appends.
  *
- * Files in the folder, besides the segments (log-segment.ts):
+ * Every file in the folder belongs to this library:
  *
+ *   <offset>.log, .index, .timeindex  the segments (log-segment.ts)
+ *   <offset>.snapshot                 idempotent producers' state as of that offset
+ *                                     (producer-state/producer-state-snapshot.ts)
  *   recovery-point-offset-checkpoint  offset below which everything is known to be on disk
  *   log-start-offset-checkpoint       the log start offset (DeleteRecords and retention move it)
  *   leader-epoch-checkpoint           epoch → start offset (leader-epoch-cache.ts)
+ *   high-watermark-checkpoint         the high watermark as of the last checkpoint
+ *   partition.metadata                the topic id (Kafka's file; written by the storage node's
+ *                                     replica manager, which knows topic ids)
  *   .clean-shutdown                   present only between a clean close and the next open
+ *   *.tmp                             an interrupted atomic write; removed on open
  *
  * Checkpoints use the format and atomic write of checkpoint-file.ts.
  *
  * A log opened by a LogDirectory (log-directory.ts, a storage node's data directory) keeps no
- * recovery-point checkpoint and no marker of its own: the directory keeps one checkpoint for all
- * its logs and one marker, as Kafka's LogManager does, so that a clean shutdown and a start of a
- * node with 20,000 partitions write no file per partition. The crash story below holds with
- * "the directory's" in place of "the log's" checkpoint and marker. Folders written by a version
- * that kept them per log are read once and the per-log files removed.
+ * recovery-point or high-watermark checkpoint and no marker of its own: the directory keeps one
+ * checkpoint of each for all its logs and one marker, as Kafka's LogManager and ReplicaManager
+ * do, so that a clean shutdown, a start, and a checkpoint round of a node with 20,000 partitions
+ * write no file per partition. The crash story below holds with "the directory's" in place of
+ * "the log's" checkpoints and marker. Folders written by a version that kept them per log (the
+ * recovery point, or a plain-text `high-watermark`) are read once and the per-log files removed
+ * once the directory's checkpoint holds their values.
  *
  * Crash story:
  *   1. A clean close flushes every segment and index, writes the checkpoints, then the marker.
@@ -29,7 +38,10 @@
  *      before the recovery point passed them, so they are trusted like in (1).
  *   3. The recovery point only moves forward after an fdatasync covered it and the folder entries
  *      of its segments are durable, and backward at once (durably) when the log is truncated. A
- *      stale checkpoint only makes recovery scan more. A roll's new segment files reach the disk's
+ *      stale checkpoint only makes recovery scan more.
+ *   5. The high watermark (HW) is checkpointed every few seconds without waiting for a flush: a
+ *      stale HW after a crash only hides records until the leader's ISR or the leader's fetch
+ *      answers raise it again, and one past the recovered log end is cut to it on open. A roll's new segment files reach the disk's
  *      folder in the flush the roll starts, not on the append path: until then they hold only
  *      records past the recovery point, which an OS crash may take anyway (no fsync per record,
  *      as in Kafka), and recovery treats a missing segment as a shorter log.
@@ -104,6 +116,9 @@ export const hotTailBytes = 64 * 1024 * 1024;
 export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
 export const leaderEpochCheckpointFile = 'leader-epoch-checkpoint';
 export const cleanShutdownFile = '.clean-shutdown';
+export const highWatermarkCheckpointFile = 'high-watermark-checkpoint';
+/** The plain-text HW file of versions before the log owned its HW; read once, then removed. */
+export const legacyHighWatermarkFile = 'high-watermark';
 
 // Every leader append checks the CRC-32C of each batch: with the addon's crc32 instructions
 // when it loads (native-crc32c.ts). Chosen once, when this module loads, and logged in one line.
@@ -183,6 +198,10 @@ export interface LogDirectoryMembership {
   readonly cleanShutdown: boolean;
   /** This log's entry in the directory's recovery-point checkpoint, when it has one. */
   readonly recoveryPoint: bigint | undefined;
+  /** This log's entry in the directory's high-watermark checkpoint, when it has one. */
+  readonly highWatermark: bigint | undefined;
+  /** The folder held a legacy `high-watermark` file: remove it once the directory's holds it. */
+  legacyHighWatermarkFound(): void;
   /**
    * A truncation moved the recovery point back: the directory's checkpoint must follow before a
    * flush can make data past the new point look durable (crash story 3).
@@ -219,6 +238,14 @@ export class Log {
   private readonly logDirectory: LogDirectoryMembership | undefined;
   /** The log start offset the checkpoint file holds, so unchanged values are not rewritten. */
   private checkpointedLogStartOffset: bigint | undefined;
+  /**
+   * The high watermark (Kafka's `UnifiedLog.highWatermark`): always within [log start, log end];
+   * which value it takes is the replica's rule (leader: the ISR's smallest end; follower: the
+   * leader's word), keeping it in bounds and durable is the log's.
+   */
+  private highWatermarkValue: bigint;
+  /** What this log's own HW checkpoint holds (logs outside a LogDirectory only). */
+  private checkpointedHighWatermark: bigint | undefined;
 
   private constructor(
     readonly directory: string,
@@ -233,6 +260,7 @@ export class Log {
     this.epochCache = epochCache;
     this.logStartOffsetValue = logStartOffset;
     this.recoveryPointValue = recoveryPoint;
+    this.highWatermarkValue = logStartOffset;
     this.clock = options.clock ?? Date.now;
     this.onBackgroundError = options.onBackgroundError ?? (() => {});
     this.files = options.files ?? defaultFileHandleCache;
@@ -379,6 +407,7 @@ export class Log {
     }
     epochCache.truncateFromEnd(log.logEndOffset);
     epochCache.truncateFromStart(log.logStartOffset);
+    log.checkpointedHighWatermark = log.loadHighWatermark(problems);
     log.writeCheckpoints();
     return {
       log,
@@ -421,6 +450,78 @@ export class Log {
   get recoveryPoint(): bigint {
     return this.recoveryPointValue;
   }
+
+  get highWatermark(): bigint {
+    return this.highWatermarkValue;
+  }
+
+  /**
+   * Sets the high watermark, kept within [log start, log end]; returns the value it took. The
+   * next checkpoint round (checkpointHighWatermark, or the LogDirectory's) makes it durable.
+   */
+  updateHighWatermark(offset: bigint): bigint {
+    this.highWatermarkValue = this.boundedByLog(offset);
+    return this.highWatermarkValue;
+  }
+
+  /**
+   * Writes the HW to the log's own checkpoint unless it already holds it (a LogDirectory's log:
+   * never, the directory checkpoints all its logs in one file). Returns whether it wrote.
+   */
+  checkpointHighWatermark(): boolean {
+    if (this.logDirectory !== undefined || this.closed) return false;
+    if (this.highWatermarkValue === this.checkpointedHighWatermark) return false;
+    // No file means "the log start": a new, empty log needs none.
+    if (
+      this.checkpointedHighWatermark === undefined &&
+      this.highWatermarkValue === this.logStartOffsetValue
+    ) {
+      return false;
+    }
+    writeOffsetCheckpoint(
+      path.join(this.directory, highWatermarkCheckpointFile),
+      this.highWatermarkValue,
+    );
+    this.checkpointedHighWatermark = this.highWatermarkValue;
+    return true;
+  }
+
+  private boundedByLog(offset: bigint): bigint {
+    if (offset < this.logStartOffsetValue) return this.logStartOffsetValue;
+    const end = this.logEndOffset;
+    return offset > end ? end : offset;
+  }
+
+  /**
+   * The HW at open: the directory's entry, this log's own checkpoint, or a legacy plain-text
+   * file; the log start without any. Returns what this log's own checkpoint holds.
+   */
+  private loadHighWatermark(problems: string[]): bigint | undefined {
+    const membership = this.logDirectory;
+    const ownPath = path.join(this.directory, highWatermarkCheckpointFile);
+    let own = membership === undefined ? readOffsetCheckpoint(ownPath) : undefined;
+    let loaded = membership?.highWatermark ?? own;
+    const legacyPath = path.join(this.directory, legacyHighWatermarkFile);
+    if (fs.existsSync(legacyPath)) {
+      const text = fs.readFileSync(legacyPath, 'utf8').trim();
+      if (/^\d+$/.test(text)) loaded ??= BigInt(text);
+      else problems.push(`${legacyHighWatermarkFile} held ${JSON.stringify(text)}; ignored`);
+      if (membership === undefined) {
+        // Moved into this log's own checkpoint first; the legacy file goes once that is durable.
+        if (own === undefined && loaded !== undefined) {
+          own = this.boundedByLog(loaded);
+          writeOffsetCheckpoint(ownPath, own);
+        }
+        fs.rmSync(legacyPath);
+        fsyncDirectory(this.directory);
+      } else {
+        membership.legacyHighWatermarkFound();
+      }
+    }
+    this.highWatermarkValue = this.boundedByLog(loaded ?? this.logStartOffsetValue);
+    return own;
+  }
+
 
   get segmentCount(): number {
     return this.segments.length;
@@ -743,6 +844,7 @@ export class Log {
     writeOffsetCheckpoint(path.join(this.directory, logStartOffsetCheckpointFile), offset);
     this.checkpointedLogStartOffset = offset;
     this.epochCache.truncateFromStart(offset);
+    if (this.highWatermarkValue < offset) this.highWatermarkValue = offset;
   }
 
   /**
@@ -827,6 +929,7 @@ export class Log {
     // A batch straddling the target goes whole, which can take the end below a DeleteRecords
     // point; the log is then empty from its end, and nothing deleted becomes readable again.
     if (this.logStartOffsetValue > this.logEndOffset) this.setLogStartOffset(this.logEndOffset);
+    this.highWatermarkValue = this.boundedByLog(this.highWatermarkValue);
     return { bytesTruncated };
   }
 
@@ -840,6 +943,7 @@ export class Log {
     fsyncDirectory(this.directory);
     this.recoveryPointValue = offset;
     this.logStartOffsetValue = offset;
+    this.highWatermarkValue = offset;
     this.epochCache.clear();
     this.writeCheckpoints();
     this.logDirectory?.recoveryPointLowered(this);
@@ -971,6 +1075,7 @@ export class Log {
   async close(): Promise<void> {
     if (this.closed) return;
     clearTimeout(this.flushTimer);
+    this.checkpointHighWatermark();
     await this.flush();
     this.closed = true;
     await Promise.all(this.segments.map((segment) => segment.flush()));
