@@ -1,6 +1,7 @@
 // Lint for the whole workspace. The module-boundary rules are the architecture in executable
-// form: apps depend only on libs, the client SDK never reaches into storage or metadata, and the
-// base libraries (protocol, common) depend on nothing of ours but the error catalog.
+// form: apps depend only on libs, the client SDK never reaches into storage or metadata, the
+// base libraries (protocol, record-batch, common) depend on nothing of ours but the error
+// catalog, and the storage engine needs the record format, not the gRPC wire formats.
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
@@ -47,9 +48,9 @@ export default tseslint.config(
           depConstraints: [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
-            // Shared libs serve every scope; the base ones among them (protocol, common) depend
-            // only on the root (errors, the catalog of error codes), which depends on nothing of
-            // ours; the other shared libs depend only on the base ones.
+            // Shared libs serve every scope; the base ones among them (protocol, record-batch,
+            // common) depend only on the root (errors, the catalog of error codes), which depends
+            // on nothing of ours; the other shared libs depend only on the base ones.
             { sourceTag: 'layer:base', onlyDependOnLibsWithTags: ['layer:root'] },
             { sourceTag: 'layer:root', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['layer:base'] },
@@ -58,6 +59,9 @@ export default tseslint.config(
               onlyDependOnLibsWithTags: ['scope:client', 'scope:shared'],
             },
             { sourceTag: 'scope:data', onlyDependOnLibsWithTags: ['scope:data', 'scope:shared'] },
+            // The storage engine reads and writes the record format (record-batch), never the
+            // services' wire formats: protocol holds the generated gRPC code and brings grpc-js.
+            { sourceTag: 'concern:storage', notDependOnLibsWithTags: ['concern:rpc'] },
             {
               sourceTag: 'scope:control',
               onlyDependOnLibsWithTags: ['scope:control', 'scope:shared'],

@@ -11,12 +11,8 @@
 // offsets, which are read continuously during the failover and never go backwards, and the
 // member keeps its partitions.
 import { callOnce } from '@spool/common';
-import {
-  OffsetSpec,
-  encodeRecordBatch,
-  groupPartition,
-  type OffsetFetchResponse,
-} from '@spool/protocol';
+import { OffsetSpec, groupPartition, type OffsetFetchResponse } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './support/controller-client';
 import { GatewayTestClient, startGatewayProcess } from './support/gateway-client';

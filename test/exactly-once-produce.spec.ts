@@ -6,7 +6,7 @@
 // calls than batches (retries happened), and each partition's log must hold every record
 // exactly once, in the order sent.
 import { Spool } from '@spool/client';
-import { decodeRecordBatches } from '@spool/protocol';
+import { decodeRecordBatches } from '@spool/record-batch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayTestClient, startGatewayProcess } from './support/gateway-client';
 import { ResponseDroppingProxy } from './support/response-dropping-proxy';

@@ -8,16 +8,14 @@
 // UNKNOWN_TOPIC_OR_PARTITION; and after a partition leader is SIGKILLed a produce still succeeds
 // once the gateway follows the new leader.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Acks, OffsetSpec, type FetchedPartition } from '@spool/protocol';
 import {
-  Acks,
-  OffsetSpec,
   decodeRecordBatches,
   encodeRecordBatch,
   recordBatchSizeBytes,
   setBaseOffset,
   setPartitionLeaderEpoch,
-  type FetchedPartition,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 import { eventually } from './support/controller-client';
 import { GatewayTestClient, startGatewayProcess } from './support/gateway-client';
 import type { ServiceProcess } from './support/service-process';

@@ -14,11 +14,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { controllerChannel } from '@spool/cluster-link';
 import { callOnce, createGrpcClient } from '@spool/common';
 import { ProducerIdManager, controllerProducerIdBlocks } from '@spool/coordinator';
-import {
-  ControllerServiceClient,
-  encodeRecordBatch,
-  type PartitionAppendResult,
-} from '@spool/protocol';
+import { ControllerServiceClient, type PartitionAppendResult } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { eventually } from './support/controller-client';
 import { recordsOnDisk } from './support/replication-support';
 import { startServiceProcess } from './support/service-process';

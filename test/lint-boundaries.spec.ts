@@ -1,8 +1,10 @@
 // Proves the module-boundary rules are active, not merely configured: ESLint, run with the
 // workspace's own config over source placed in real projects, reports a deep import, a relative
 // import across projects, production code importing test code (a testing entry or a src/testing/
-// folder), and every forbidden dependency, and stays silent on allowed ones (a shared lib on the
-// base libs, apps of every scope on a shared lib, specs and test/ on test code).
+// folder), and every forbidden dependency (the segment store on protocol's gRPC code among them),
+// and stays silent on allowed ones (a shared lib on the base libs, the segment store and the
+// metadata store on the record format, apps of every scope on a shared lib, specs and test/ on
+// test code).
 import { ESLint } from 'eslint';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +51,21 @@ describe('module boundaries', () => {
       "import { isRetriable as value } from '@spool/errors';",
     ],
     [
+      'record-batch to use the error catalog',
+      'libs/record-batch',
+      "import { isRetriable as value } from '@spool/errors';",
+    ],
+    [
+      'the segment store to use the record format',
+      'libs/segment-store',
+      "import { crc32c as value } from '@spool/record-batch';",
+    ],
+    [
+      'the metadata store to use the record format',
+      'libs/metadata',
+      "import { crc32c as value } from '@spool/record-batch';",
+    ],
+    [
       'a data app to use a shared lib',
       'apps/storage-node',
       "import { ClusterLink as value } from '@spool/cluster-link';",
@@ -75,6 +92,21 @@ describe('module boundaries', () => {
     ],
     ['common on protocol', 'libs/common', "import { Acks as value } from '@spool/protocol';"],
     ['protocol on common', 'libs/protocol', "import { assert as value } from '@spool/common';"],
+    [
+      'record-batch on common',
+      'libs/record-batch',
+      "import { assert as value } from '@spool/common';",
+    ],
+    [
+      'record-batch on protocol',
+      'libs/record-batch',
+      "import { Acks as value } from '@spool/protocol';",
+    ],
+    [
+      'the segment store on the gRPC wire formats',
+      'libs/segment-store',
+      "import { Acks as value } from '@spool/protocol';",
+    ],
     [
       'the error catalog on common',
       'libs/errors',

@@ -240,6 +240,7 @@ describe('the packed SDK', () => {
       '@spool/common',
       '@spool/errors',
       '@spool/protocol',
+      '@spool/record-batch',
     ]);
     expect(Object.keys(manifest.dependencies)).not.toContain('@spool/segment-store');
     for (const bundled of manifest.bundleDependencies) {

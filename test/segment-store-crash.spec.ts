@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
-import { decodeRecordBatch, validateRecordBatch } from '@spool/protocol';
+import { decodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
 import {
   Log,
   batchSizeBytesLimit,

@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Acks, encodeRecordBatch } from '@spool/protocol';
+import { Acks } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { eventually } from './support/controller-client';
 import { StorageTestCluster } from './support/storage-cluster';
 

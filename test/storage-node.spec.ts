@@ -7,7 +7,8 @@
 import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOnce } from '@spool/common';
-import { Acks, encodeRecordBatch, setBaseOffset, setPartitionLeaderEpoch } from '@spool/protocol';
+import { Acks } from '@spool/protocol';
+import { encodeRecordBatch, setBaseOffset, setPartitionLeaderEpoch } from '@spool/record-batch';
 import { eventually } from './support/controller-client';
 import { StorageTestCluster } from './support/storage-cluster';
 

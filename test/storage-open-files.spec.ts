@@ -8,13 +8,8 @@
 import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOnce } from '@spool/common';
-import {
-  Acks,
-  encodeRecordBatch,
-  setBaseOffset,
-  setPartitionLeaderEpoch,
-  type DataPortClient,
-} from '@spool/protocol';
+import { Acks, type DataPortClient } from '@spool/protocol';
+import { encodeRecordBatch, setBaseOffset, setPartitionLeaderEpoch } from '@spool/record-batch';
 import { eventually } from './support/controller-client';
 import { spawnService } from './support/service-process';
 import { StorageTestCluster } from './support/storage-cluster';

@@ -7,7 +7,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Acks, encodeRecordBatch } from '@spool/protocol';
+import { Acks } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { StorageTestCluster } from './support/storage-cluster';
 
 let cluster: StorageTestCluster;

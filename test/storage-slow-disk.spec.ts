@@ -6,7 +6,8 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Acks, encodeRecordBatch } from '@spool/protocol';
+import { Acks } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { StorageTestCluster } from './support/storage-cluster';
 
 /** Below the hook's cap (2 s) and far above an append on a loaded machine. */

@@ -3,8 +3,8 @@
 // `npm install ./spool-client-<version>.tgz`. `npm run pack:sdk` runs it.
 //
 // Why a staged folder with bundleDependencies, and not `npm pack` in libs/client:
-// 1. The SDK imports @spool/common, @spool/errors and @spool/protocol, workspace packages that are
-//    not published.
+// 1. The SDK imports @spool/common, @spool/errors, @spool/protocol and @spool/record-batch,
+//    workspace packages that are not published.
 //    npm's own mechanism for shipping unpublished dependencies inside a package is
 //    bundleDependencies: they travel in the tarball's node_modules/ and npm installs them from
 //    there, never from a registry. Their built code is shipped unchanged, so what a user runs is

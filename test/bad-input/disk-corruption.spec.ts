@@ -8,7 +8,8 @@
 import { closeSync, openSync, readSync, readdirSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { consumerReplicaId, decodeRecordBatches } from '@spool/protocol';
+import { consumerReplicaId } from '@spool/protocol';
+import { decodeRecordBatches } from '@spool/record-batch';
 import { eventually } from '../support/controller-client';
 import { logBytesOnDisk, produceWithRetry } from '../support/replication-support';
 import { StorageTestCluster } from '../support/storage-cluster';

@@ -1,4 +1,4 @@
-import { encodeRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { SeededRandom, seedFromEnvironment } from '../support/seeded-random';
 
 /** The bad-input suite's generator: `SPOOL_FUZZ_SEED=<n>` replays a run exactly. */

@@ -8,13 +8,8 @@
 // seed (`SPOOL_FUZZ_SEED` replays it) and how many inputs it tried.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCodedError } from '@spool/common';
-import {
-  Acks,
-  OffsetSpec,
-  decodeRecordBatches,
-  recordBatchSizeBytes,
-  type PartitionAppendResult,
-} from '@spool/protocol';
+import { Acks, OffsetSpec, type PartitionAppendResult } from '@spool/protocol';
+import { decodeRecordBatches, recordBatchSizeBytes } from '@spool/record-batch';
 import { GatewayTestClient, startGatewayProcess } from '../support/gateway-client';
 import type { ServiceProcess } from '../support/service-process';
 import { StorageTestCluster } from '../support/storage-cluster';

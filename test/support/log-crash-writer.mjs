@@ -18,10 +18,10 @@
 // log-uniformly so small and large batches are both common.
 import { createHash } from 'node:crypto';
 import segmentStore from '@spool/segment-store';
-import protocol from '@spool/protocol';
+import recordBatch from '@spool/record-batch';
 
 const { Log } = segmentStore;
-const { encodeRecordBatch } = protocol;
+const { encodeRecordBatch } = recordBatch;
 
 /** writerRunMsMax: the writer stops by itself after this long, should the parent never kill it. */
 const writerRunMsMax = 60_000;

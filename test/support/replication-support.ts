@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { Acks, decodeRecordBatches, encodeRecordBatch } from '@spool/protocol';
+import { Acks } from '@spool/protocol';
+import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import type { StorageTestCluster } from './storage-cluster';
 
 /** One record whose value is its label, as a producer's batch. */

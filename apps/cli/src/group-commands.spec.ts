@@ -9,7 +9,6 @@ import type { GroupDescription } from '@spool/client';
 import {
   GatewayServiceService,
   OffsetSpec,
-  encodeRecordBatch,
   type ConsumeRequest,
   type ConsumeResponse,
   type ConsumerGroupHeartbeatRequest,
@@ -17,6 +16,7 @@ import {
   type OffsetCommitRequest,
   type ResetOffsetsRequest,
 } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from './cli';

@@ -11,13 +11,11 @@ import {
   OffsetSpec,
   consumerOffsetsTopic,
   groupPartition,
-  lastOffsetDeltaPosition,
-  recordCountPosition,
-  setBaseOffset,
   type DataPortFetchedPartition,
   type ListOffsetsResult,
   type TopicMetadata,
 } from '@spool/protocol';
+import { lastOffsetDeltaPosition, recordCountPosition, setBaseOffset } from '@spool/record-batch';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { ControllerLink } from './controller-link';

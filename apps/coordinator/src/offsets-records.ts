@@ -8,12 +8,8 @@
  *   value OffsetsRecordValue shard epoch of the writer + one payload (a committed offset, a group
  *                            record as JSON, an epoch marker, or the removal of an offset)
  */
-import {
-  OffsetsRecordKey,
-  OffsetsRecordValue,
-  decodeRecordBatches,
-  encodeRecordBatch,
-} from '@spool/protocol';
+import { OffsetsRecordKey, OffsetsRecordValue } from '@spool/protocol';
+import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import { SpoolError } from '@spool/common';
 import type { GroupRecord } from './groups';
 

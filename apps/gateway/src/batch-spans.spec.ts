@@ -3,7 +3,7 @@
 // a torn tail is left out, the next offset follows the last batch kept, and trimming several
 // partitions keeps one first batch and the total within the bound.
 import { describe, expect, it } from 'vitest';
-import { encodeRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { batchSpan, trimToBytes } from './batch-spans';
 
 function batch(baseOffset: bigint, recordCount: number): Buffer {

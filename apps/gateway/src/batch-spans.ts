@@ -14,7 +14,7 @@ import {
   logOverheadSizeBytes,
   recordBatchHeaderSizeBytes,
   recordBatchSizeBytes,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 
 export interface BatchSpan {
   /** Bytes of whole batches from the start of the records. */

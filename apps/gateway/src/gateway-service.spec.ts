@@ -21,7 +21,6 @@ import {
   ControllerServiceService,
   GatewayServiceClient,
   StorageServiceService,
-  encodeRecordBatch,
   type AppendRequest,
   type AppendResponse,
   type AppendStreamRequest,
@@ -30,6 +29,7 @@ import {
   type WatchMetadataRequest,
   type WatchMetadataResponse,
 } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { startGateway } from './gateway-service';
 import { testBroker, testSnapshot, testTopic } from './testing/cluster-metadata';
 

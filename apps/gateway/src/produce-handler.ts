@@ -15,13 +15,13 @@
 import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import {
   Acks,
-  splitRecordBatches,
   type PartitionAppendResult,
   type PartitionBatches,
   type ProduceRequest,
   type ProduceResponse,
   type ProtoError,
 } from '@spool/protocol';
+import { splitRecordBatches } from '@spool/record-batch';
 import type { AppendPipeline } from './append-pipeline';
 import { sendToLeaders } from './leader-router';
 import type { MetadataLink } from './metadata-link';

@@ -10,10 +10,10 @@ import {
   DataPortApiKey,
   DataPortClient,
   dataPortSupportedApiVersions,
-  decodeRecordBatches,
   encodeFetchRequest,
   ProtocolError,
 } from '@spool/protocol';
+import { decodeRecordBatches } from '@spool/record-batch';
 import { activeTransferPath } from '@spool/segment-store';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

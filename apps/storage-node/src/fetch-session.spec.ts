@@ -12,10 +12,10 @@ import { RequestMetrics } from '@spool/common';
 import {
   type DataPortFetchPartition,
   type DataPortFetchRequest,
-  encodeRecordBatch,
   fetchSessionEpochInitial,
   fetchSessionIdNone,
 } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '@spool/segment-store';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { encodeRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '@spool/segment-store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PartitionReplica } from './partition-replica';

@@ -33,9 +33,9 @@ import {
   type DataPortTopicPartition,
   fetchSessionEpochInitial,
   fetchSessionIdNone,
-  recordBatchSizeBytes,
   type ClusterMetadataCache,
 } from '@spool/protocol';
+import { recordBatchSizeBytes } from '@spool/record-batch';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
 

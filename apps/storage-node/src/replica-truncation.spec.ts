@@ -7,7 +7,7 @@ import { mkdtempSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeRecordBatches, encodeRecordBatch } from '@spool/protocol';
+import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '@spool/segment-store';
 import { divergence } from './replica-fetcher';
 

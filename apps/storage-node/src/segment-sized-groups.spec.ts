@@ -2,7 +2,7 @@
 // fit a segment, in order and without losing or splitting a batch; a batch larger than a
 // segment on its own stays a run of one (the log decides what to do with it).
 import { describe, expect, it } from 'vitest';
-import { encodeRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { segmentSizedGroups } from './replica-fetcher';
 
 function batchOfBytes(valueBytes: number): Buffer {

@@ -1,5 +1,6 @@
 import { createLogger, type Logger, type LogLevel } from '@spool/common';
-import { Acks as ProtoAcks, CompressionType } from '@spool/protocol';
+import { Acks as ProtoAcks } from '@spool/protocol';
+import { CompressionType } from '@spool/record-batch';
 import type { ClientRegistry } from './client-registry';
 import { ClientErrorCode, clientError } from './errors';
 

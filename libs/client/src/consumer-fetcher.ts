@@ -1,12 +1,11 @@
 import { CommonErrorCode, backoffMs, type Logger, type SpoolError } from '@spool/common';
+import { OffsetSpec, type FetchedPartition } from '@spool/protocol';
 import {
-  OffsetSpec,
   batchLengthPosition,
   logOverheadSizeBytes,
   openRecordBatch,
-  type FetchedPartition,
   type RecordFields,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 import { AsyncQueue } from './async-queue';
 import type { ConsumerConfig, OffsetResetPolicy } from './config';
 import { ConsumeStream, type ConsumeStreamEvent } from './consume-stream';

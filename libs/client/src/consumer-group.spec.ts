@@ -10,7 +10,8 @@
 // three members on twelve partitions through joins and a leave, sampled every 2 ms so that no
 // partition is ever consumed by two members at once, with no record missed.
 import type { SpoolError } from '@spool/common';
-import type { RecordInput, TopicPartition } from '@spool/protocol';
+import type { TopicPartition } from '@spool/protocol';
+import type { RecordInput } from '@spool/record-batch';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from './config';
 import type { Consumer } from './consumer';

@@ -7,7 +7,7 @@
 // naming partition, offset and range; seek, pause, resume, the async iterator, subscriptions
 // without a group, and the refusal of assign in a group (groups: consumer-group.spec.ts).
 import { SpoolError } from '@spool/common';
-import type { RecordInput } from '@spool/protocol';
+import type { RecordInput } from '@spool/record-batch';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumerOptions } from './config';
 import type { Consumer } from './consumer';

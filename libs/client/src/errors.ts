@@ -87,8 +87,9 @@ export function fromProtoError(error: ProtoError, subject: string): SpoolError {
 
 /**
  * Any error that reaches an SDK boundary, as a SpoolError: SpoolErrors pass unchanged, coded
- * errors of the protocol lib keep their code, anything else becomes UNKNOWN_SERVER_ERROR with the
- * original as its cause. `subject` prefixes the message when the error does not name it already.
+ * errors of the protocol and record-batch libs keep their code, anything else becomes
+ * UNKNOWN_SERVER_ERROR with the original as its cause. `subject` prefixes the message when the
+ * error does not name it already.
  */
 export function toSpoolError(error: unknown, subject?: string): SpoolError {
   if (error instanceof SpoolError) return error;

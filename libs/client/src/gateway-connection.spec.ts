@@ -4,7 +4,8 @@
 // lets a produce go unanswered past its deadline is left for the next one (listeners are told),
 // unless it is the only one.
 import { SpoolError, createLogger } from '@spool/common';
-import { Acks, encodeRecordBatch, type ProduceRequest } from '@spool/protocol';
+import { Acks, type ProduceRequest } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { afterEach, expect, it, vi } from 'vitest';
 import { GatewayConnection } from './gateway-connection';
 import { FakeGateway } from './testing';

@@ -1,5 +1,5 @@
 import { SpoolError, type Logger } from '@spool/common';
-import { incrementSequence } from '@spool/protocol';
+import { incrementSequence } from '@spool/record-batch';
 import type { ProducerConfig } from './config';
 import { ClientErrorCode, fromProtoError, partitionName, toSpoolError } from './errors';
 import type { GatewayConnection } from './gateway-connection';

@@ -8,7 +8,7 @@
 // fail one that may have been (a duplicate cannot be ruled out); a gap fails its batch with
 // OUT_OF_ORDER_SEQUENCE_NUMBER and bumps the epoch; a failing InitProducerId fails the sends.
 import { SpoolError } from '@spool/common';
-import { RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
+import { RecordBatchHeader, decodeRecordBatch } from '@spool/record-batch';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProducerOptions } from './config';
 import type { Producer } from './producer';

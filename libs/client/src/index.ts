@@ -1,7 +1,7 @@
 // The TypeScript SDK applications import: `new Spool({ brokers })` makes producers, consumers and
 // admins that talk to the gateway's gRPC API only. Also the pieces that must match Kafka exactly,
 // such as the default partitioner. Importing the SDK registers its snappy, lz4 and zstd codecs
-// with the record-batch codec of @spool/protocol.
+// with @spool/record-batch.
 import { registerClientCompressionCodecs } from './compression/compression-codecs';
 
 registerClientCompressionCodecs();

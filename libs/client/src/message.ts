@@ -1,4 +1,4 @@
-import type { RecordHeader } from '@spool/protocol';
+import type { RecordHeader } from '@spool/record-batch';
 import { ClientErrorCode, clientError } from './errors';
 
 /**

@@ -4,7 +4,7 @@ import {
   recordBatchHeaderSizeBytes,
   type CompressionType,
   type RecordHeader,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 import type { BatchBufferPool } from './batch-buffer-pool';
 
 /**

@@ -7,7 +7,7 @@
 // fail naming topic and partition; settings that conflict with idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
 // without it (an older one) is produced to with unary calls.
 import type { SpoolError } from '@spool/common';
-import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/protocol';
+import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/record-batch';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProducerOptions } from './config';
 import type { Producer } from './producer';

@@ -1,4 +1,4 @@
-import { recordBatchHeaderSizeBytes } from '@spool/protocol';
+import { recordBatchHeaderSizeBytes } from '@spool/record-batch';
 import { BatchBufferPool } from './batch-buffer-pool';
 import { BufferMemory } from './buffer-memory';
 import { ClientLifecycle, ClientState } from './client-lifecycle';

@@ -1,4 +1,4 @@
-import type { RecordHeader } from '@spool/protocol';
+import type { RecordHeader } from '@spool/record-batch';
 import type { BatchBufferPool } from './batch-buffer-pool';
 import { ProducerBatch } from './producer-batch';
 

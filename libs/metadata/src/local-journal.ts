@@ -44,7 +44,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '@spool/common';
-import { crc32c } from './crc32c';
+import { crc32c } from '@spool/record-batch';
 import { MetadataStoreError } from './errors';
 import { KeySpace, type Change, type KeyWrite } from './local-key-space';
 import type { KeyValue } from './metadata-store';

@@ -1,25 +1,22 @@
 import { isRetriable, type ErrorCode } from '@spool/errors';
 
 /**
- * Operating errors of the wire formats: a batch that fails its CRC, a record that does not
- * parse, a batch over the size limit. Each carries a stable `code` of the error catalog, whether
- * the same request may succeed if sent again (`retriable`, as the catalog classifies the code:
- * CORRUPT_MESSAGE and the network failures are, the others describe the request itself), and the
- * `cause`. This lib depends on nothing of ours but the catalog, so it does not extend
- * `SpoolError`; `libs/common` recognises any error with a string `code` and a boolean
- * `retriable` and maps it to a gRPC status.
+ * Operating errors of the data port's codecs and client: a frame that does not parse or breaks a
+ * bound, a version this side does not speak, a connection that failed or timed out (the record
+ * format's own errors are @spool/record-batch's RecordBatchError). Each carries a stable `code`
+ * of the error catalog, whether the same request may succeed if sent again (`retriable`, as the
+ * catalog classifies the code: CORRUPT_MESSAGE and the network failures are, the others describe
+ * the request itself), and the `cause`. This lib depends on nothing of ours but the catalog, so
+ * it does not extend `SpoolError`; `libs/common` recognises any error with a string `code` and a
+ * boolean `retriable` and maps it to a gRPC status.
  */
 export const ProtocolErrorCode = {
-  /** The bytes are damaged (CRC mismatch, a length that overruns the buffer, a bad magic). */
+  /** A response's bytes are damaged (a length that overruns the frame, a bad field). */
   CorruptMessage: 'CORRUPT_MESSAGE',
-  /** The bytes are intact but break a rule of the format (record count, offsets, structure). */
-  InvalidRecord: 'INVALID_RECORD',
-  /** The batch is larger than the configured maximum. */
+  /** A frame larger than the bound of its direction. */
   MessageTooLarge: 'MESSAGE_TOO_LARGE',
-  /** An older message format (magic 0 or 1) that Spool does not accept. */
+  /** An API key or version of the data port that this side does not speak. */
   UnsupportedVersion: 'UNSUPPORTED_VERSION',
-  /** A compression codec that is unknown or not registered in this process. */
-  UnsupportedCompressionType: 'UNSUPPORTED_COMPRESSION_TYPE',
   /** A data-port request that does not parse or breaks a bound (Kafka's InvalidRequestException). */
   InvalidRequest: 'INVALID_REQUEST',
   /** The connection to a data port failed or closed before the response arrived. */

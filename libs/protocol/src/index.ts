@@ -133,88 +133,6 @@ export {
 } from './partition-batches-codec';
 export { protoDescriptorSetPath } from './descriptor-set';
 export { ProtocolError, ProtocolErrorCode } from './errors';
-export {
-  type ReadCursor,
-  readVarint,
-  readVarlong,
-  readVarlongAsNumber,
-  sizeOfVarint,
-  sizeOfVarlong,
-  skipVarlong,
-  writeVarint,
-  writeVarlong,
-} from './record-batch/varint';
-export { crc32c, crc32cImplementation, type Crc32cImplementation } from './record-batch/crc32c';
-export {
-  attributesPosition,
-  baseOffsetPosition,
-  baseSequencePosition,
-  baseTimestampPosition,
-  batchLengthPosition,
-  compressionCodecMask,
-  CompressionType,
-  controlFlagMask,
-  crcPosition,
-  deleteHorizonFlagMask,
-  isKnownCompressionType,
-  lastOffsetDeltaPosition,
-  logOverheadSizeBytes,
-  magicPosition,
-  magicValueV2,
-  maxTimestampPosition,
-  noPartitionLeaderEpoch,
-  noProducerEpoch,
-  noProducerId,
-  noSequence,
-  noTimestamp,
-  partitionLeaderEpochPosition,
-  producerEpochPosition,
-  producerIdPosition,
-  recordBatchHeaderSizeBytes,
-  recordCountPosition,
-  recordsPosition,
-  TimestampType,
-  timestampTypeMask,
-  transactionalFlagMask,
-} from './record-batch/record-batch-layout';
-export {
-  incrementSequence,
-  lastOffsetOf,
-  RecordBatchHeader,
-  recordBatchSizeBytes,
-  setBaseOffset,
-  setMaxTimestampAndLogAppendTime,
-  setPartitionLeaderEpoch,
-} from './record-batch/record-batch-header';
-export {
-  type CompressionCodec,
-  compressionCodecFor,
-  registerCompressionCodec,
-} from './record-batch/compression-codec';
-export type { DecodedRecord, RecordHeader, RecordInput } from './record-batch/record';
-export {
-  type RecordFields,
-  type RecordReader,
-  uncompressedRecordsBytesMaxDefault,
-} from './record-batch/record-reader';
-export { encodeRecordBatch, type RecordBatchInput } from './record-batch/record-batch-encoder';
-export { RecordBatchBuilder, type RecordBatchFields } from './record-batch/record-batch-builder';
-export {
-  decodeRecordBatch,
-  decodeRecordBatches,
-  openRecordBatch,
-  type DecodedRecordBatch,
-  type DecodeRecordBatchOptions,
-} from './record-batch/record-batch-decoder';
-export {
-  type RecordBatchOrigin,
-  type RecordBatchValidationOptions,
-  splitRecordBatches,
-  validateRecordBatch,
-  checkRecordBatchFraming,
-  checkRecordBatchCrc,
-  checkRecordBatchFields,
-} from './record-batch/record-batch-validator';
 export { ClusterMetadataCache, type MetadataChange } from './cluster-metadata-cache';
 
 // The data port: the storage node's TCP protocol for consumer and replica fetches (sendfile).
@@ -291,15 +209,6 @@ export {
   type DataPortFetchOptions,
   type DataPortRequestOptions,
 } from './data-port/data-port-client';
-// A faster CRC-32C that another package provides (the segment store's addon), checked first
-// against the standard vectors and the JavaScript tables, which its tests compare with too.
-export {
-  crc32cJavaScript,
-  type Crc32cFunction,
-  type Crc32cInstallResult,
-  installCrc32cImplementation,
-} from './record-batch/crc32c';
-export { splitRecordBatchPositions } from './record-batch/record-batch-append-validator';
 // Which __consumer_offsets partition (coordinator shard) holds a group, as Kafka computes it.
 export {
   groupPartition,

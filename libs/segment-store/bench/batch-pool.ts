@@ -1,7 +1,7 @@
 // The producer batches every measurement writes: RecordBatch v2, uncompressed, records with
 // 100-byte values and no key, as many as fit in 16 KiB. They are encoded once, before anything
 // is timed, and reused round-robin, so no measurement counts encoding.
-import { encodeRecordBatch, setBaseOffset, type RecordInput } from '@spool/protocol';
+import { encodeRecordBatch, setBaseOffset, type RecordInput } from '@spool/record-batch';
 import { seededRandom } from './measurement';
 
 export const recordValueSizeBytes = 100;

@@ -1,6 +1,6 @@
 // Turns the measurements into the numbers the issue asks for, checks the targets, and prints
 // them: a table for people, and with --json one last line of JSON for scripts.
-import { crc32cImplementation } from '@spool/protocol';
+import { crc32cImplementation } from '@spool/record-batch';
 import type { BatchPool } from './batch-pool';
 import type { BenchOptions } from './bench-options';
 import {

@@ -5,7 +5,7 @@
 // log's files to the large log's is what the machine adds by itself (page cache, memory,
 // virtualisation) for a larger working set, whatever the log code does.
 import * as fs from 'node:fs';
-import { recordBatchHeaderSizeBytes } from '@spool/protocol';
+import { recordBatchHeaderSizeBytes } from '@spool/record-batch';
 import type { Log, LogReadResult } from './package-under-test';
 
 export interface SegmentFiles {

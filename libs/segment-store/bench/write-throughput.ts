@@ -19,10 +19,10 @@
 //
 // Every leader append validates each batch (framing, CRC-32C, fields) before writing it, which a
 // raw write does not; the same validation is timed alone, so the table can show how much of the
-// gap between the two is that check, owned by @spool/protocol, rather than the log.
+// gap between the two is that check, owned by @spool/record-batch, rather than the log.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { splitRecordBatchPositions } from '@spool/protocol';
+import { splitRecordBatchPositions } from '@spool/record-batch';
 import { defaultLogConfig, Log } from './package-under-test';
 import { resetForProduce, type BatchPool } from './batch-pool';
 import {

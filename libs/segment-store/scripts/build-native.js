@@ -4,7 +4,7 @@
 // fetch headers.
 //
 // A failed or skipped build is not an install failure. The segment store then moves fetch
-// bytes through its copy path and checks batches with @spool/protocol's own CRC-32C, and says
+// bytes through its copy path and checks batches with @spool/record-batch's own CRC-32C, and says
 // so in log lines at start-up. This script prints one line either way; the compiler's output of
 // a failed build goes to build/build-native.log.
 'use strict';
@@ -21,7 +21,7 @@ const logPath = path.join(packageRoot, 'build', 'build-native.log');
 function warn(reason) {
   console.warn(
     `[segment-store] native addon not built (${reason}); the copy path and the CRC-32C of ` +
-      '@spool/protocol will be used.',
+      '@spool/record-batch will be used.',
   );
 }
 

@@ -4,7 +4,7 @@
  *
  * Files, named by the base offset (the first offset the segment may hold) in 20 digits:
  *
- *   00000000000000368769.log        batches exactly as stored on the wire (see protocol's
+ *   00000000000000368769.log        batches exactly as stored on the wire (see record-batch's
  *                                   record-batch-layout.ts); no file header, no padding
  *   00000000000000368769.index      offset → position (offset-index.ts)
  *   00000000000000368769.timeindex  timestamp → offset (time-index.ts)
@@ -23,7 +23,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as protocol from '@spool/protocol';
+import * as recordBatch from '@spool/record-batch';
 import * as common from '@spool/common';
 import { SegmentStoreError, storageError } from './errors';
 import type { FileHandleCache } from './file-handle-cache';
@@ -48,7 +48,7 @@ const {
   maxTimestampPosition,
   partitionLeaderEpochPosition,
   recordBatchHeaderSizeBytes,
-} = protocol;
+} = recordBatch;
 // An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
 const assert: typeof common.assert = common.assert;
 

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import { checkRecordBatchCrc, checkRecordBatchFraming } from '@spool/protocol';
+import { checkRecordBatchCrc, checkRecordBatchFraming } from '@spool/record-batch';
 import { SegmentStoreError } from './errors';
 import type { FileSlice } from './file-slice';
 import type { Log } from './log';

@@ -4,7 +4,7 @@
 // and full index, retention keeps the active segment and lets readers finish, truncation and
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeRecordBatch, validateRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
 import {
   Log,
   writebackIntervalBytes,

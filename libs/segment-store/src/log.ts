@@ -55,7 +55,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as protocol from '@spool/protocol';
+import * as recordBatch from '@spool/record-batch';
 import * as common from '@spool/common';
 import {
   fsyncDirectory,
@@ -82,7 +82,7 @@ const {
   setMaxTimestampAndLogAppendTime,
   setPartitionLeaderEpoch,
   splitRecordBatchPositions,
-} = protocol;
+} = recordBatch;
 // An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
 const assert: typeof common.assert = common.assert;
 

@@ -1,11 +1,11 @@
 // Proves the addon's CRC-32C right on every path this CPU can run (not only the one it picks):
-// the published check values, agreement with @spool/protocol's JavaScript tables on random bytes
+// the published check values, agreement with @spool/record-batch's JavaScript tables on random bytes
 // at random positions and lengths (fast-check), continuation through `initial`, and argument
-// checks. Then that installAddonCrc32c keeps protocol's implementation when there is no addon,
+// checks. Then that installAddonCrc32c keeps record-batch's implementation when there is no addon,
 // when the addon has only its portable path, or when protocol refuses it, and installs it
 // otherwise. Skipped where the addon is not built; install cases with a stand-in binding still run.
 import fc from 'fast-check';
-import { crc32c, crc32cImplementation, crc32cJavaScript } from '@spool/protocol';
+import { crc32c, crc32cImplementation, crc32cJavaScript } from '@spool/record-batch';
 import { describe, expect, it } from 'vitest';
 import {
   installAddonCrc32c,
@@ -38,7 +38,7 @@ const randomBytes = (lengthMax: number): fc.Arbitrary<Uint8Array> =>
     fc.uint8Array({ maxLength: lengthMax, size: 'max' }),
   );
 
-/** The reference every path is held to: protocol's slice-by-8 tables in plain JavaScript. */
+/** The reference every path is held to: record-batch's slice-by-8 tables in plain JavaScript. */
 const reference = crc32cJavaScript;
 
 describe.skipIf(binding === undefined)('the addon crc32c', () => {

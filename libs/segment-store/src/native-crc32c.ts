@@ -1,15 +1,15 @@
 // Types the CRC-32C part of the native addon (native/crc32c.c; its header explains the design)
-// and installs it into @spool/protocol, whose crc32c every batch check calls. The leader checks
-// the CRC of every produced batch before it appends it, and with @node-rs/crc32 (one chain of
-// crc32 instructions) that check was the largest cost of an append after the write itself; the
-// addon runs three chains at once, or folds with AVX-512 carry-less multiplies where the CPU has
-// them: four to eight times as fast on 16 KiB batches.
+// and installs it into @spool/record-batch, whose crc32c every batch check calls. The leader
+// checks the CRC of every produced batch before it appends it, and with @node-rs/crc32 (one chain
+// of crc32 instructions) that check was the largest cost of an append after the write itself;
+// the addon runs three chains at once, or folds with AVX-512 carry-less multiplies where the CPU
+// has them: four to eight times as fast on 16 KiB batches.
 //
-// @spool/protocol depends on nothing of ours, so it cannot load the addon; the segment store
-// hands the function in at load (log.ts), protocol checks it against the standard vectors before
-// accepting it, and one log line says which implementation checks batches and why. A missing or
-// broken addon is not an error: protocol keeps its own implementation.
-import { crc32cImplementation, installCrc32cImplementation } from '@spool/protocol';
+// @spool/record-batch depends on nothing of ours, so it cannot load the addon; the segment store
+// hands the function in at load (log.ts), record-batch checks it against the standard vectors
+// before accepting it, and one log line says which implementation checks batches and why. A
+// missing or broken addon is not an error: record-batch keeps its own implementation.
+import { crc32cImplementation, installCrc32cImplementation } from '@spool/record-batch';
 import { loadNativeAddon } from './native-addon';
 
 export type Crc32cAddonFunction = (
@@ -65,13 +65,13 @@ export type AddonCrc32cInstall =
   | { readonly installed: false; readonly implementation: string; readonly reason: string };
 
 /**
- * Installs the addon's crc32c into @spool/protocol when it is the faster choice:
+ * Installs the addon's crc32c into @spool/record-batch when it is the faster choice:
  *
- *   1. No addon, or one without crc32c: keep protocol's implementation.
+ *   1. No addon, or one without crc32c: keep record-batch's implementation.
  *   2. The addon runs crc32 instructions on this CPU: install it.
- *   3. Only its portable path: install it over protocol's JavaScript tables, which it beats by
+ *   3. Only its portable path: install it over record-batch's JavaScript tables, which it beats by
  *      about half again, but not over @node-rs/crc32, which uses the CPU's CRC instructions.
- *   4. Protocol refuses a candidate that fails its check vectors: keep protocol's.
+ *   4. Record-batch refuses a candidate that fails its check vectors: keep record-batch's.
  *
  * `implementation` is what checks batches afterwards, as `crc32cImplementation` reports it.
  */
@@ -101,7 +101,7 @@ export function installAddonCrc32c(
     return {
       installed: false,
       implementation: crc32cImplementation,
-      reason: `@spool/protocol refused the addon's crc32c: ${result.reason}`,
+      reason: `@spool/record-batch refused the addon's crc32c: ${result.reason}`,
     };
   }
   return { installed: true, implementation: name, addonPath: load.addonPath };
@@ -115,7 +115,7 @@ export function logCrc32cInstall(install: AddonCrc32cInstall): void {
     );
   } else {
     console.warn(
-      `[segment-store] batch CRC-32C: ${install.implementation} from @spool/protocol, because ${install.reason}`,
+      `[segment-store] batch CRC-32C: ${install.implementation} from @spool/record-batch, because ${install.reason}`,
     );
   }
 }

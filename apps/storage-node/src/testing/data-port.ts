@@ -6,10 +6,10 @@ import {
   type DataPortFetchRequest,
   type DataPortResponse,
   decodeDataPortResponse,
-  encodeRecordBatch,
   FrameSplitter,
   responseHeaderBytes,
 } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import type { FileSlice, SegmentFileHandle } from '@spool/segment-store';
 import { once } from 'node:events';
 import fs from 'node:fs';

@@ -1,23 +1,19 @@
-// Proves every compression codec round-trips a record batch through the protocol lib's encoder
+// Proves every compression codec round-trips a record batch through the record-batch lib's encoder
 // and decoder (small batches and ones spanning many blocks), writes Kafka's framings (xerial
 // snappy, the LZ4 frame descriptor Kafka writes), decodes batches that Kafka's own Java client
 // compressed, refuses input that would inflate past the bound before inflating it, and that a
 // codec whose package cannot load fails when used, with the package named, not when imported.
 import {
   CompressionType,
-  ProtocolError,
   compressionCodecFor,
   decodeRecordBatch,
   encodeRecordBatch,
+  RecordBatchError,
   type RecordInput,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 import { compressSync as snappyCompressSync } from 'snappy';
 import { describe, expect, it } from 'vitest';
-import {
-  kafkaCompressedBatchesHex,
-  kafkaFixtureRecord,
-  kafkaRecordCount,
-} from '../testing';
+import { kafkaCompressedBatchesHex, kafkaFixtureRecord, kafkaRecordCount } from '../testing';
 import { registerClientCompressionCodecs } from './compression-codecs';
 import { lazyPackage } from './lazy-package';
 import { createLz4Codec, lz4FrameInflationBoundBytes } from './lz4-codec';
@@ -157,9 +153,9 @@ describe('compression codecs', () => {
         }
         return undefined;
       })();
-      expect(error).toBeInstanceOf(ProtocolError);
-      expect((error as ProtocolError).code).toBe('UNSUPPORTED_COMPRESSION_TYPE');
-      expect((error as ProtocolError).message).toMatch(/needs the package @spool\/no-such-/);
+      expect(error).toBeInstanceOf(RecordBatchError);
+      expect((error as RecordBatchError).code).toBe('UNSUPPORTED_COMPRESSION_TYPE');
+      expect((error as RecordBatchError).message).toMatch(/needs the package @spool\/no-such-/);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { ProtocolError, ProtocolErrorCode } from '@spool/protocol';
+import { RecordBatchError, RecordBatchErrorCode } from '@spool/record-batch';
 
 /**
  * Loads a compression package the first time a batch needs it, not when the SDK is imported: an
@@ -15,8 +15,8 @@ export function lazyPackage<Module>(codecName: string, packageName: string): Pac
     loaded ??= loadOnce<Module>(packageName);
     if ('error' in loaded) {
       const reason = loaded.error instanceof Error ? loaded.error.message : String(loaded.error);
-      throw new ProtocolError(
-        ProtocolErrorCode.UnsupportedCompressionType,
+      throw new RecordBatchError(
+        RecordBatchErrorCode.UnsupportedCompressionType,
         `compression ${codecName} needs the package ${packageName}, which failed to load ` +
           `here (${process.platform}-${process.arch}, Node ${process.versions.node}): ${reason}`,
         { cause: loaded.error },

@@ -1,5 +1,5 @@
 import type * as Lz4Package from 'lz4-napi';
-import { CompressionType, type CompressionCodec } from '@spool/protocol';
+import { CompressionType, type CompressionCodec } from '@spool/record-batch';
 import { framesInflationBoundBytes, needBytes } from './frame-walk';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 

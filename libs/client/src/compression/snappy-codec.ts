@@ -1,5 +1,5 @@
 import type * as SnappyPackage from 'snappy';
-import { CompressionType, type CompressionCodec } from '@spool/protocol';
+import { CompressionType, type CompressionCodec } from '@spool/record-batch';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 
 /**

@@ -1,5 +1,5 @@
 import type * as ZstdPackage from '@toondepauw/node-zstd';
-import { CompressionType, type CompressionCodec } from '@spool/protocol';
+import { CompressionType, type CompressionCodec } from '@spool/record-batch';
 import { framesInflationBoundBytes, needBytes } from './frame-walk';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 

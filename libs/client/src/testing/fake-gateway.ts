@@ -3,12 +3,8 @@ import { SpoolError, toGrpcStatus } from '@spool/common';
 import {
   GatewayServiceService,
   OffsetSpec,
-  RecordBatchHeader,
-  encodeRecordBatch,
-  setBaseOffset,
   type ConsumeRequest,
   type ConsumeResponse,
-  incrementSequence,
   type ConsumerGroupHeartbeatRequest,
   type OffsetCommitRequest,
   type OffsetFetchRequest,
@@ -22,9 +18,15 @@ import {
   type ProduceStreamRequest,
   type ProduceStreamResponse,
   type ProtoError,
-  type RecordInput,
   type TopicMetadata,
 } from '@spool/protocol';
+import {
+  RecordBatchHeader,
+  encodeRecordBatch,
+  setBaseOffset,
+  incrementSequence,
+  type RecordInput,
+} from '@spool/record-batch';
 import { FakeCoordinator, type FakeLogView } from './fake-coordinator';
 
 /**

@@ -16,7 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeRecordBatch } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '../log';
 import type { LogConfig } from '../log-config';
 import { ProducerStateLog } from './producer-state-log';

@@ -22,7 +22,7 @@ import {
   producerIdPosition,
   recordBatchHeaderSizeBytes,
   splitRecordBatchPositions,
-} from '@spool/protocol';
+} from '@spool/record-batch';
 import type { AppendResult, Log } from '../log';
 import {
   ProducerStateManager,

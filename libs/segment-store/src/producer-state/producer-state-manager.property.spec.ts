@@ -5,7 +5,7 @@
 // once and in sequence order, and each acknowledgement names the offsets the batch really has.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { incrementSequence } from '@spool/protocol';
+import { incrementSequence } from '@spool/record-batch';
 import { ProducerStateManager, type ProducerBatchHeader } from './producer-state-manager';
 
 interface Batch {

@@ -4,7 +4,7 @@
 // past sequence 0 are refused with Kafka's codes; sequences wrap at int32; a request's batches
 // are checked against each other; expiration and the producer bound forget the right producers.
 import { describe, expect, it } from 'vitest';
-import { incrementSequence } from '@spool/protocol';
+import { incrementSequence } from '@spool/record-batch';
 import { ProducerStateManager, type ProducerBatchHeader } from './producer-state-manager';
 
 function batch(

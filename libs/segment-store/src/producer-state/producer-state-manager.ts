@@ -35,7 +35,7 @@
  * Interleaving: every method is synchronous; the leader checks and the log append run in one
  * turn of the event loop, so no other append can come between a check and its write.
  */
-import { incrementSequence, type RecordBatchHeader } from '@spool/protocol';
+import { incrementSequence, type RecordBatchHeader } from '@spool/record-batch';
 import { SpoolError } from '@spool/common';
 
 /** Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN. */

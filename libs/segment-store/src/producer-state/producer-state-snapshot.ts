@@ -42,7 +42,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { crc32c } from '@spool/protocol';
+import { crc32c } from '@spool/record-batch';
 import { producerBatchesRetained, type ProducerStateEntry } from './producer-state-manager';
 
 export const producerSnapshotVersion = 1;

@@ -4,7 +4,7 @@
 import { mkdtempSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { decodeRecordBatches, encodeRecordBatch } from '@spool/protocol';
+import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import type { FileSlice } from '../file-slice';
 
 export function temporaryDirectory(prefix = 'spool-log-'): { directory: string; remove(): void } {

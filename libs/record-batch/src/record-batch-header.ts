@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { crc32c } from './crc32c';
 import {
   attributesPosition,
@@ -37,8 +37,8 @@ const twoToThe32 = 0x1_0000_0000;
 
 function ensureReadable(buffer: Buffer, position: number, sizeBytes: number, what: string): void {
   if (!Number.isInteger(position) || position < 0 || position + sizeBytes > buffer.length) {
-    throw new ProtocolError(
-      ProtocolErrorCode.CorruptMessage,
+    throw new RecordBatchError(
+      RecordBatchErrorCode.CorruptMessage,
       `record batch at position ${position}: ${what} needs ${sizeBytes} bytes but the buffer ` +
         `holds ${Math.max(buffer.length - position, 0)} from there`,
     );

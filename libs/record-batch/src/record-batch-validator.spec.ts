@@ -4,7 +4,7 @@
 // the count check can catch it), a truncated tail, an oversize batch, the client-only rules,
 // and, with `deep`, records that do not add up to the declared count.
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import { crc32c } from './crc32c';
 import { encodeRecordBatch } from './record-batch-encoder';
 import type { RecordInput } from './record';
@@ -35,14 +35,14 @@ function restampCrc(buffer: Buffer, position = 0): Buffer {
   return buffer;
 }
 
-function rejection(validate: () => unknown): ProtocolError {
+function rejection(validate: () => unknown): RecordBatchError {
   try {
     validate();
   } catch (error) {
-    expect(error).toBeInstanceOf(ProtocolError);
-    return error as ProtocolError;
+    expect(error).toBeInstanceOf(RecordBatchError);
+    return error as RecordBatchError;
   }
-  return expect.fail('expected a ProtocolError');
+  return expect.fail('expected a RecordBatchError');
 }
 
 describe('validateRecordBatch', () => {

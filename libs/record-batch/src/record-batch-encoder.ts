@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { compressionCodecFor } from './compression-codec';
 import { crc32c } from './crc32c';
 import type { RecordInput } from './record';
@@ -63,9 +63,9 @@ export interface RecordBatchInput {
 
 const int32Max = 0x7fffffff;
 
-function invalidInput(problem: string): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.InvalidRecord,
+function invalidInput(problem: string): RecordBatchError {
+  return new RecordBatchError(
+    RecordBatchErrorCode.InvalidRecord,
     `cannot encode record batch: ${problem}`,
   );
 }

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { compressionCodecFor } from './compression-codec';
 import { crc32c } from './crc32c';
 import type { RecordHeader } from './record';
@@ -56,8 +56,8 @@ export interface RecordBatchFields {
   readonly baseSequence: number;
 }
 
-function invalidRecord(problem: string): ProtocolError {
-  return new ProtocolError(ProtocolErrorCode.InvalidRecord, `cannot add record: ${problem}`);
+function invalidRecord(problem: string): RecordBatchError {
+  return new RecordBatchError(RecordBatchErrorCode.InvalidRecord, `cannot add record: ${problem}`);
 }
 
 export class RecordBatchBuilder {

@@ -3,7 +3,7 @@
 // without touching the CRC (which stays valid), while switching to LogAppendTime rewrites the
 // CRC so the batch still validates and every record reports the append time.
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import { decodeRecordBatch } from './record-batch-decoder';
 import { encodeRecordBatch } from './record-batch-encoder';
 import {
@@ -76,7 +76,7 @@ describe('RecordBatchHeader', () => {
 
   it('refuses a header that does not fit the buffer', () => {
     const batch = threeRecordBatch();
-    expect(() => new RecordBatchHeader(batch.subarray(0, 60), 0)).toThrow(ProtocolError);
+    expect(() => new RecordBatchHeader(batch.subarray(0, 60), 0)).toThrow(RecordBatchError);
     expect(() => new RecordBatchHeader(batch, batch.length - 60)).toThrow(/needs 61 bytes/);
   });
 });

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 
 /**
  * Zigzag varints as Kafka's ByteUtils writes them: the value is zigzag-mapped so that small
@@ -121,16 +121,16 @@ export function writeVarlong(buffer: Buffer, position: number, value: bigint): n
   return next;
 }
 
-function truncated(kind: string, start: number, limit: number): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.InvalidRecord,
+function truncated(kind: string, start: number, limit: number): RecordBatchError {
+  return new RecordBatchError(
+    RecordBatchErrorCode.InvalidRecord,
     `${kind} at byte position ${start} is truncated: it runs into the end of its data at ${limit}`,
   );
 }
 
-function tooLong(kind: string, start: number, bytesMax: number): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.InvalidRecord,
+function tooLong(kind: string, start: number, bytesMax: number): RecordBatchError {
+  return new RecordBatchError(
+    RecordBatchErrorCode.InvalidRecord,
     `${kind} at byte position ${start} is too long: byte ${bytesMax} still has its ` +
       'continuation bit set',
   );

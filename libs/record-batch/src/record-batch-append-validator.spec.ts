@@ -5,7 +5,7 @@
 // both origins and random size limits; plus the valid and the deep cases by example.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import { crc32c } from './crc32c';
 import { splitRecordBatchPositions } from './record-batch-append-validator';
 import { encodeRecordBatch } from './record-batch-encoder';
@@ -18,8 +18,8 @@ function outcomeOf(split: () => number[]): Outcome {
   try {
     return { positions: split() };
   } catch (error) {
-    expect(error).toBeInstanceOf(ProtocolError);
-    const { code, message } = error as ProtocolError;
+    expect(error).toBeInstanceOf(RecordBatchError);
+    const { code, message } = error as RecordBatchError;
     return { code, message };
   }
 }

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { RecordBatchHeader } from './record-batch-header';
 import {
   batchLengthMin,
@@ -59,16 +59,16 @@ export interface RecordBatchValidationOptions {
   uncompressedBytesMax?: number;
 }
 
-function corrupt(position: number, problem: string): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.CorruptMessage,
+function corrupt(position: number, problem: string): RecordBatchError {
+  return new RecordBatchError(
+    RecordBatchErrorCode.CorruptMessage,
     `record batch at position ${position}: ${problem}`,
   );
 }
 
-function invalid(position: number, problem: string): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.InvalidRecord,
+function invalid(position: number, problem: string): RecordBatchError {
+  return new RecordBatchError(
+    RecordBatchErrorCode.InvalidRecord,
     `record batch at position ${position}: ${problem}`,
   );
 }
@@ -86,8 +86,8 @@ export function checkRecordBatchFraming(buffer: Buffer, position: number): Recor
   const magic = buffer.readInt8(position + magicPosition);
   if (magic !== magicValueV2) {
     if (magic === 0 || magic === 1) {
-      throw new ProtocolError(
-        ProtocolErrorCode.UnsupportedVersion,
+      throw new RecordBatchError(
+        RecordBatchErrorCode.UnsupportedVersion,
         `record batch at position ${position}: field magic is ${magic}; only message format ` +
           `v${magicValueV2} (RecordBatch) is supported`,
       );
@@ -131,8 +131,8 @@ export function checkRecordBatchFields(header: RecordBatchHeader, origin: Record
   const { position } = header;
   const compressionType = header.compressionType;
   if (!isKnownCompressionType(compressionType)) {
-    throw new ProtocolError(
-      ProtocolErrorCode.UnsupportedCompressionType,
+    throw new RecordBatchError(
+      RecordBatchErrorCode.UnsupportedCompressionType,
       `record batch at position ${position}: field attributes has compression type id ` +
         `${compressionType}, which Kafka does not define`,
     );
@@ -209,8 +209,8 @@ export function validateRecordBatch(
   const header = checkRecordBatchFraming(buffer, position);
   const sizeBytes = header.sizeBytes;
   if (sizeBytes > options.maxBatchSizeBytes) {
-    throw new ProtocolError(
-      ProtocolErrorCode.MessageTooLarge,
+    throw new RecordBatchError(
+      RecordBatchErrorCode.MessageTooLarge,
       `record batch at position ${position}: field batchLength gives ${sizeBytes} bytes, ` +
         `more than the ${options.maxBatchSizeBytes} allowed (maxBatchSizeBytes)`,
     );

@@ -1,12 +1,12 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { gzipCompressionCodec } from './gzip-compression-codec';
 import { CompressionType, isKnownCompressionType } from './record-batch-layout';
 
 /**
  * Compression of a batch's records section, keyed by the id in attribute bits 0-2. The header
  * is never compressed. This lib implements `none` and `gzip` (node:zlib); the client SDK
- * registers snappy, lz4 and zstd with their Kafka framings, so that the protocol lib, which the
- * storage nodes load too, carries no native compression dependency. The storage nodes never
+ * registers snappy, lz4 and zstd with their Kafka framings, so that this lib, which the storage
+ * nodes load too, carries no native compression dependency. The storage nodes never
  * need a codec on the hot path: they neither decompress nor recompress.
  */
 export interface CompressionCodec {
@@ -50,8 +50,8 @@ export function compressionCodecFor(type: number): CompressionCodec {
   const codec = codecsByType.get(type);
   if (codec === undefined) {
     const known = isKnownCompressionType(type);
-    throw new ProtocolError(
-      ProtocolErrorCode.UnsupportedCompressionType,
+    throw new RecordBatchError(
+      RecordBatchErrorCode.UnsupportedCompressionType,
       known
         ? `compression type ${compressionTypeName(type)} (id ${type}) has no codec registered ` +
             'in this process'

@@ -4,7 +4,7 @@
 // and over-long encodings.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import type { ReadCursor } from './varint';
 import {
   readVarint,
@@ -40,12 +40,12 @@ function expectInvalidRecord(read: () => unknown, message: RegExp): void {
   try {
     read();
   } catch (error) {
-    expect(error).toBeInstanceOf(ProtocolError);
-    expect((error as ProtocolError).code).toBe('INVALID_RECORD');
-    expect((error as ProtocolError).message).toMatch(message);
+    expect(error).toBeInstanceOf(RecordBatchError);
+    expect((error as RecordBatchError).code).toBe('INVALID_RECORD');
+    expect((error as RecordBatchError).message).toMatch(message);
     return;
   }
-  expect.fail('expected a ProtocolError');
+  expect.fail('expected a RecordBatchError');
 }
 
 describe('varint (int32)', () => {

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '../errors';
+import { RecordBatchError, RecordBatchErrorCode } from './errors';
 import { compressionCodecFor } from './compression-codec';
 import type { DecodedRecord, RecordHeader } from './record';
 import type { RecordBatchHeader } from './record-batch-header';
@@ -73,7 +73,7 @@ function unzigzag(zigzag: number): number {
 }
 
 /** Errors that already name their batch and record, so `withContext` leaves them alone. */
-const errorsWithContext = new WeakSet<ProtocolError>();
+const errorsWithContext = new WeakSet<RecordBatchError>();
 
 export class RecordReader {
   private readonly cursor: ReadCursor;
@@ -244,8 +244,8 @@ export class RecordReader {
   finish(): void {
     const remainingBytes = this.sectionEnd - this.cursor.position;
     if (remainingBytes !== 0) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidRecord,
+      throw new RecordBatchError(
+        RecordBatchErrorCode.InvalidRecord,
         `record batch at position ${this.header.position}: ${remainingBytes} bytes remain ` +
           `after the ${this.recordIndex} records its recordCount declares`,
       );
@@ -334,9 +334,9 @@ export class RecordReader {
     return `record batch at position ${this.header.position}: record ${this.recordIndex}`;
   }
 
-  private invalid(problem: string): ProtocolError {
-    const error = new ProtocolError(
-      ProtocolErrorCode.InvalidRecord,
+  private invalid(problem: string): RecordBatchError {
+    const error = new RecordBatchError(
+      RecordBatchErrorCode.InvalidRecord,
       `${this.describe()} ${problem}`,
     );
     errorsWithContext.add(error);
@@ -345,8 +345,10 @@ export class RecordReader {
 
   /** Names the batch and record in errors from the varint readers, which know neither. */
   private withContext(error: unknown): unknown {
-    if (!(error instanceof ProtocolError) || errorsWithContext.has(error)) return error;
-    return new ProtocolError(error.code, `${this.describe()}: ${error.message}`, { cause: error });
+    if (!(error instanceof RecordBatchError) || errorsWithContext.has(error)) return error;
+    return new RecordBatchError(error.code, `${this.describe()}: ${error.message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -383,17 +385,17 @@ export function openRecordReader(
   try {
     records = codec.decompress(header.buffer.subarray(start, end), uncompressedBytesMax);
   } catch (error) {
-    if (error instanceof ProtocolError) throw error;
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidRecord,
+    if (error instanceof RecordBatchError) throw error;
+    throw new RecordBatchError(
+      RecordBatchErrorCode.InvalidRecord,
       `record batch at position ${header.position}: the records section does not ` +
         `decompress with ${codec.name}`,
       { cause: error },
     );
   }
   if (records.length > uncompressedBytesMax) {
-    throw new ProtocolError(
-      ProtocolErrorCode.MessageTooLarge,
+    throw new RecordBatchError(
+      RecordBatchErrorCode.MessageTooLarge,
       `record batch at position ${header.position}: the records section inflates to ` +
         `${records.length} bytes, more than the ${uncompressedBytesMax} allowed`,
     );

@@ -5,7 +5,7 @@
 // buffer keeps every byte, and that bad timestamps are refused with INVALID_RECORD.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import { RecordBatchBuilder, type RecordBatchFields } from './record-batch-builder';
 import { decodeRecordBatch } from './record-batch-decoder';
 import { encodeRecordBatch } from './record-batch-encoder';
@@ -104,13 +104,13 @@ describe('RecordBatchBuilder', () => {
     const decoded = decodeRecordBatch(second, 0, { verifyCrc: true });
     expect(decoded.header.producerEpoch).toBe(2);
     expect(second.subarray(61).equals(first.subarray(61))).toBe(true);
-    expect(() => builder.append(1_700_000_000_000, null, null)).toThrow(ProtocolError);
+    expect(() => builder.append(1_700_000_000_000, null, null)).toThrow(RecordBatchError);
   });
 
   it('refuses timestamps that are not integers from -1, or too far apart', () => {
     const builder = new RecordBatchBuilder();
     expect(() => builder.append(-2, null, null)).toThrow(/timestamp -2 is not milliseconds/);
-    expect(() => builder.append(1.5, null, null)).toThrow(ProtocolError);
+    expect(() => builder.append(1.5, null, null)).toThrow(RecordBatchError);
     builder.append(-1, null, Buffer.from('a'));
     expect(() => builder.append(2 ** 52, null, null)).toThrow(/too far/);
     builder.append(1_700_000_000_000, null, Buffer.from('b'));

@@ -5,7 +5,7 @@
 // deep validation accepts every such batch. Also proves the decoder's typed errors.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import type { CompressionCodec } from './compression-codec';
 import { compressionCodecFor, registerCompressionCodec } from './compression-codec';
 import type { RecordInput } from './record';
@@ -172,7 +172,7 @@ describe('decodeRecordBatch', () => {
   });
 
   // readInto's fast path makes its own checks; the deep validation (RecordReader.skip) is the
-  // reference: a record section it accepts decodes, one it refuses fails with a ProtocolError.
+  // reference: a record section it accepts decodes, one it refuses fails with a RecordBatchError.
   it('accepts and refuses damaged records exactly as the deep validation does', () => {
     const damage = fc.array(fc.record({ at: fc.nat(), byte: fc.nat(255) }), {
       minLength: 1,
@@ -201,8 +201,8 @@ describe('decodeRecordBatch', () => {
         if (validationError === undefined) {
           expect(decodeRecordBatch(encoded).records).toHaveLength(header.recordCount);
         } else {
-          expect(validationError).toBeInstanceOf(ProtocolError);
-          expect(() => decodeRecordBatch(encoded)).toThrow(ProtocolError);
+          expect(validationError).toBeInstanceOf(RecordBatchError);
+          expect(() => decodeRecordBatch(encoded)).toThrow(RecordBatchError);
         }
       }),
       { numRuns: 1000 },
@@ -261,7 +261,7 @@ describe('decodeRecordBatch', () => {
       try {
         decodeRecordBatch(encoded, 0, { uncompressedBytesMax: 1 << 16 });
       } catch (caught) {
-        return caught as ProtocolError;
+        return caught as RecordBatchError;
       }
       return expect.fail('expected the decoder to refuse');
     })();
@@ -289,7 +289,7 @@ describe('compression codec registry', () => {
     expect(compressionCodecFor(CompressionType.None).name).toBe('none');
     expect(compressionCodecFor(CompressionType.Gzip).name).toBe('gzip');
     expect(compressionCodecFor(CompressionType.Lz4)).toBe(xorLz4Codec);
-    expect(() => compressionCodecFor(6)).toThrow(ProtocolError);
+    expect(() => compressionCodecFor(6)).toThrow(RecordBatchError);
     expect(() => registerCompressionCodec({ ...xorLz4Codec, type: CompressionType.None })).toThrow(
       RangeError,
     );

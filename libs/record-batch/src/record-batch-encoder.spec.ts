@@ -4,7 +4,7 @@
 // section, and typed errors for input Kafka's MemoryRecordsBuilder also refuses.
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../errors';
+import { RecordBatchError } from './errors';
 import { crc32cJavaScript } from './crc32c';
 import { encodeRecordBatch } from './record-batch-encoder';
 import { CompressionType, recordBatchHeaderSizeBytes } from './record-batch-layout';
@@ -163,11 +163,11 @@ describe('encodeRecordBatch', () => {
     try {
       encodeRecordBatch({ baseOffset: 0n, ...input });
     } catch (error) {
-      expect(error).toBeInstanceOf(ProtocolError);
-      expect((error as ProtocolError).code).toBe(code);
-      expect((error as ProtocolError).message).toMatch(message);
+      expect(error).toBeInstanceOf(RecordBatchError);
+      expect((error as RecordBatchError).code).toBe(code);
+      expect((error as RecordBatchError).message).toMatch(message);
       return;
     }
-    expect.fail('expected a ProtocolError');
+    expect.fail('expected a RecordBatchError');
   });
 });

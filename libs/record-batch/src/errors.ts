@@ -1,0 +1,37 @@
+import { isRetriable, type ErrorCode } from '@spool/errors';
+
+/**
+ * Operating errors of the RecordBatch format: a batch that fails its CRC, a record that does not
+ * parse, a batch over the size limit, a codec this process does not have. Each carries a stable
+ * `code` of the error catalog, whether the same request may succeed if sent again (`retriable`,
+ * as the catalog classifies the code: CORRUPT_MESSAGE is, the others describe the batch itself),
+ * and the `cause`. This lib depends on nothing of ours but the catalog, so it does not extend
+ * `SpoolError`; `libs/common` recognises any error with a string `code` and a boolean
+ * `retriable` and maps it to a gRPC status.
+ */
+export const RecordBatchErrorCode = {
+  /** The bytes are damaged (CRC mismatch, a length that overruns the buffer, a bad magic). */
+  CorruptMessage: 'CORRUPT_MESSAGE',
+  /** The bytes are intact but break a rule of the format (record count, offsets, structure). */
+  InvalidRecord: 'INVALID_RECORD',
+  /** The batch is larger than the configured maximum. */
+  MessageTooLarge: 'MESSAGE_TOO_LARGE',
+  /** An older message format (magic 0 or 1) that Spool does not accept. */
+  UnsupportedVersion: 'UNSUPPORTED_VERSION',
+  /** A compression codec that is unknown or not registered in this process. */
+  UnsupportedCompressionType: 'UNSUPPORTED_COMPRESSION_TYPE',
+} as const satisfies Record<string, ErrorCode>;
+
+export type RecordBatchErrorCode = (typeof RecordBatchErrorCode)[keyof typeof RecordBatchErrorCode];
+
+export class RecordBatchError extends Error {
+  readonly code: RecordBatchErrorCode;
+  readonly retriable: boolean;
+
+  constructor(code: RecordBatchErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'RecordBatchError';
+    this.code = code;
+    this.retriable = isRetriable(code);
+  }
+}
