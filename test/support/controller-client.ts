@@ -86,7 +86,7 @@ export class FakeBroker {
       controller
         .call(
           controller.client.brokerHeartbeat,
-          { brokerId: this.brokerId, brokerEpoch: this.brokerEpoch },
+          { brokerId: this.brokerId, brokerEpoch: this.brokerEpoch, logDirOffline: false },
           1_000,
         )
         .catch((_error: SpoolError) => {});

@@ -10,6 +10,13 @@
  * Sessions live in memory: a controller that takes over gives every unfenced broker one full
  * session timeout to reach it before fencing it, except brokers whose record says they were
  * shutting down: those are gone or going, and their id is free for the next process at once.
+ *
+ * A broker whose data directory failed (a full disk) says so in its heartbeats
+ * (log_dir_offline, Kafka's OfflineLogDirs; it sends one at once): it stays registered and
+ * heartbeating, but it leads and joins nothing (isLive is false) and leaves every ISR it can
+ * leave, its leaderships moving to other ISR members, as fence() does, until a heartbeat says
+ * the directory is back. That state lives in the session too: a new controller learns it from
+ * the broker's next heartbeat.
  */
 import { assert, SpoolError } from '@spool/common';
 import type { ControllerContext } from './controller-context';
@@ -22,6 +29,8 @@ interface BrokerSession {
   lastHeartbeatMs: number;
   /** Set by controlled shutdown: the broker still serves, but leads and joins nothing new. */
   shuttingDown: boolean;
+  /** The broker's data directory is offline: it leads and joins nothing until it is back. */
+  logDirOffline?: boolean;
 }
 
 export class BrokerLifecycle {
@@ -48,6 +57,7 @@ export class BrokerLifecycle {
       !broker.record.fenced &&
       session !== undefined &&
       !session.shuttingDown &&
+      session.logDirOffline !== true &&
       this.clock() - session.lastHeartbeatMs <= this.context.settings.brokerSessionTimeoutMs
     );
   }
@@ -119,16 +129,57 @@ export class BrokerLifecycle {
     return brokerEpoch;
   }
 
-  /** Answers whether the broker is fenced (it must register again). */
-  heartbeat(brokerId: number, brokerEpoch: bigint): { fenced: boolean } {
+  /**
+   * Answers whether the broker is fenced (it must register again), and whether the state of its
+   * data directory it reports differs from what this controller holds: then the caller runs
+   * setLogDirOffline() on the queue.
+   */
+  heartbeat(
+    brokerId: number,
+    brokerEpoch: bigint,
+    logDirOffline = false,
+  ): { fenced: boolean; logDirChanged: boolean } {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.brokerEpoch !== brokerEpoch || broker.record.fenced)
-      return { fenced: true };
+      return { fenced: true, logDirChanged: false };
     const session = this.sessions.get(brokerId);
     if (session === undefined)
       this.sessions.set(brokerId, { lastHeartbeatMs: this.clock(), shuttingDown: false });
     else session.lastHeartbeatMs = this.clock();
-    return { fenced: false };
+    const held = this.sessions.get(brokerId)!.logDirOffline === true;
+    return { fenced: false, logDirChanged: held !== logDirOffline };
+  }
+
+  /**
+   * The broker's data directory went offline, or came back. Offline: it is no longer live (it
+   * is elected for nothing and joins no ISR), and its leaderships and ISR places move as in
+   * fence(), without fencing it: it still heartbeats and follows metadata, and its replicas
+   * rejoin as followers once the directory is back. Online: it is live again; the maintenance
+   * round elects it for partitions that had no other leader, and each leader takes it back into
+   * its ISR once it has caught up. Safe for the same reasons as fence(): every new leader comes
+   * from the ISR, and the broker's own appends were already failing.
+   */
+  async setLogDirOffline(brokerId: number, brokerEpoch: bigint, offline: boolean): Promise<void> {
+    this.checkEpoch(brokerId, brokerEpoch);
+    const session = this.sessions.get(brokerId);
+    if (session === undefined || (session.logDirOffline === true) === offline) return;
+    if (!offline) {
+      session.logDirOffline = false;
+      this.context.logger.info({ brokerId }, 'broker data directory online again');
+      return;
+    }
+    const startedMs = this.clock();
+    const moved = this.partitionChanges(brokerId, () => true);
+    await this.context.writer.commitIndependent(moved.map(toIndependentWrite));
+    // Marked once the moves are written: a write that failed leaves the mark unset, and the
+    // broker's next heartbeat (each says offline) tries again.
+    session.logDirOffline = true;
+    this.countElections(moved.map((change) => change.change));
+    // electionMs as in fence(): the fault suite's breakdown splits detection from election by it.
+    this.context.logger.warn(
+      { brokerId, partitionsChanged: moved.length, electionMs: this.clock() - startedMs },
+      'broker data directory offline: its leaderships and ISR places moved',
+    );
   }
 
   checkEpoch(brokerId: number, brokerEpoch: bigint): void {

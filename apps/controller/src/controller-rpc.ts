@@ -116,7 +116,30 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
 
     brokerHeartbeat: async (request: BrokerHeartbeatRequest): Promise<BrokerHeartbeatResponse> => {
       const { controller } = await role.requireActive();
-      const { fenced } = controller.brokers.heartbeat(request.brokerId, request.brokerEpoch);
+      const { fenced, logDirChanged } = controller.brokers.heartbeat(
+        request.brokerId,
+        request.brokerEpoch,
+        request.logDirOffline,
+      );
+      // Most heartbeats change nothing and skip the queue; a data directory going offline or
+      // coming back writes elections, so it waits its turn. A write that fails is tried again
+      // at the next heartbeat, which reports the same state.
+      if (logDirChanged) {
+        await controller.queue
+          .run(() =>
+            controller.brokers.setLogDirOffline(
+              request.brokerId,
+              request.brokerEpoch,
+              request.logDirOffline,
+            ),
+          )
+          .catch((error: unknown) =>
+            controller.context.logger.warn(
+              { err: error, brokerId: request.brokerId },
+              "recording a broker's data directory state failed; the next heartbeat retries",
+            ),
+          );
+      }
       return {
         fenced,
         error: fenced

@@ -24,6 +24,8 @@ export interface ControllerLinkOptions {
   readonly endpoints: readonly Endpoint[];
   readonly controllerAddresses: readonly string[];
   readonly heartbeatIntervalMs: number;
+  /** Whether the data directory is offline now (log-dir-health.ts); every heartbeat says so. */
+  readonly logDirOffline?: () => boolean;
 }
 
 /** Calls to the controller give up after this, so a dead controller cannot hang a step. */
@@ -71,6 +73,7 @@ export class ControllerLink {
   /** Registers (retrying until a controller answers), then heartbeats and follows metadata. */
   async start(): Promise<void> {
     await this.register();
+    if (this.options.logDirOffline?.() === true) this.heartbeatNow();
     this.heartbeatTimer = setInterval(
       () => void this.heartbeat(),
       this.options.heartbeatIntervalMs,
@@ -121,21 +124,38 @@ export class ControllerLink {
   }
 
   private heartbeating = false;
+  /** A heartbeat was asked for while one was in flight: send another when it ends. */
+  private heartbeatAgain = false;
+
+  /**
+   * Heartbeats now rather than at the next interval: the data directory went offline or came
+   * back, and the controller should move leaderships (or may elect this node again) at once.
+   */
+  heartbeatNow(): void {
+    // Before registering there is no epoch to send; the first heartbeat carries the state.
+    if (this.brokerEpochValue <= 0n || this.stopped) return;
+    if (this.heartbeating) this.heartbeatAgain = true;
+    else void this.heartbeat();
+  }
 
   private async heartbeat(): Promise<void> {
     if (this.heartbeating || this.stopped) return;
     this.heartbeating = true;
+    this.heartbeatAgain = false;
+    const logDirOffline = this.options.logDirOffline?.() ?? false;
     try {
       const client = this.channel.client();
       const response = await callOnce(
         client,
         client.brokerHeartbeat,
-        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue, logDirOffline },
         { deadlineMs: this.options.heartbeatIntervalMs },
       );
       if (response.fenced) {
         this.logger.warn('the controller fenced this broker; registering again');
         await this.register();
+        // A new registration starts with its directory online: say otherwise at once.
+        if (this.options.logDirOffline?.() === true) this.heartbeatAgain = true;
       }
     } catch (error) {
       this.channel.follow(error);
@@ -143,6 +163,7 @@ export class ControllerLink {
     } finally {
       this.heartbeating = false;
     }
+    if (this.heartbeatAgain) void this.heartbeat();
   }
 
   /** A leader's ISR change, through the active controller (used by replication). */

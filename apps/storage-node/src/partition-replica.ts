@@ -15,6 +15,7 @@ import { SpoolError } from '@spool/common';
 import {
   ProducerStateLog,
   type Log,
+  type LogDirGuard,
   type ProducerStateRebuildReport,
   type ProducerStateSettings,
 } from '@spool/segment-store';
@@ -77,8 +78,14 @@ export class PartitionReplica {
     readonly localBrokerId: number,
     assignment: PartitionAssignment,
     producerStateSettings?: ProducerStateSettings,
+    logDir?: LogDirGuard,
   ) {
-    this.producerState = new ProducerStateLog(log, `${topic}-${partition}`, producerStateSettings);
+    this.producerState = new ProducerStateLog(
+      log,
+      `${topic}-${partition}`,
+      producerStateSettings,
+      logDir,
+    );
     this.producerStateRebuild = this.producerState.rebuild();
     this.assignment = assignment;
     this.role = assignment.leaderId === localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;

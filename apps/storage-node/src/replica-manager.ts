@@ -26,6 +26,7 @@ import {
   type ProducerStateSettings,
   type LogDirectory,
   type LogDirectoryLoadReport,
+  type LogDirGuard,
   type RecoveryReport,
   recoveryDidWork,
   verifyLog,
@@ -64,6 +65,8 @@ export interface ReplicaManagerOptions {
    */
   readonly verifyLogsOnStart?: boolean;
   readonly producerStateSettings?: ProducerStateSettings;
+  /** The data directory's health: appends refuse while it is offline and report failures. */
+  readonly logDir?: LogDirGuard;
 }
 
 function topicConfigMap(topic: TopicMetadata): Record<string, string> {
@@ -101,8 +104,7 @@ export class ReplicaManager {
     const { logs, report } = await this.options.logDirectory.loadLogs(
       folders.map((folder) => partitionKey(folder.topic, folder.partition)),
       (name) => ({
-        onBackgroundError: (error) =>
-          this.logger.error({ err: error, partition: name }, 'background flush failed'),
+        onBackgroundError: (error) => this.onBackgroundError(name, error),
       }),
     );
     for (const loaded of logs) {
@@ -117,6 +119,12 @@ export class ReplicaManager {
       });
     }
     return report;
+  }
+
+  /** A flush that failed: logged, and the data directory taken offline if the disk failed. */
+  private onBackgroundError(name: string, error: unknown): void {
+    this.logger.error({ err: error, partition: name }, 'background flush failed');
+    this.options.logDir?.report(error);
   }
 
   get(topic: string, partition: number): PartitionReplica | undefined {
@@ -291,6 +299,7 @@ export class ReplicaManager {
       this.brokerId,
       assignment,
       this.options.producerStateSettings ?? producerStateSettingsDefault,
+      this.options.logDir,
     );
     this.replicas.set(name, replica);
     const rebuild = replica.producerStateRebuild;
@@ -330,8 +339,7 @@ export class ReplicaManager {
     const directory = this.dataDirectory.partitionDirectory(topic.name, partition);
     const { log, report } = await this.options.logDirectory.openLog(name, {
       config: logConfigFromTopicConfigs(topicConfigMap(topic)),
-      onBackgroundError: (error) =>
-        this.logger.error({ err: error, partition: name }, 'background flush failed'),
+      onBackgroundError: (error) => this.onBackgroundError(name, error),
     });
     writeTopicId(directory, topic.topicId);
     this.events.onLogOpened?.(name, report);

@@ -29,6 +29,7 @@ import type { PartitionReplica } from './partition-replica';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
 import { startSlowDiskTestHook } from './slow-disk-test-hook';
+import { LogDirHealth } from './log-dir-health';
 import { appendStreams as createAppendStreams } from './append-streams';
 import { storageHandlers } from './storage-rpc';
 
@@ -218,10 +219,21 @@ export function startStorageNode(
       const dataDirectory = DataDirectory.open(config.dataDir);
       const logFiles = createLogFileHandleCache(config.logOpenFilesMax);
       registerLogOpenFileMetrics(metrics, logFiles);
+      // The controller link exists once the node listens; until then a change waits for the
+      // first heartbeat, which carries the state.
+      const controllerLink: { current?: ControllerLink } = {};
+      const logDirHealth = new LogDirHealth({
+        directory: config.dataDir,
+        logger: nodeLogger.child({ component: 'log-dir' }),
+        onChange: () => controllerLink.current?.heartbeatNow(),
+      });
+      context.onShutdown(async () => logDirHealth.stop());
       const logDirectory = LogDirectory.open(config.dataDir, {
         files: logFiles,
-        onBackgroundError: (error) =>
-          nodeLogger.error({ err: error }, 'recovery point checkpoint failed'),
+        onBackgroundError: (error) => {
+          nodeLogger.error({ err: error }, 'recovery point checkpoint failed');
+          logDirHealth.report(error);
+        },
       });
       // Off (no setting): nothing starts, and the append paths get no hook to call.
       const slowDisk =
@@ -279,6 +291,7 @@ export function startStorageNode(
         {
           logDirectory,
           verifyLogsOnStart: config.logVerifyOnStart,
+          logDir: logDirHealth,
           producerStateSettings: {
             producerIdExpirationMs: config.producerIdExpirationMs,
             maxProducers: config.maxProducersPerPartition,
@@ -348,10 +361,12 @@ export function startStorageNode(
             ],
             controllerAddresses: config.controllerAddresses,
             heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
+            logDirOffline: () => logDirHealth.offline,
           },
           metadata,
           nodeLogger.child({ component: 'controller-link' }),
         );
+        controllerLink.current = link;
         replication.fetchers = new ReplicaFetcherManager({
           brokerId,
           brokerEpoch: () => link.brokerEpoch,

@@ -52,6 +52,7 @@ export { segmentFileName } from './log-segment';
 export {
   ProducerStateLog,
   type LeaderAppendOutcome,
+  type LogDirGuard,
   type ProducerStateRebuildReport,
 } from './producer-state/producer-state-log';
 export {

@@ -11,7 +11,10 @@
  *   - truncations delete the snapshots past the new log end and rebuild: load the newest
  *     snapshot at or below it, then replay the batch headers after it;
  *   - opening (a restart, or a replica hosted again) rebuilds the same way; a clean close
- *     writes a durable snapshot at the log end offset, so the next open replays nothing.
+ *     writes a durable snapshot at the log end offset, so the next open replays nothing;
+ *   - with the data directory offline (a LogDirGuard: the storage node's log-dir-health.ts)
+ *     appends are refused before anything is checked or written, and an append that fails for
+ *     the disk's sake reports it.
  *
  * Rebuilding reads only the 61-byte header of each batch, never its records.
  */
@@ -53,6 +56,17 @@ export type LeaderAppendOutcome =
   | { readonly kind: 'appended'; readonly appended: AppendResult }
   | { readonly kind: 'duplicate'; readonly baseOffset: bigint; readonly lastOffset: bigint };
 
+/**
+ * The data directory's health as the log paths see it (Kafka's LogDirFailureChannel): appends
+ * refuse while it is offline, and report the errors that may mean the disk failed.
+ */
+export interface LogDirGuard {
+  /** Throws a retriable KAFKA_STORAGE_ERROR while the directory is offline. */
+  ensureOnline(): void;
+  /** Takes the directory offline when `error` is a disk failure; otherwise does nothing. */
+  report(error: unknown): void;
+}
+
 export class ProducerStateLog {
   readonly producers: ProducerStateManager;
   /**
@@ -66,6 +80,7 @@ export class ProducerStateLog {
     readonly log: Log,
     partitionName: string,
     settings?: ProducerStateSettings,
+    private readonly logDir?: LogDirGuard,
   ) {
     this.producers = new ProducerStateManager(partitionName, settings);
   }
@@ -75,6 +90,7 @@ export class ProducerStateLog {
    * A request of duplicates writes nothing and answers the original offsets.
    */
   appendAsLeader(records: Buffer, leaderEpoch: number): LeaderAppendOutcome {
+    this.logDir?.ensureOnline();
     const positions = batchPositions(records);
     const headers = positions === undefined ? undefined : producerHeadersOf(records, positions);
     if (headers !== undefined && headers.length > 0) {
@@ -99,6 +115,7 @@ export class ProducerStateLog {
 
   /** A follower's append of the leader's batches: the state follows without checks. */
   appendAsFollower(records: Buffer, leaderEpoch: number): AppendResult {
+    this.logDir?.ensureOnline();
     const appended = this.appendAndSnapshotOnRoll(records, leaderEpoch, false);
     this.snapshotCurrentAt = undefined;
     const positions = batchPositions(records);
@@ -186,7 +203,13 @@ export class ProducerStateLog {
     assignOffsets: boolean,
   ): AppendResult {
     const segmentsBefore = this.log.segmentCount;
-    const appended = this.log.append(records, { leaderEpoch, assignOffsets });
+    let appended: AppendResult;
+    try {
+      appended = this.log.append(records, { leaderEpoch, assignOffsets });
+    } catch (error) {
+      this.logDir?.report(error);
+      throw error;
+    }
     if (this.log.segmentCount !== segmentsBefore) {
       // The state does not include this append's batches yet: it is the state as of the new
       // segment's base offset, which is where this append started.

@@ -50,6 +50,13 @@ export interface RegisterBrokerResponse {
 export interface BrokerHeartbeatRequest {
   brokerId: number;
   brokerEpoch: bigint;
+  /**
+   * True while the node's data directory is offline (a full disk, an I/O error), as Kafka's
+   * OfflineLogDirs: the controller moves the node's leaderships, takes it out of the ISRs it can
+   * leave and elects it for nothing until a heartbeat says false again. The node sends one at
+   * once on either change.
+   */
+  logDirOffline: boolean;
 }
 
 export interface BrokerHeartbeatResponse {
@@ -536,7 +543,7 @@ export const RegisterBrokerResponse: MessageFns<RegisterBrokerResponse> = {
 };
 
 function createBaseBrokerHeartbeatRequest(): BrokerHeartbeatRequest {
-  return { brokerId: 0, brokerEpoch: 0n };
+  return { brokerId: 0, brokerEpoch: 0n, logDirOffline: false };
 }
 
 export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
@@ -549,6 +556,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
         throw new globalThis.Error("value provided for field message.brokerEpoch of type int64 too large");
       }
       writer.uint32(16).int64(message.brokerEpoch);
+    }
+    if (message.logDirOffline !== false) {
+      writer.uint32(24).bool(message.logDirOffline);
     }
     return writer;
   },
@@ -582,6 +592,14 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
             message.brokerEpoch = reader.int64() as bigint;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.logDirOffline = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -606,6 +624,11 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
         : isSet(object.broker_epoch)
         ? BigInt(object.broker_epoch)
         : 0n,
+      logDirOffline: isSet(object.logDirOffline)
+        ? globalThis.Boolean(object.logDirOffline)
+        : isSet(object.log_dir_offline)
+        ? globalThis.Boolean(object.log_dir_offline)
+        : false,
     };
   },
 
@@ -616,6 +639,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     }
     if (message.brokerEpoch !== 0n) {
       obj.brokerEpoch = message.brokerEpoch.toString();
+    }
+    if (message.logDirOffline !== false) {
+      obj.logDirOffline = message.logDirOffline;
     }
     return obj;
   },
@@ -629,6 +655,7 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
       ? BigInt(object.brokerEpoch)
       : 0n;
+    message.logDirOffline = object.logDirOffline ?? false;
     return message;
   },
 };
