@@ -43,7 +43,13 @@ import type { ActiveController } from './active-controller';
 import type { ClusterState } from './cluster-state';
 import { partitionMetadataOf, sortedBrokers, topicMetadataOf } from './metadata-conversions';
 import { ensureOffsetsTopic } from './offsets-topic';
-import { type BrokerWatch, brokerWatchOf, type MetadataPublisher } from './metadata-publisher';
+import {
+  type BrokerWatch,
+  brokerWatchOf,
+  type CoordinatorWatch,
+  coordinatorWatchOf,
+  type MetadataPublisher,
+} from './metadata-publisher';
 import { type AlterPartitionItem, alterPartitions } from './partition-commands';
 import { allocateProducerIdBlock } from './producer-id-blocks';
 import { describeTopicConfigs } from './topic-configs';
@@ -372,6 +378,9 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
       // process most likely did (broker-lifecycle.ts, fenceDisconnected, says why fencing is safe).
       const broker = brokerWatchOf(request);
       if (broker !== undefined) void fenceUnlessBack(controller, publisher, broker);
+      // A coordinator's likewise: its shards move now, not a session timeout later.
+      const coordinator = coordinatorWatchOf(request);
+      if (coordinator !== undefined) void removeUnlessBack(controller, publisher, coordinator);
     },
   };
 }
@@ -398,6 +407,35 @@ async function fenceUnlessBack(
     controller.context.logger.info(
       { err: error, brokerId: broker.brokerId },
       'fencing a disconnected broker failed; its session timeout applies',
+    );
+  }
+}
+
+/**
+ * Removes a coordinator whose watch broke and did not come back within the same grace as a
+ * storage node's: the process most likely died. Safe as removal on a session timeout is (a
+ * live coordinator removed by mistake registers again at its next heartbeat and its shards get
+ * new epochs, fencing anything the old owner still writes); only the incarnation that watched
+ * is removed, never a newer one.
+ */
+async function removeUnlessBack(
+  controller: ActiveController,
+  publisher: MetadataPublisher,
+  coordinator: CoordinatorWatch,
+): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, brokerWatchReconnectGraceMs));
+  if (publisher.isCoordinatorWatching(coordinator)) return;
+  try {
+    await controller.queue.run(() =>
+      controller.coordinators.removeDisconnected(
+        coordinator.coordinatorId,
+        coordinator.incarnationId,
+      ),
+    );
+  } catch (error) {
+    controller.context.logger.info(
+      { err: error, coordinatorId: coordinator.coordinatorId },
+      'removing a disconnected coordinator failed; its session timeout applies',
     );
   }
 }

@@ -1,8 +1,9 @@
 /**
  * Coordinators' lives as the active controller sees them, and the shards they own. A coordinator
  * registers with its first CoordinatorHeartbeat (id, endpoints, a new incarnation per process
- * start) and keeps heartbeating; one silent for `coordinator.session.timeout.ms`, or one that
- * says it is shutting down, is removed. Every change of the live set rebalances the
+ * start) and keeps heartbeating; one silent for `coordinator.session.timeout.ms`, one whose own
+ * WatchMetadata stream closed and did not come back (its process died), or one that says it is
+ * shutting down, is removed. Every change of the live set rebalances the
  * __consumer_offsets shards (coordinator-shard-assignment.ts) in the same store transaction as
  * the coordinator record, so the published owners and shard epochs are never half-updated.
  *
@@ -122,6 +123,18 @@ export class CoordinatorLifecycle {
       { coordinators: removed, reason, electionMs: this.clock() - startedMs },
       'coordinators removed',
     );
+  }
+
+  /**
+   * The coordinator's own WatchMetadata stream closed and it has not watched again: removes it
+   * now when that incarnation is still the registered one (a restarted process's new
+   * incarnation is left alone), instead of after coordinator.session.timeout.ms.
+   */
+  async removeDisconnected(coordinatorId: string, incarnationId: string): Promise<boolean> {
+    const existing = this.context.state.coordinators.get(coordinatorId);
+    if (existing === undefined || existing.record.incarnationId !== incarnationId) return false;
+    await this.remove([coordinatorId], 'its controller stream closed');
+    return true;
   }
 
   shardsOf(coordinatorId: string): ShardOwnership[] {

@@ -1,7 +1,8 @@
 // Proves the controller's coordinator registry end to end over gRPC, in-process on the local
 // metadata backend: coordinators register by heartbeating and share the 50 shards; a second
 // coordinator takes half and only half; one shutting down hands its shards off at once with
-// bumped shard epochs; a silent one is removed after its session; WatchMetadata publishes
+// bumped shard epochs; a silent one is removed after its session, one whose own watch closes at
+// once (and registers again if it still runs); WatchMetadata publishes
 // coordinators and shards; epochs survive a controller restart; "__" topic names are refused.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,6 @@ const journal = (): string =>
 async function start(metadataPath: string, extraArgs: string[] = []): Promise<RunningService> {
   return startController({
     argv: [
-      ...extraArgs,
       '--grpc-port',
       '0',
       '--metrics-port',
@@ -32,6 +32,8 @@ async function start(metadataPath: string, extraArgs: string[] = []): Promise<Ru
       metadataPath,
       '--coordinator-session-timeout-ms',
       '600',
+      // Last, so a test may set the session timeout too.
+      ...extraArgs,
     ],
     env: {},
     handleSignals: false,
@@ -160,6 +162,37 @@ describe('coordinator registry', () => {
     const again = await after.heartbeat('bb', 'bb-3');
     for (const shard of again.shards)
       expect(shard.shardEpoch).toBeGreaterThan(epochs.get(shard.partition) ?? 0);
+  });
+
+  it('removes a coordinator when its own watch closes, not a session later, and takes it back', async () => {
+    const { client, heartbeat } = await controller(journal(), [
+      '--coordinator-session-timeout-ms',
+      '60000',
+    ]);
+    await heartbeat('a', 'a-1');
+    expect((await heartbeat('bb', 'bb-1')).shards).toHaveLength(25);
+    const watch = (incarnationId: string) => {
+      const messages: WatchMetadataResponse[] = [];
+      const stream = client.watchMetadata({
+        fromVersion: 0n,
+        coordinatorId: 'a',
+        coordinatorIncarnationId: incarnationId,
+      });
+      stream.on('data', (message: WatchMetadataResponse) => messages.push(message));
+      stream.on('error', () => {});
+      return { stream, messages };
+    };
+    const own = watch('a-1');
+    await until(async () => own.messages[0]);
+    const startedAt = Date.now();
+    // The process dies: its stream closes. bb gets every shard in about the reconnect grace.
+    own.stream.cancel();
+    await until(async () =>
+      (await heartbeat('bb', 'bb-1')).shards.length === 50 ? true : undefined,
+    );
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    // Removed by mistake (it still runs): its next heartbeat registers it again.
+    expect((await heartbeat('a', 'a-1')).shards).toHaveLength(25);
   });
 
   it('moves 1,000 shards, more than one transaction holds, between coordinators', async () => {

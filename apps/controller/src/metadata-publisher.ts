@@ -18,7 +18,9 @@
  *
  * A storage node's watch names its registration: serve() resolves when the node's stream goes
  * away (cancelled or failed, as a killed process's does), and the caller may fence the node
- * then (controller-rpc.ts); isWatching() says whether the node has watched again since.
+ * then (controller-rpc.ts); isWatching() says whether the node has watched again since. A
+ * coordinator's watch names its incarnation the same way, and the caller may remove it then
+ * (isCoordinatorWatching()).
  *
  * Bounds: a watcher that does not read its stream is cut off once its unsent messages pass
  * `pendingBytesMax` (it reconnects and gets a snapshot) instead of growing this process's memory.
@@ -62,10 +64,39 @@ export function brokerWatchOf(request: WatchMetadataRequest): BrokerWatch | unde
   return { brokerId, brokerEpoch };
 }
 
+export interface CoordinatorWatch {
+  readonly coordinatorId: string;
+  readonly incarnationId: string;
+}
+
+/** The coordinator incarnation a watch names, or undefined for any other watcher. */
+export function coordinatorWatchOf(request: WatchMetadataRequest): CoordinatorWatch | undefined {
+  const { coordinatorId, coordinatorIncarnationId } = request;
+  if (
+    coordinatorId === undefined ||
+    coordinatorId === '' ||
+    coordinatorIncarnationId === undefined ||
+    coordinatorIncarnationId === ''
+  )
+    return undefined;
+  return { coordinatorId, incarnationId: coordinatorIncarnationId };
+}
+
+/** The process a watch names (a storage node's registration, a coordinator's incarnation). */
+function watcherKeyOf(request: WatchMetadataRequest): string | undefined {
+  const broker = brokerWatchOf(request);
+  if (broker !== undefined) return brokerWatchKey(broker);
+  const coordinator = coordinatorWatchOf(request);
+  return coordinator === undefined ? undefined : coordinatorWatchKey(coordinator);
+}
+
 export class MetadataPublisher {
   private readonly watchers = new Set<(error: Error) => void>();
-  /** Open watches per storage-node registration, `${brokerId}:${brokerEpoch}` → count. */
-  private readonly brokerWatches = new Map<string, number>();
+  /**
+   * Open watches per named process: `broker:${brokerId}:${brokerEpoch}` or
+   * `coordinator:${coordinatorId}:${incarnationId}` → count.
+   */
+  private readonly processWatches = new Map<string, number>();
   /** Per cluster state (one per leadership): the watchers its deltas go to. */
   private readonly fanOuts = new WeakMap<ClusterState, FanOut>();
 
@@ -77,7 +108,12 @@ export class MetadataPublisher {
 
   /** Whether a watch of this registration is open (the node came back after a break). */
   isWatching(watch: BrokerWatch): boolean {
-    return (this.brokerWatches.get(brokerWatchKey(watch)) ?? 0) > 0;
+    return (this.processWatches.get(brokerWatchKey(watch)) ?? 0) > 0;
+  }
+
+  /** Whether a watch of this coordinator incarnation is open (it came back after a break). */
+  isCoordinatorWatching(watch: CoordinatorWatch): boolean {
+    return (this.processWatches.get(coordinatorWatchKey(watch)) ?? 0) > 0;
   }
 
   /** Streams until the client cancels or the controller steps down (the promise rejects). */
@@ -86,10 +122,9 @@ export class MetadataPublisher {
     state: ClusterState,
     controllerAddress: string,
   ): Promise<void> {
-    const broker = brokerWatchOf(call.request);
-    const brokerKey = broker === undefined ? undefined : brokerWatchKey(broker);
-    if (brokerKey !== undefined) {
-      this.brokerWatches.set(brokerKey, (this.brokerWatches.get(brokerKey) ?? 0) + 1);
+    const processKey = watcherKeyOf(call.request);
+    if (processKey !== undefined) {
+      this.processWatches.set(processKey, (this.processWatches.get(processKey) ?? 0) + 1);
     }
     return new Promise<void>((resolve, reject) => {
       let unsubscribe = (): void => {};
@@ -99,10 +134,10 @@ export class MetadataPublisher {
         finished = true;
         unsubscribe();
         this.watchers.delete(endWithError);
-        if (brokerKey !== undefined) {
-          const count = (this.brokerWatches.get(brokerKey) ?? 1) - 1;
-          if (count > 0) this.brokerWatches.set(brokerKey, count);
-          else this.brokerWatches.delete(brokerKey);
+        if (processKey !== undefined) {
+          const count = (this.processWatches.get(processKey) ?? 1) - 1;
+          if (count > 0) this.processWatches.set(processKey, count);
+          else this.processWatches.delete(processKey);
         }
         if (error === undefined) resolve();
         else reject(error);
@@ -236,5 +271,9 @@ function partitionsWrittenAt(topic: TopicState, revision: bigint): PartitionMeta
 }
 
 function brokerWatchKey(watch: BrokerWatch): string {
-  return `${watch.brokerId}:${watch.brokerEpoch}`;
+  return `broker:${watch.brokerId}:${watch.brokerEpoch}`;
+}
+
+function coordinatorWatchKey(watch: CoordinatorWatch): string {
+  return `coordinator:${watch.coordinatorId}:${watch.incarnationId}`;
 }

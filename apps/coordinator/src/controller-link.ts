@@ -59,6 +59,12 @@ export class ControllerLink {
       controllerAddresses: options.controllerAddresses,
       controllerCallAttempts: controllerCallAttemptsMax,
       logger,
+      // The controller removes this incarnation as soon as its watch breaks (the process died),
+      // not a session timeout later: the shards move, and gateways learn it from their watch.
+      watchingCoordinator: () => ({
+        coordinatorId: options.coordinatorId,
+        coordinatorIncarnationId: this.incarnationId,
+      }),
     });
     this.channel = this.cluster.channel;
     this.allocateProducerIds = controllerProducerIdBlocks(this.channel, options.coordinatorId);

@@ -36,6 +36,11 @@ export interface ClusterLinkOptions {
    * and for other services.
    */
   readonly watchingBroker?: () => { brokerId: number; brokerEpoch: bigint } | undefined;
+  /**
+   * A coordinator's incarnation, sent with each watch so the controller removes the coordinator
+   * (moving its shards) as soon as its stream breaks (WatchMetadataRequest.coordinator_id).
+   */
+  readonly watchingCoordinator?: () => { coordinatorId: string; coordinatorIncarnationId: string };
   readonly logger: Logger;
 }
 
@@ -59,6 +64,7 @@ export class ClusterLink {
         client.watchMetadata({
           fromVersion: this.metadata.version,
           ...options.watchingBroker?.(),
+          ...options.watchingCoordinator?.(),
         }),
       onMessage: (message: WatchMetadataResponse) => {
         this.metadata.apply(message);

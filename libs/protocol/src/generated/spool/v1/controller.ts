@@ -242,7 +242,17 @@ export interface WatchMetadataRequest {
    * any other watcher.
    */
   brokerId?: number | undefined;
-  brokerEpoch?: bigint | undefined;
+  brokerEpoch?:
+    | bigint
+    | undefined;
+  /**
+   * A coordinator's own watch: its id and the incarnation it heartbeats with. When this stream
+   * breaks while that incarnation is registered, the controller removes the coordinator at once
+   * (its shards move) instead of after coordinator.session.timeout.ms. Unset for any other
+   * watcher.
+   */
+  coordinatorId?: string | undefined;
+  coordinatorIncarnationId?: string | undefined;
 }
 
 export interface WatchMetadataResponse {
@@ -3406,7 +3416,13 @@ export const AlterPartitionPartitionResult: MessageFns<AlterPartitionPartitionRe
 };
 
 function createBaseWatchMetadataRequest(): WatchMetadataRequest {
-  return { fromVersion: 0n, brokerId: undefined, brokerEpoch: undefined };
+  return {
+    fromVersion: 0n,
+    brokerId: undefined,
+    brokerEpoch: undefined,
+    coordinatorId: undefined,
+    coordinatorIncarnationId: undefined,
+  };
 }
 
 export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
@@ -3425,6 +3441,12 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
         throw new globalThis.Error("value provided for field message.brokerEpoch of type int64 too large");
       }
       writer.uint32(24).int64(message.brokerEpoch);
+    }
+    if (message.coordinatorId !== undefined) {
+      writer.uint32(34).string(message.coordinatorId);
+    }
+    if (message.coordinatorIncarnationId !== undefined) {
+      writer.uint32(42).string(message.coordinatorIncarnationId);
     }
     return writer;
   },
@@ -3466,6 +3488,22 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
             message.brokerEpoch = reader.int64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.coordinatorId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.coordinatorIncarnationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3495,6 +3533,16 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
         : isSet(object.broker_epoch)
         ? BigInt(object.broker_epoch)
         : undefined,
+      coordinatorId: isSet(object.coordinatorId)
+        ? globalThis.String(object.coordinatorId)
+        : isSet(object.coordinator_id)
+        ? globalThis.String(object.coordinator_id)
+        : undefined,
+      coordinatorIncarnationId: isSet(object.coordinatorIncarnationId)
+        ? globalThis.String(object.coordinatorIncarnationId)
+        : isSet(object.coordinator_incarnation_id)
+        ? globalThis.String(object.coordinator_incarnation_id)
+        : undefined,
     };
   },
 
@@ -3508,6 +3556,12 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
     }
     if (message.brokerEpoch !== undefined) {
       obj.brokerEpoch = message.brokerEpoch.toString();
+    }
+    if (message.coordinatorId !== undefined) {
+      obj.coordinatorId = message.coordinatorId;
+    }
+    if (message.coordinatorIncarnationId !== undefined) {
+      obj.coordinatorIncarnationId = message.coordinatorIncarnationId;
     }
     return obj;
   },
@@ -3524,6 +3578,8 @@ export const WatchMetadataRequest: MessageFns<WatchMetadataRequest> = {
     message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
       ? BigInt(object.brokerEpoch)
       : undefined;
+    message.coordinatorId = object.coordinatorId ?? undefined;
+    message.coordinatorIncarnationId = object.coordinatorIncarnationId ?? undefined;
     return message;
   },
 };
