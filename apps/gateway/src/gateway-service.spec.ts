@@ -1,8 +1,9 @@
 // Proves the gateway in-process against a fake controller and two fake storage nodes on loopback:
 // it is not ready until the first metadata snapshot arrives, then routes one produce request's
 // partitions to their leaders, follows a leader change (NOT_LEADER_OR_FOLLOWER, then a metadata
-// delta) and retries there, refuses bad batches, unknown topics and partitions before any leader
-// sees them, bounds produce bytes in flight per connection (on a ProduceStream too, where each
+// delta) and retries there, forwards record bytes unread and answers with the leader's error for
+// a bad batch (the leader alone checks batches), refuses unknown topics and partitions before any
+// leader sees them, bounds produce bytes in flight per connection (on a ProduceStream too, where each
 // request is answered by its correlation id as it finishes), answers a group RPC with
 // COORDINATOR_NOT_AVAILABLE when no coordinator owns the group, counts all of it in its metrics,
 // and stops cleanly.
@@ -26,6 +27,7 @@ import {
   type AppendStreamRequest,
   type AppendStreamResponse,
   type ProduceStreamResponse,
+  type ProtoError,
   type WatchMetadataRequest,
   type WatchMetadataResponse,
 } from '@spool/protocol';
@@ -77,11 +79,17 @@ class FakeController {
   }
 }
 
-/** A storage node that leads what `leads` says and records every append it takes. */
+/**
+ * A storage node that leads what `leads` says and records every append it takes. It checks no
+ * batch: a partition in `refusals` is answered with that error, as a leader answers a bad batch.
+ */
 class FakeStorageNode {
   readonly server = new GrpcServer(logger, { maxMessageBytes: 1 << 22, descriptorSetPaths: [] });
   readonly appended: string[] = [];
   readonly leads = new Set<string>();
+  readonly refusals = new Map<string, ProtoError>();
+  /** The record bytes of each partition's latest append, as they arrived. */
+  readonly receivedRecords = new Map<string, Buffer>();
   /** While set, appends wait for it: a leader that is slow to answer. */
   stall: Promise<void> | undefined;
   private nextOffset = 0n;
@@ -133,6 +141,9 @@ class FakeStorageNode {
             },
           };
         }
+        this.receivedRecords.set(name, Buffer.from(partition.records));
+        const refusal = this.refusals.get(name);
+        if (refusal !== undefined) return { ...base, error: refusal };
         this.appended.push(name);
         const baseOffset = this.nextOffset++;
         return { ...base, error: undefined, baseOffset, lastOffset: baseOffset };
@@ -247,26 +258,35 @@ describe('gateway service', () => {
     expect(nodes[0]!.appended).toEqual(['orders-0']);
   });
 
-  it('refuses bad batches, unknown topics and partitions before any leader sees them', async () => {
+  it("forwards record bytes unread with the leader's answer; refuses unknown topics and partitions before any leader sees them", async () => {
     const corrupted = batch();
     corrupted[corrupted.length - 1]! ^= 0xff;
+    // The leader of orders-0 (broker 1, since the leader change) answers as the real one does.
+    const leaderError = {
+      code: 'CORRUPT_MESSAGE',
+      message: 'orders-0: record batch at position 0: field crc at byte 17 is 0x1 but ...',
+      retriable: true,
+    };
+    nodes[1]!.refusals.set('orders-0', leaderError);
     const response = await produce([
       { topic: 'orders', partition: 0, records: corrupted },
-      { topic: 'orders', partition: 1, records: batch(2_500) },
       { topic: 'payments', partition: 0, records: batch() },
       { topic: 'orders', partition: 9, records: batch() },
+      { topic: 'orders', partition: 0, records: Buffer.alloc(0) },
       { topic: 'orders', partition: 1, records: Buffer.alloc(0) },
     ]);
+    nodes[1]!.refusals.clear();
     const errors = response.results.map((result) => result.error);
-    expect(errors[0]).toMatchObject({ code: 'CORRUPT_MESSAGE', retriable: true });
-    expect(errors[0]!.message).toMatch(/^orders-0: record batch at position 0: field crc/);
-    expect(errors[1]).toMatchObject({ code: 'MESSAGE_TOO_LARGE' });
-    expect(errors[1]!.message).toMatch(/^orders-1: .*more than the 2000 allowed/);
+    expect(errors[0]).toEqual(leaderError);
+    expect(nodes[1]!.receivedRecords.get('orders-0')).toEqual(corrupted);
+    expect(errors[1]).toMatchObject({ code: 'UNKNOWN_TOPIC_OR_PARTITION' });
+    expect(errors[1]!.message).toContain('topic "payments" does not exist');
     expect(errors[2]).toMatchObject({ code: 'UNKNOWN_TOPIC_OR_PARTITION' });
-    expect(errors[2]!.message).toContain('topic "payments" does not exist');
-    expect(errors[3]).toMatchObject({ code: 'UNKNOWN_TOPIC_OR_PARTITION' });
-    expect(errors[3]!.message).toContain('partition 9 of topic "orders" does not exist');
+    expect(errors[2]!.message).toContain('partition 9 of topic "orders" does not exist');
+    expect(errors[3]).toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(errors[3]!.message).toContain('appears more than once');
     expect(errors[4]).toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(errors[4]!.message).toContain('are empty');
     expect(nodes[0]!.appended).toHaveLength(1);
     expect(nodes[1]!.appended).toHaveLength(2);
   });

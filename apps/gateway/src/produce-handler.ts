@@ -5,23 +5,29 @@
  * 1. The request's record bytes count against the client connection's in-flight bound first
  *    (ProduceAdmission); over it, the whole request is refused, retriably.
  * 2. Each partition is checked before anything is sent: named once, a known topic and partition,
- *    and batches that pass splitRecordBatches (framing, magic, CRC, header fields, the topic's
- *    max.message.bytes). A partition that fails is answered with the error and not written; the
- *    other partitions of the request go on. Records are never decoded.
+ *    some record bytes. A partition that fails is answered with the error and not written; the
+ *    other partitions of the request go on.
+ *
+ *    The record bytes themselves (framing, magic, CRC, header fields, max.message.bytes) and
+ *    acks are checked by the leader alone, as Kafka checks them in the broker that writes the
+ *    bytes (LogValidator, ReplicaManager.appendRecords): the leader has to check them anyway,
+ *    since its own API takes appends from anyone and the bytes must be checked right before
+ *    they are written, and it knows the topic's config as the log applies it. A check here too
+ *    would compute every batch's CRC twice on the way to the disk. The gateway forwards the
+ *    bytes unread; a bad batch or acks is answered with the leader's error, which names the
+ *    partition, the batch's position and the field.
  * 3. The valid partitions go to their leaders (sendToLeaders: grouped, concurrent, re-routed
  *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout,
  *    each leader's share as one message on that leader's append stream (append-pipeline.ts).
  */
 import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import {
-  Acks,
   type PartitionAppendResult,
   type PartitionBatches,
   type ProduceRequest,
   type ProduceResponse,
   type ProtoError,
 } from '@spool/protocol';
-import { splitRecordBatches } from '@spool/record-batch';
 import type { AppendPipeline } from './append-pipeline';
 import { sendToLeaders } from './leader-router';
 import type { MetadataLink } from './metadata-link';
@@ -32,8 +38,6 @@ import type { ProduceAdmission } from './produce-admission';
 export const produceTimeoutMsDefault = 30_000;
 /** The longest a produce may take, whatever it asks (the leaders bound acks=all waits alike). */
 export const produceTimeoutMsMax = 120_000;
-/** Kafka's max.message.bytes default, for a topic whose config the metadata does not carry. */
-const maxMessageBytesDefault = 1_048_588;
 /** A leader's own REQUEST_TIMED_OUT answer should arrive before the call's deadline cuts it off. */
 const appendCallSlackMs = 2_000;
 
@@ -90,13 +94,6 @@ function checkPartition(
   if (partition.records.length === 0) {
     return wireErrorOf(new SpoolError('INVALID_REQUEST', `records of ${name} are empty`));
   }
-  const configured = Number(link.metadata.topicConfig(partition.topic, 'max.message.bytes'));
-  const maxBatchSizeBytes = Number.isSafeInteger(configured) ? configured : maxMessageBytesDefault;
-  try {
-    splitRecordBatches(partition.records, { maxBatchSizeBytes, origin: 'client' });
-  } catch (error) {
-    return wireErrorOf(error, `${name}: `);
-  }
   return undefined;
 }
 
@@ -110,10 +107,6 @@ export async function handleProduce(
   const sizeBytes = request.partitions.reduce((sum, entry) => sum + entry.records.length, 0);
   const release = admission.admit(peer, sizeBytes);
   try {
-    const acksValid =
-      request.acks === Acks.ACKS_NONE ||
-      request.acks === Acks.ACKS_LEADER ||
-      request.acks === Acks.ACKS_ALL;
     const timeoutMs =
       request.timeoutMs > 0
         ? Math.min(request.timeoutMs, produceTimeoutMsMax)
@@ -124,14 +117,7 @@ export async function handleProduce(
     const results = new Array<PartitionAppendResult | undefined>(request.partitions.length);
     const valid: Array<{ position: number; batches: PartitionBatches }> = [];
     request.partitions.forEach((batches, position) => {
-      const error = acksValid
-        ? checkPartition(link, batches, duplicates.has(position))
-        : wireErrorOf(
-            new SpoolError(
-              'INVALID_REQUIRED_ACKS',
-              `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
-            ),
-          );
+      const error = checkPartition(link, batches, duplicates.has(position));
       if (error === undefined) valid.push({ position, batches });
       else results[position] = failedResult(batches, error);
     });

@@ -121,13 +121,13 @@ describe('log dir health', () => {
     expect(log.logEndOffset).toBe(1n);
 
     // The disk fails under the append: the error goes back to the caller and is reported.
-    const append = log.append.bind(log);
-    log.append = () => {
+    const appendValidated = log.appendValidated.bind(log);
+    log.appendValidated = () => {
       throw wrapped('ENOSPC');
     };
     expect(() => state.appendAsLeader(records(), 0)).toThrow(/ENOSPC/);
     expect(value.offline).toBe(true);
-    log.append = append;
+    log.appendValidated = appendValidated;
 
     // Offline: refused before the log is touched, a leader's append and a follower's.
     expect(() => state.appendAsLeader(records(), 0)).toThrow(/offline/);

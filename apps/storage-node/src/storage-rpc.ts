@@ -5,6 +5,12 @@
  * the producer state checks every idempotent batch's epoch and sequence before that).
  * The gRPC server counts and times every call and counts the partition errors in its answer;
  * Append also reports where its time went (queue, local append, replication wait).
+ *
+ * Append is where a produced batch's bytes and the request's acks are checked, and the only
+ * place: the gateway forwards both unread (produce-handler.ts says why), as Kafka checks them in
+ * the broker that writes the bytes. acks is checked once per request, before any partition, as
+ * Kafka's ReplicaManager.appendRecords does; the batches once per partition, by the log
+ * (Log.validateAppend), right before they are written.
  */
 import { isAssertionFailure, SpoolError } from '@spool/common';
 import {
@@ -19,6 +25,7 @@ import {
   type PartitionAppendResult,
   type ProtoError,
 } from '@spool/protocol';
+import { RecordBatchError } from '@spool/record-batch';
 import type { PartitionReplica } from './partition-replica';
 import type { ReplicaManager } from './replica-manager';
 import type { StorageMetrics } from './storage-metrics';
@@ -48,6 +55,24 @@ export function protoError(error: unknown): ProtoError {
   return { code: 'UNKNOWN_SERVER_ERROR', message: String(error), retriable: false };
 }
 
+/** Kafka's acks values: 0, 1 and -1 (all). */
+function isValidAcks(acks: Acks): boolean {
+  return acks === Acks.ACKS_NONE || acks === Acks.ACKS_LEADER || acks === Acks.ACKS_ALL;
+}
+
+/** A partition's answer before anything is known: no offsets, no error. */
+function appendResultOf(partition: AppendRequest['partitions'][number]): PartitionAppendResult {
+  return {
+    topic: partition.topic,
+    partition: partition.partition,
+    error: undefined,
+    baseOffset: -1n,
+    lastOffset: -1n,
+    logAppendTimeMs: -1n,
+    logStartOffset: -1n,
+  };
+}
+
 function minInsyncReplicas(
   replica: PartitionReplica,
   topicConfig: (topic: string, name: string) => string | undefined,
@@ -73,26 +98,8 @@ export function storageHandlers(
     partition: AppendRequest['partitions'][number],
     receivedAtMs: number,
   ): Promise<PartitionAppendResult> => {
-    const result: PartitionAppendResult = {
-      topic: partition.topic,
-      partition: partition.partition,
-      error: undefined,
-      baseOffset: -1n,
-      lastOffset: -1n,
-      logAppendTimeMs: -1n,
-      logStartOffset: -1n,
-    };
+    const result = appendResultOf(partition);
     try {
-      if (
-        request.acks !== Acks.ACKS_NONE &&
-        request.acks !== Acks.ACKS_LEADER &&
-        request.acks !== Acks.ACKS_ALL
-      ) {
-        throw new SpoolError(
-          'INVALID_REQUIRED_ACKS',
-          `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
-        );
-      }
       const replica = replicas().require(partition.topic, partition.partition);
       replica.ensureLeader();
       const minInsync = minInsyncReplicas(replica, topicConfig);
@@ -162,13 +169,29 @@ export function storageHandlers(
         logStartOffset: replica.log.logStartOffset,
       };
     } catch (error) {
-      return { ...result, error: protoError(error) };
+      const answer = protoError(error);
+      // A batch's error names its byte position and field; the partition completes the name.
+      if (error instanceof RecordBatchError) {
+        answer.message = `${partition.topic}-${partition.partition}: ${answer.message}`;
+      }
+      return { ...result, error: answer };
     }
   };
 
   return {
     append: async (request: AppendRequest): Promise<AppendResponse> => {
       const receivedAtMs = performance.now();
+      if (!isValidAcks(request.acks)) {
+        const error = protoError(
+          new SpoolError(
+            'INVALID_REQUIRED_ACKS',
+            `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
+          ),
+        );
+        return {
+          results: request.partitions.map((partition) => ({ ...appendResultOf(partition), error })),
+        };
+      }
       return {
         results: await Promise.all(
           request.partitions.map((partition) => appendPartition(request, partition, receivedAtMs)),

@@ -34,6 +34,7 @@ export {
   recoveryPointCheckpointFile,
   type AppendOptions,
   type AppendResult,
+  type ValidatedBatches,
   type LogOpenOptions,
   type LogReadResult,
   type ReadOptions,

@@ -1,6 +1,7 @@
 // Proves the partition log's contract on real files: offsets are assigned by patching batches in
 // place (CRC intact), reads return whole batches within maxBytes and below the high watermark,
-// bad input writes nothing, followers must continue the log exactly, segments roll by size, age
+// bad input writes nothing, batches are checked once (validateAppend) for one append of their
+// kind, followers must continue the log exactly, segments roll by size, age
 // and full index, retention keeps the active segment and lets readers finish, truncation and
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -126,6 +127,27 @@ describe('Log append and read', () => {
     );
     expect(log.logEndOffset).toBe(0n);
     expect(log.sizeBytes).toBe(0);
+  });
+
+  it('appends batches checked by validateAppend once, and only those', async () => {
+    const { log } = await openLog();
+    const records = Buffer.concat([batchOf(2), batchOf(3)]);
+    const validated = log.validateAppend(records, leader);
+    expect(validated.positions).toEqual([0, batchOf(2).length]);
+    expect(log.appendValidated(validated, leader)).toMatchObject({
+      baseOffset: 0n,
+      lastOffset: 4n,
+    });
+    // Used once: its offsets are patched in, so it would no longer pass a client's checks.
+    expect(() => log.appendValidated(validated, leader)).toThrow(/assert/i);
+    // Made by hand, not by validateAppend: nothing vouches for the bytes.
+    const forged = { records: batchOf(1), positions: [0], assignOffsets: true };
+    expect(() => log.appendValidated(forged, leader)).toThrow(/assert/i);
+    // Checked for a follower's append, used for a leader's.
+    const follower = { leaderEpoch: 3, assignOffsets: false };
+    const asFollower = log.validateAppend(batchOf(1), follower);
+    expect(() => log.appendValidated(asFollower, leader)).toThrow(/assert/i);
+    expect(log.logEndOffset).toBe(5n);
   });
 
   it('takes a follower append only where the log ends, with the leader offsets and epochs', async () => {

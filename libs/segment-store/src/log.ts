@@ -150,6 +150,23 @@ export interface AppendOptions {
   readonly assignOffsets: boolean;
 }
 
+/**
+ * Batches that passed an append's checks (step 1 of `Log.append`), with where each one starts,
+ * for the log that checked them and the kind of append they were checked for. The producer
+ * state needs the batch positions before the log writes (to check sequences), so it asks the log
+ * to check once and hands the result to `appendValidated`: the framing is walked once and every
+ * CRC computed once per append. Only `Log.validateAppend` makes one.
+ */
+export interface ValidatedBatches {
+  readonly records: Buffer;
+  /** The byte position of each batch in `records`, in order. */
+  readonly positions: readonly number[];
+  readonly assignOffsets: boolean;
+}
+
+/** The ValidatedBatches that validateAppend made and no append has used yet. */
+const validatedBatches = new WeakSet<ValidatedBatches>();
+
 export interface AppendResult {
   readonly baseOffset: bigint;
   readonly lastOffset: bigint;
@@ -522,7 +539,6 @@ export class Log {
     return own;
   }
 
-
   get segmentCount(): number {
     return this.segments.length;
   }
@@ -579,8 +595,17 @@ export class Log {
    *   5. Write, index, record new epochs, schedule a flush by policy.
    */
   append(records: Buffer, options: AppendOptions): AppendResult {
+    return this.appendValidated(this.validateAppend(records, options), options);
+  }
+
+  /**
+   * Step 1 of `append` alone: every batch of `records` checked (framing, magic, CRC, fields,
+   * max.message.bytes on the leader), throwing the typed error of the first bad one. This is the
+   * one place a produced batch's bytes are checked: the gateway forwards them unread, and the
+   * producer state reads its fields from the positions returned here.
+   */
+  validateAppend(records: Buffer, options: Pick<AppendOptions, 'assignOffsets'>): ValidatedBatches {
     this.ensureOpen();
-    // 1.
     const positions = splitRecordBatchPositions(records, {
       maxBatchSizeBytes: options.assignOffsets ? this.config.maxMessageBytes : batchSizeBytesLimit,
       origin: options.assignOffsets ? 'client' : 'log',
@@ -591,6 +616,22 @@ export class Log {
         `append to ${this.directory} carried no record batches`,
       );
     }
+    const validated: ValidatedBatches = {
+      records,
+      positions,
+      assignOffsets: options.assignOffsets,
+    };
+    validatedBatches.add(validated);
+    return validated;
+  }
+
+  /** Steps 2-5 of `append`, for batches that `validateAppend` checked for the same kind. */
+  appendValidated(validated: ValidatedBatches, options: AppendOptions): AppendResult {
+    this.ensureOpen();
+    // Once only: a leader append patches offsets into the bytes, which would no longer pass.
+    assert(validatedBatches.delete(validated));
+    assert(validated.assignOffsets === options.assignOffsets);
+    const { records, positions } = validated;
     // 2.
     if (records.length > this.config.segmentBytes) {
       throw new SegmentStoreError(

@@ -3,8 +3,9 @@
  * the ProducerStateManager in step with the log). Every append and truncation of a hosted
  * replica goes through here, so the state always describes exactly the batches in the log:
  *
- *   - leader appends check the producers first (producer-state-manager.ts) and write nothing
- *     for a refused or duplicate request; the state is updated after the write succeeds;
+ *   - leader appends have the log check the batches once (Log.validateAppend), then check the
+ *     producers (producer-state-manager.ts) and write nothing for a refused or duplicate
+ *     request; the state is updated after the write succeeds;
  *   - follower appends update the state from the leader's batches, without checks;
  *   - a segment roll writes a snapshot as of the new segment's base offset, before the batches
  *     that went into the new segment are applied (producer-state-snapshot.ts);
@@ -24,9 +25,8 @@ import {
   RecordBatchHeader,
   producerIdPosition,
   recordBatchHeaderSizeBytes,
-  splitRecordBatchPositions,
 } from '@spool/record-batch';
-import type { AppendResult, Log } from '../log';
+import type { AppendResult, Log, ValidatedBatches } from '../log';
 import {
   ProducerStateManager,
   producerBatchHeaderOf,
@@ -91,36 +91,28 @@ export class ProducerStateLog {
    */
   appendAsLeader(records: Buffer, leaderEpoch: number): LeaderAppendOutcome {
     this.logDir?.ensureOnline();
-    const positions = batchPositions(records);
-    const headers = positions === undefined ? undefined : producerHeadersOf(records, positions);
-    if (headers !== undefined && headers.length > 0) {
-      let check;
-      try {
-        check = this.producers.checkLeaderAppend(headers);
-      } catch (error) {
-        // A damaged batch is reported as damaged, not as a sequence problem.
-        this.validate(records);
-        throw error;
-      }
-      if (check.kind === 'duplicate') {
-        this.validate(records);
-        return check;
-      }
+    // The batches are checked once, first (as Kafka's LogValidator runs before the producer
+    // state's checks): a damaged batch is reported as damaged, never as a sequence problem,
+    // and the positions the check returns are the only walk over the framing.
+    const validated = this.log.validateAppend(records, { assignOffsets: true });
+    const headers = producerHeadersOf(records, validated.positions);
+    if (headers.length > 0) {
+      const check = this.producers.checkLeaderAppend(headers);
+      if (check.kind === 'duplicate') return check;
     }
-    const appended = this.appendAndSnapshotOnRoll(records, leaderEpoch, true);
+    const appended = this.appendAndSnapshotOnRoll(validated, leaderEpoch);
     this.snapshotCurrentAt = undefined;
-    if (headers !== undefined && headers.length > 0) this.updateFrom(records, positions!);
+    if (headers.length > 0) this.updateFrom(records, validated.positions);
     return { kind: 'appended', appended };
   }
 
   /** A follower's append of the leader's batches: the state follows without checks. */
   appendAsFollower(records: Buffer, leaderEpoch: number): AppendResult {
     this.logDir?.ensureOnline();
-    const appended = this.appendAndSnapshotOnRoll(records, leaderEpoch, false);
+    const validated = this.log.validateAppend(records, { assignOffsets: false });
+    const appended = this.appendAndSnapshotOnRoll(validated, leaderEpoch);
     this.snapshotCurrentAt = undefined;
-    const positions = batchPositions(records);
-    if (positions === undefined) this.rebuild();
-    else this.updateFrom(records, positions);
+    this.updateFrom(records, validated.positions);
     return appended;
   }
 
@@ -197,15 +189,14 @@ export class ProducerStateLog {
     return removed;
   }
 
-  private appendAndSnapshotOnRoll(
-    records: Buffer,
-    leaderEpoch: number,
-    assignOffsets: boolean,
-  ): AppendResult {
+  private appendAndSnapshotOnRoll(validated: ValidatedBatches, leaderEpoch: number): AppendResult {
     const segmentsBefore = this.log.segmentCount;
     let appended: AppendResult;
     try {
-      appended = this.log.append(records, { leaderEpoch, assignOffsets });
+      appended = this.log.appendValidated(validated, {
+        leaderEpoch,
+        assignOffsets: validated.assignOffsets,
+      });
     } catch (error) {
       this.logDir?.report(error);
       throw error;
@@ -252,14 +243,6 @@ export class ProducerStateLog {
     }
   }
 
-  /** Runs the full batch validation, so a damaged request fails as the log would fail it. */
-  private validate(records: Buffer): void {
-    splitRecordBatchPositions(records, {
-      maxBatchSizeBytes: this.log.config.maxMessageBytes,
-      origin: 'client',
-    });
-  }
-
   /** Reads each batch header from `from` to the log end and applies it; returns the count. */
   private replayHeaders(from: bigint): number {
     let offset = from;
@@ -289,25 +272,6 @@ export class ProducerStateLog {
     }
     return batches;
   }
-}
-
-/**
- * Batch positions from the length prefixes alone, or undefined when the framing is broken
- * (the log's own validation then reports it).
- */
-function batchPositions(records: Buffer): number[] | undefined {
-  const positions: number[] = [];
-  let position = 0;
-  while (position < records.length) {
-    if (position + recordBatchHeaderSizeBytes > records.length) return undefined;
-    const sizeBytes = records.readInt32BE(position + 8) + 12;
-    if (sizeBytes < recordBatchHeaderSizeBytes || position + sizeBytes > records.length) {
-      return undefined;
-    }
-    positions.push(position);
-    position += sizeBytes;
-  }
-  return positions;
 }
 
 /** Producer fields of the idempotent batches; empty when none has a producer id. */
