@@ -216,8 +216,8 @@ describe('helm/spool', () => {
         }
       }
       // Storage nodes, coordinators and gateways → controllers; controllers → etcd (unless
-      // external); the test Pod → the gateway; storage nodes advertise their stable names.
-      expect(addresses).toBeGreaterThanOrEqual(variant === 'external etcd' ? 5 : 6);
+      // external); the test Pod → the gateway. Every component advertises its pod IP.
+      expect(addresses).toBeGreaterThanOrEqual(variant === 'external etcd' ? 4 : 5);
       const controller = podSpecOf(find(objects(), 'Deployment', 'rel-spool-controller'))!;
       const endpoints = controller.containers[0]!.env!.find(
         (variable) => variable.name === 'SPOOL_ETCD_ENDPOINTS',
@@ -227,6 +227,14 @@ describe('helm/spool', () => {
         expect(objects().filter((object) => object.metadata.name.includes('etcd'))).toEqual([]);
       } else {
         expect(endpoints.split(',')).toHaveLength(3);
+      }
+    });
+
+    it('gives no pod the Service environment variables, which would fall in the SPOOL_ prefix', () => {
+      // Kubernetes names them after the Services: the release "spool" would get
+      // SPOOL_GATEWAY_PORT=tcp://..., read as a setting wherever one has that name.
+      for (const workload of workloadsOf(objects())) {
+        expect(podSpecOf(workload)!.enableServiceLinks, workload.metadata.name).toBe(false);
       }
     });
 

@@ -50,6 +50,7 @@ export interface PodSpec {
   containers: Container[];
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
+  enableServiceLinks?: boolean;
   terminationGracePeriodSeconds?: number;
   volumes?: Array<{ name: string; emptyDir?: object }>;
   affinity?: Record<string, unknown>;
