@@ -11,7 +11,7 @@
 // keeping the volumes. Each step prints what it measured; the last line is one JSON object.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Spool, type Admin, type Producer } from '@spool/client';
@@ -57,6 +57,48 @@ let gatewayAddress = '';
 let spool: Spool;
 let admin: Admin;
 let prometheus: ChildProcess | undefined;
+/**
+ * SPOOL_K8S_POD_LOGS=<dir>: every container's log, followed from its start into <dir>/<pod>.log,
+ * so the logs of pods a step deletes or rolls are kept for a look afterwards.
+ */
+const podLogDirectory = process.env['SPOOL_K8S_POD_LOGS'];
+const podLogFollowers = new Map<string, ChildProcess>();
+let podLogTimer: NodeJS.Timeout | undefined;
+
+function followPodLogs(directory: string): void {
+  mkdirSync(directory, { recursive: true });
+  const poll = async (): Promise<void> => {
+    const { stdout } = await kubectl(['get', 'pods', '-o', 'json']).catch(() => ({ stdout: '' }));
+    if (stdout === '') return;
+    for (const current of (JSON.parse(stdout) as { items: PodStatus[] }).items) {
+      const key = current.metadata.uid;
+      const running = current.status.containerStatuses?.[0]?.containerID;
+      if (running === undefined || podLogFollowers.has(key + running)) continue;
+      const follower = spawn(
+        path.join(binaries, 'kubectl'),
+        [
+          '--kubeconfig',
+          kubeconfig,
+          '--namespace',
+          namespace,
+          'logs',
+          '-f',
+          '--timestamps',
+          current.metadata.name,
+        ],
+        {
+          stdio: [
+            'ignore',
+            openSync(path.join(directory, `${current.metadata.name}.log`), 'a'),
+            'ignore',
+          ],
+        },
+      );
+      podLogFollowers.set(key + running, follower);
+    }
+  };
+  podLogTimer = setInterval(() => void poll(), 1_000);
+}
 
 interface RunResult {
   readonly stdout: string;
@@ -135,7 +177,12 @@ interface PodStatus {
     phase?: string;
     podIP?: string;
     conditions?: { type: string; status: string }[];
-    containerStatuses?: { containerID?: string; restartCount: number; ready: boolean }[];
+    containerStatuses?: {
+      containerID?: string;
+      restartCount: number;
+      ready: boolean;
+      state?: { running?: unknown; waiting?: unknown; terminated?: unknown };
+    }[];
   };
 }
 
@@ -335,6 +382,7 @@ beforeAll(async () => {
   helmPath = (
     await run('bash', [path.join(workspaceRoot, 'test/support/ensure-helm.sh')], 900_000)
   ).stdout.trim();
+  if (podLogDirectory !== undefined) followPodLogs(podLogDirectory);
   // A previous run's release and volumes, if it stopped half-way.
   await helm(['uninstall', release, '--wait', '--ignore-not-found']).catch(() => undefined);
   await kubectl(['delete', 'pvc', '--all', '--wait=true'], 120_000).catch(() => undefined);
@@ -343,6 +391,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.disconnect().catch(() => undefined);
   prometheus?.kill('SIGTERM');
+  clearInterval(podLogTimer);
+  for (const follower of podLogFollowers.values()) follower.kill('SIGTERM');
   rmSync(scratch, { recursive: true, force: true });
   await helm(['uninstall', release, '--wait', '--ignore-not-found']).catch(() => undefined);
   await run(
@@ -362,6 +412,37 @@ afterAll(async () => {
 });
 
 describe.sequential('Spool on Kubernetes', () => {
+  step('bad-values-refused', async () => {
+    // A values file with one bad setting: the chart's values.schema.json refuses it before
+    // anything reaches the cluster, and the message names the setting.
+    const badValues = path.join(scratch, 'bad-values.yaml');
+    writeFileSync(badValues, 'storageNode:\n  replicas: three\n');
+    const refused = await helm([
+      'install',
+      `${release}-bad`,
+      path.join(workspaceRoot, 'helm/spool'),
+      '--create-namespace',
+      '--dry-run=server',
+      '-f',
+      badValues,
+    ]).then(
+      () => undefined,
+      (error: unknown) => String(error),
+    );
+    expect(refused, 'helm install accepted storageNode.replicas: three').toBeDefined();
+    expect(refused).toMatch(/values don't meet the specifications of the schema/);
+    expect(refused).toMatch(/storageNode\.?replicas|storageNode\/replicas/);
+    const releases = (await helm(['list', '--all', '-q'])).stdout.trim();
+    expect(releases).not.toContain(`${release}-bad`);
+    log(
+      'bad-values-refused',
+      `helm install refused it: ${refused!
+        .split('\n')
+        .find((line) => line.includes('replicas'))
+        ?.trim()}`,
+    );
+  });
+
   step('install', async () => {
     const started = Date.now();
     await helm([
@@ -382,7 +463,12 @@ describe.sequential('Spool on Kubernetes', () => {
       'jsonpath={.spec.clusterIP}',
     ]);
     gatewayAddress = `${stdout.trim()}:9090`;
-    spool = new Spool({ brokers: [gatewayAddress], clientId: 'k8s-suite' });
+    // SPOOL_K8S_SDK_LOG_LEVEL=debug shows each produce retry and its error code.
+    spool = new Spool({
+      brokers: [gatewayAddress],
+      clientId: 'k8s-suite',
+      logLevel: (process.env['SPOOL_K8S_SDK_LOG_LEVEL'] as 'debug' | undefined) ?? 'warn',
+    });
     admin = spool.admin({ requestTimeoutMs: 15_000 });
     await admin.connect();
     await helm(['test', release, '--timeout', '3m'], 240_000);
@@ -494,6 +580,51 @@ describe.sequential('Spool on Kubernetes', () => {
     expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
   });
 
+  step('kill-during-start-up', async () => {
+    // A storage pod whose process dies while it starts (its logs opening, its replicas catching
+    // up, not Ready yet): the container restarts in place and the pod becomes Ready.
+    const victim = `${release}-storage-0`;
+    const before = await pod(victim);
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await sleep(2_000);
+    await kubectl(['delete', 'pod', victim, '--wait=false']);
+    const starting = await waitFor(`${victim} recreated and starting`, 120_000, async () => {
+      const current = await pod(victim);
+      const container = current?.status.containerStatuses?.[0];
+      return current !== undefined &&
+        current.metadata.uid !== before?.metadata.uid &&
+        container?.state?.running !== undefined &&
+        !isReady(current)
+        ? current
+        : undefined;
+    });
+    const pid = await containerPid(victim);
+    const killed = Date.now();
+    process.kill(pid, 'SIGKILL');
+    await waitFor(`${victim} restarted in place and Ready`, 240_000, async () => {
+      const current = await pod(victim);
+      const restarts = current?.status.containerStatuses?.[0]?.restartCount ?? 0;
+      return current?.metadata.uid === starting.metadata.uid && restarts > 0 && isReady(current)
+        ? true
+        : undefined;
+    });
+    log(
+      'kill-during-start-up',
+      `pid ${pid} SIGKILLed before ${victim} was Ready; restarted and Ready after ${((Date.now() - killed) / 1000).toFixed(1)} s`,
+    );
+    await waitFor('every replica in its ISR', 120_000, async () =>
+      (await fullyReplicated(faultTopic)) ? true : undefined,
+    );
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'kill-during-start-up',
+      `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('kill-during-start-up', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+  });
+
   step('controller-and-etcd-delete', async () => {
     const activeController = async (): Promise<string | undefined> => {
       for (const candidate of await releasePods('controller')) {
@@ -576,6 +707,7 @@ describe.sequential('Spool on Kubernetes', () => {
       errors: 0,
       rolled: 9,
     });
+    expect(producer.maxLatencyMs).toBeLessThan(rollLatencyTargetMs);
   });
 
   step('scale-storage', async () => {

@@ -294,6 +294,7 @@ export class ProducerSender {
           partition: batch.partition,
           attempt: batch.attempts,
           code: error.code,
+          reason: error.message,
           backoffMs: waitMs,
         },
         'retrying a produce batch',
