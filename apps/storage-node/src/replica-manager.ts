@@ -8,8 +8,6 @@
  * Each partition folder carries `partition.metadata` with the topic id, as Kafka's does, so a log
  * is never mistaken for the log of a later topic with the same name.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { SpoolError, type Logger } from '@spool/common';
 import type {
   ClusterMetadataCache,
@@ -24,6 +22,8 @@ import {
   type LogCorruption,
   producerStateSettingsDefault,
   type ProducerStateSettings,
+  readPartitionTopicId,
+  writePartitionTopicId,
   type LogDirectory,
   type LogDirectoryLoadReport,
   type LogDirGuard,
@@ -33,8 +33,6 @@ import {
 } from '@spool/segment-store';
 import type { DataDirectory } from './data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
-
-export const partitionMetadataFile = 'partition.metadata';
 
 export interface ReplicaManagerEvents {
   /** A log was opened at start-up or created; `report` says what recovery did. */
@@ -115,7 +113,7 @@ export class ReplicaManager {
       this.events.onLogOpened?.(loaded.folder, loaded.report);
       this.unclaimedLogs.set(loaded.folder, {
         log: loaded.log,
-        topicId: readTopicId(loaded.log.directory),
+        topicId: readPartitionTopicId(loaded.log.directory),
       });
     }
     return report;
@@ -326,7 +324,7 @@ export class ReplicaManager {
     if (unclaimed !== undefined) {
       this.unclaimedLogs.delete(name);
       if (unclaimed.topicId === topic.topicId || unclaimed.topicId === '') {
-        writeTopicId(unclaimed.log.directory, topic.topicId);
+        writePartitionTopicId(unclaimed.log.directory, topic.topicId);
         if (this.options.verifyLogsOnStart ?? true) await this.verify(name, unclaimed.log);
         return unclaimed.log;
       }
@@ -341,7 +339,7 @@ export class ReplicaManager {
       config: logConfigFromTopicConfigs(topicConfigMap(topic)),
       onBackgroundError: (error) => this.onBackgroundError(name, error),
     });
-    writeTopicId(directory, topic.topicId);
+    writePartitionTopicId(directory, topic.topicId);
     this.events.onLogOpened?.(name, report);
     return log;
   }
@@ -386,7 +384,7 @@ export class ReplicaManager {
 
   /** The topic id the replica's log belongs to: remembered when hosted, so no file is read. */
   private topicIdOf(replica: PartitionReplica): string {
-    return this.topicIds.get(replica.name) ?? readTopicId(replica.log.directory);
+    return this.topicIds.get(replica.name) ?? readPartitionTopicId(replica.log.directory);
   }
 
   private async remove(replica: PartitionReplica): Promise<void> {
@@ -443,22 +441,6 @@ export class ReplicaManager {
     this.replicas.clear();
     this.unclaimedLogs.clear();
   }
-}
-
-function readTopicId(directory: string): string {
-  try {
-    const text = fs.readFileSync(path.join(directory, partitionMetadataFile), 'utf8');
-    return /topic_id: (\S+)/.exec(text)?.[1] ?? '';
-  } catch {
-    return '';
-  }
-}
-
-function writeTopicId(directory: string, topicId: string): void {
-  if (readTopicId(directory) === topicId) return;
-  const file = path.join(directory, partitionMetadataFile);
-  fs.writeFileSync(`${file}.tmp`, `version: 0\ntopic_id: ${topicId}\n`);
-  fs.renameSync(`${file}.tmp`, file);
 }
 
 function stringify(report: RecoveryReport): Record<string, unknown> {

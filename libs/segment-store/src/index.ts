@@ -31,6 +31,7 @@ export {
   leaderEpochCheckpointFile,
   legacyHighWatermarkFile,
   logStartOffsetCheckpointFile,
+  partitionMetadataFile,
   recoveryPointCheckpointFile,
   type AppendOptions,
   type AppendResult,
@@ -48,6 +49,7 @@ export {
   type LogConfig,
 } from './log-config';
 export { segmentFileName } from './log-segment';
+export { readPartitionTopicId, writePartitionTopicId } from './partition-metadata-file';
 
 // Idempotent producers: their state, kept in step with the log, and its snapshots
 export {

@@ -60,12 +60,9 @@ import type { FileHandleCache } from './file-handle-cache';
 import {
   cleanShutdownFile,
   legacyHighWatermarkFile,
-  Log,
   recoveryPointCheckpointFile,
-  type LogDirectoryMembership,
-  type LogOpenOptions,
-  type RecoveryReport,
-} from './log';
+} from './log-files';
+import { Log, type LogDirectoryMembership, type LogOpenOptions, type RecoveryReport } from './log';
 
 /** How often the recovery points are checkpointed (Kafka's log.flush.offset.checkpoint.interval.ms). */
 export const recoveryPointCheckpointIntervalMs = 60_000;

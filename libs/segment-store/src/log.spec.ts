@@ -6,12 +6,8 @@
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
-import {
-  Log,
-  writebackIntervalBytes,
-  writebackWithoutAddonIntervalBytes,
-  type LogOpenOptions,
-} from './log';
+import { Log, type LogOpenOptions } from './log';
+import { writebackIntervalBytes, writebackWithoutAddonIntervalBytes } from './log-flusher';
 import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
 import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './testing';
 

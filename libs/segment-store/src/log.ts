@@ -11,8 +11,7 @@
  *   log-start-offset-checkpoint       the log start offset (DeleteRecords and retention move it)
  *   leader-epoch-checkpoint           epoch → start offset (leader-epoch-cache.ts)
  *   high-watermark-checkpoint         the high watermark as of the last checkpoint
- *   partition.metadata                the topic id (Kafka's file; written by the storage node's
- *                                     replica manager, which knows topic ids)
+ *   partition.metadata                the topic id (partition-metadata-file.ts)
  *   .clean-shutdown                   present only between a clean close and the next open
  *   *.tmp                             an interrupted atomic write; removed on open
  *
@@ -57,20 +56,25 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as recordBatch from '@spool/record-batch';
 import * as common from '@spool/common';
-import {
-  fsyncDirectory,
-  fsyncDirectoryAsync,
-  readOffsetCheckpoint,
-  writeOffsetCheckpoint,
-} from './checkpoint-file';
-import { OffsetOutOfRangeError, SegmentStoreError, storageError } from './errors';
+import { fsyncDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint-file';
+import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
 import { defaultFileHandleCache, type FileHandleCache } from './file-handle-cache';
 import type { FileSlice } from './file-slice';
-import { LeaderEpochCache } from './leader-epoch-cache';
+import type { LeaderEpochCache } from './leader-epoch-cache';
 import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
 import { batchInfoFromHeader, LogSegment, type BatchInfo } from './log-segment';
 import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
-import { loadWritebackBinding, type WritebackBinding } from './native-writeback';
+import type { WritebackBinding } from './native-writeback';
+import { loadSegments } from './log-loader';
+import { segmentsPastRetention } from './log-retention';
+import {
+  cleanShutdownFile,
+  highWatermarkCheckpointFile,
+  legacyHighWatermarkFile,
+  logStartOffsetCheckpointFile,
+  recoveryPointCheckpointFile,
+} from './log-files';
+import { LogFlusher, writebackBindingDefault, type FlushedLog } from './log-flusher';
 
 // The append path calls these for every batch. A named import compiles to a property read of
 // the package's index module, which CommonJS re-exports through a getter (a few ns a call), so
@@ -86,39 +90,22 @@ const {
 // An assertion function needs a declared type to narrow; `typeof` keeps it the same function.
 const assert: typeof common.assert = common.assert;
 
-export const recoveryPointCheckpointFile = 'recovery-point-offset-checkpoint';
-
-/**
- * Every this many bytes appended, the log starts the kernel's write-out of them (sync_file_range,
- * native/writeback.c): no waiting, no journal commit. Without it, the kernel holds a segment's
- * pages dirty until they are 30 s old or the machine's dirty memory passes
- * vm.dirty_background_ratio (10 % of RAM: gigabytes), and a roll's flush then writes a whole
- * 1 GiB segment at once per replica. On one disk that burst stalled every writer: appends
- * throttled in the kernel (balance_dirty_pages) for up to 700 ms (e2e at 434k records/s, three
- * replicas, issue 11). Kafka leaves this to the operator's vm.dirty_* tuning; a log that writes
- * out as it goes needs none. Without the addon, a flush (fdatasync) every
- * writebackWithoutAddonIntervalBytes does the same job at the price of a journal commit each:
- * fdatasync every 4 MiB cost scenario 2 a sixth of its throughput, every 64 MiB let the bursts
- * back (p99 42-44 ms against 22-24 at 16 MiB).
- */
-export const writebackIntervalBytes = 4 * 1024 * 1024;
-export const writebackWithoutAddonIntervalBytes = 16 * 1024 * 1024;
-
-/** The addon's write-out, when the addon is built (native-writeback.ts). */
-const writebackBindingDefault = loadWritebackBinding();
-
 /**
  * How far back from the active segment's end a read counts as the recent tail (FileSlice.hot):
  * the bytes a follower or a consumer at the head fetches right after they were appended, which
  * are in the page cache unless the machine is short of memory.
  */
 export const hotTailBytes = 64 * 1024 * 1024;
-export const logStartOffsetCheckpointFile = 'log-start-offset-checkpoint';
-export const leaderEpochCheckpointFile = 'leader-epoch-checkpoint';
-export const cleanShutdownFile = '.clean-shutdown';
-export const highWatermarkCheckpointFile = 'high-watermark-checkpoint';
-/** The plain-text HW file of versions before the log owned its HW; read once, then removed. */
-export const legacyHighWatermarkFile = 'high-watermark';
+
+export {
+  cleanShutdownFile,
+  highWatermarkCheckpointFile,
+  leaderEpochCheckpointFile,
+  legacyHighWatermarkFile,
+  logStartOffsetCheckpointFile,
+  partitionMetadataFile,
+  recoveryPointCheckpointFile,
+} from './log-files';
 
 // Every leader append checks the CRC-32C of each batch: with the addon's crc32 instructions
 // when it loads (native-crc32c.ts). Chosen once, when this module loads, and logged in one line.
@@ -236,19 +223,8 @@ export class Log {
   private logStartOffsetValue: bigint;
   private recoveryPointValue: bigint;
   private lastRecoveryCheckpointMs = 0;
-  private unflushedRecords = 0;
-  /** Bytes appended since the last write-out started (writebackIntervalBytes). */
-  private unwrittenBytes = 0;
-  /** Where in the active segment the next write-out starts. */
-  private writebackPosition = 0;
-  private writebackSegment: LogSegment | undefined;
-  private readonly writeback: WritebackBinding | undefined;
   private readonly files: FileHandleCache;
-  private flushTimer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
-  private flushAgain = false;
-  /** A roll created segment files whose folder entries no flush has made durable yet. */
-  private directoryUnsynced = false;
+  private readonly flusher: LogFlusher;
   /** Changes on every truncation, so a flush that started before one cannot advance past it. */
   private truncationGeneration = 0;
   private closed = false;
@@ -282,8 +258,9 @@ export class Log {
     this.onBackgroundError = options.onBackgroundError ?? (() => {});
     this.files = options.files ?? defaultFileHandleCache;
     this.logDirectory = options.logDirectory;
-    this.writeback =
+    const writeback =
       options.writeback === undefined ? writebackBindingDefault : (options.writeback ?? undefined);
+    this.flusher = new LogFlusher(this.flushedLog(), writeback, this.onBackgroundError);
   }
 
   /**
@@ -294,112 +271,9 @@ export class Log {
     directory: string,
     options: LogOpenOptions = {},
   ): Promise<{ log: Log; report: RecoveryReport }> {
-    const startedAtMs = Date.now();
-    const config = resolveLogConfig(options.config);
-    const files = options.files ?? defaultFileHandleCache;
-    fs.mkdirSync(directory, { recursive: true });
-    const baseOffsets = listSegmentBaseOffsets(directory);
+    const loaded = await loadSegments(directory, options);
+    const { config, segments, epochCache, logStartOffset, logEndOffset, problems } = loaded;
     const membership = options.logDirectory;
-    const markerPath = path.join(directory, cleanShutdownFile);
-    const recoveryPointPath = path.join(directory, recoveryPointCheckpointFile);
-    const ownMarker = fs.existsSync(markerPath);
-    const clean = (ownMarker || membership?.cleanShutdown === true) && baseOffsets.length > 0;
-    const createsSegment = baseOffsets.length === 0;
-    const problems: string[] = [];
-    let segmentsScanned = 0;
-    let batchesValid = 0;
-    let bytesTruncated = 0;
-    let segmentsDeleted = 0;
-    let indexesRebuilt = 0;
-
-    const checkpointedStart = readOffsetCheckpoint(
-      path.join(directory, logStartOffsetCheckpointFile),
-    );
-    // A folder from a version that kept its own checkpoint: read once, then removed below.
-    const ownRecoveryPoint =
-      membership === undefined || membership.recoveryPoint === undefined
-        ? readOffsetCheckpoint(recoveryPointPath)
-        : undefined;
-    const recoveryPoint = clean ? undefined : (membership?.recoveryPoint ?? ownRecoveryPoint ?? 0n);
-    if (baseOffsets.length === 0) baseOffsets.push(checkpointedStart ?? 0n);
-
-    const segments: LogSegment[] = [];
-    const recovered: LogSegment[] = [];
-    for (const [index, baseOffset] of baseOffsets.entries()) {
-      const exists = fs.existsSync(
-        path.join(directory, `${baseOffset.toString().padStart(20, '0')}.log`),
-      );
-      const segment = exists
-        ? LogSegment.open(directory, baseOffset, config, files)
-        : LogSegment.create(directory, baseOffset, config, files);
-      segment.createdAtMs = (options.clock ?? Date.now)();
-      segments.push(segment);
-      const nextBase = baseOffsets[index + 1];
-      const needsRecovery =
-        recoveryPoint !== undefined && (nextBase === undefined || nextBase > recoveryPoint);
-      let recover = needsRecovery;
-      if (!recover) {
-        try {
-          if (segment.loadTrusted().indexesRebuilt) indexesRebuilt++;
-        } catch (error) {
-          if (!(error instanceof SegmentStoreError)) throw error;
-          problems.push(error.message);
-          recover = true;
-        }
-      }
-      if (recover) {
-        const result = segment.recover(batchSizeBytesLimit);
-        // An empty file (an idle partition's active segment) had nothing to scan.
-        if (result.batchesValid > 0 || result.bytesTruncated > 0) segmentsScanned++;
-        // Batches past the recovery point may be pages the crashed process left unwritten: they
-        // are synced before the recovery point passes them. Those below it were synced before.
-        if (recoveryPoint === undefined || segment.nextOffset > recoveryPoint) {
-          segment.logFile.markUnsynced();
-        }
-        indexesRebuilt++;
-        batchesValid += result.batchesValid;
-        bytesTruncated += result.bytesTruncated;
-        recovered.push(segment);
-        if (result.problem !== undefined) {
-          problems.push(result.problem);
-          // Everything after the first bad batch is gone: later segments cannot be trusted to
-          // continue the offsets, so they go too (Kafka does the same).
-          for (const later of baseOffsets.slice(index + 1)) {
-            const doomed = LogSegment.open(directory, later, config, files);
-            bytesTruncated += doomed.sizeBytes;
-            doomed.delete();
-            segmentsDeleted++;
-          }
-          break;
-        }
-      }
-      // Let the event loop breathe between segments of a long recovery.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    for (const segment of recovered) {
-      await segment.flush();
-      segment.flushIndexesSync();
-    }
-    if (ownMarker) fs.rmSync(markerPath);
-    const ownCheckpointRemoved = membership !== undefined && fs.existsSync(recoveryPointPath);
-    if (ownCheckpointRemoved) fs.rmSync(recoveryPointPath);
-    // A clean open of a directory's log changed nothing in its folder: no fsync (20,000 of them
-    // were most of a node's start-up). A new log's first segment files reach the folder's disk
-    // entry in a flush started below, off the caller's path, as a roll's do (crash story 3).
-    if (membership === undefined || ownMarker || ownCheckpointRemoved || segmentsDeleted > 0) {
-      fsyncDirectory(directory);
-    }
-
-    const { cache: epochCache, malformed } = LeaderEpochCache.load(
-      path.join(directory, leaderEpochCheckpointFile),
-    );
-    if (malformed)
-      problems.push(`${leaderEpochCheckpointFile} was malformed; rebuilt from the batches`);
-    for (const segment of malformed ? segments : recovered) assignEpochsFrom(segment, epochCache);
-
-    const logEndOffset = segments.at(-1)!.nextOffset;
-    let logStartOffset = checkpointedStart ?? segments[0]!.baseOffset;
-    if (logStartOffset < segments[0]!.baseOffset) logStartOffset = segments[0]!.baseOffset;
     const log = new Log(
       directory,
       config,
@@ -409,10 +283,10 @@ export class Log {
       logEndOffset,
       options,
     );
-    log.checkpointedLogStartOffset = checkpointedStart;
-    if (membership !== undefined && createsSegment) {
-      log.directoryUnsynced = true;
-      log.flush().catch(log.onBackgroundError);
+    log.checkpointedLogStartOffset = loaded.checkpointedLogStartOffset;
+    if (membership !== undefined && loaded.createdSegment) {
+      log.flusher.markDirectoryUnsynced();
+      log.flusher.flushInBackground();
     }
     if (logStartOffset > logEndOffset) {
       // The tail below a DeleteRecords point was lost: start empty there, so deleted records
@@ -429,15 +303,10 @@ export class Log {
     return {
       log,
       report: {
-        clean,
-        segmentsScanned,
-        batchesValid,
-        bytesTruncated,
-        segmentsDeleted,
-        indexesRebuilt,
+        ...loaded.counts,
         logStartOffset: log.logStartOffset,
         logEndOffset: log.logEndOffset,
-        durationMs: Date.now() - startedAtMs,
+        durationMs: Date.now() - loaded.startedAtMs,
         problems,
       },
     };
@@ -682,10 +551,7 @@ export class Log {
         this.epochCache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
     }
     this.activeSegment.append(records, batches);
-    this.unflushedRecords += recordCount;
-    this.unwrittenBytes += records.length;
-    if (this.unwrittenBytes >= this.writebackIntervalBytes) this.startWriteback();
-    this.scheduleFlushByPolicy();
+    this.flusher.appended(recordCount, records.length);
     return {
       baseOffset: firstOffset,
       lastOffset,
@@ -726,9 +592,9 @@ export class Log {
     // The folder's fsync waits for the journal, and the journal for the closed segment's data:
     // 45-250 ms of a stalled event loop per roll with a busy disk (measured, issue 11). The flush
     // below makes the new entries durable instead (crash story 3).
-    this.directoryUnsynced = true;
+    this.flusher.markDirectoryUnsynced();
     // The closed segment will not change again: make it durable now, off the append path.
-    this.flush().catch(this.onBackgroundError);
+    this.flusher.flushInBackground();
   }
 
   /**
@@ -889,35 +755,17 @@ export class Log {
   }
 
   /**
-   * Retention: deletes closed segments whose newest batch is older than retention.ms, then the
-   * oldest closed segments while the log is larger than retention.bytes. The active segment is
-   * never deleted. Readers of a deleted segment finish with the file they hold.
+   * Retention: deletes the closed segments that log-retention.ts says have outlived retention.ms
+   * or retention.bytes, oldest first, and moves the log start past them. Readers of a deleted
+   * segment finish with the file they hold.
    */
   deleteRetainedSegments(): { segmentsDeleted: number; bytesDeleted: number } {
     this.ensureOpen();
-    const nowMs = this.clock();
-    let segmentsDeleted = 0;
+    const segmentsDeleted = segmentsPastRetention(this.segments, this.config, this.clock());
     let bytesDeleted = 0;
-    const deleteOldest = (): void => {
-      const segment = this.segments.shift()!;
+    for (const segment of this.segments.splice(0, segmentsDeleted)) {
       bytesDeleted += segment.sizeBytes;
-      segmentsDeleted++;
       segment.delete();
-    };
-    if (this.config.retentionMs >= 0) {
-      while (
-        this.segments.length > 1 &&
-        this.largestTimestampOf(this.segments[0]!) < nowMs - this.config.retentionMs
-      ) {
-        deleteOldest();
-      }
-    }
-    if (this.config.retentionBytes >= 0) {
-      let excessBytes = this.sizeBytes - this.config.retentionBytes;
-      while (this.segments.length > 1 && excessBytes >= this.segments[0]!.sizeBytes) {
-        excessBytes -= this.segments[0]!.sizeBytes;
-        deleteOldest();
-      }
     }
     if (segmentsDeleted > 0) {
       fsyncDirectory(this.directory);
@@ -925,11 +773,6 @@ export class Log {
         this.setLogStartOffset(this.segments[0]!.baseOffset);
     }
     return { segmentsDeleted, bytesDeleted };
-  }
-
-  /** A segment's newest record time; its file's modification time when it has no timestamps. */
-  private largestTimestampOf(segment: LogSegment): number {
-    return segment.maxTimestampMs >= 0 ? segment.maxTimestampMs : fs.statSync(segment.path).mtimeMs;
   }
 
   /**
@@ -990,87 +833,46 @@ export class Log {
     this.logDirectory?.recoveryPointLowered(this);
   }
 
-  private get writebackIntervalBytes(): number {
-    return this.writeback === undefined
-      ? writebackWithoutAddonIntervalBytes
-      : writebackIntervalBytes;
-  }
-
-  /** Starts the write-out of what the active segment got since the last one (writebackIntervalBytes). */
-  private startWriteback(): void {
-    this.unwrittenBytes = 0;
-    if (this.writeback === undefined) {
-      this.flush().catch(this.onBackgroundError);
-      return;
-    }
-    const segment = this.activeSegment;
-    const start =
-      segment === this.writebackSegment ? Math.min(this.writebackPosition, segment.sizeBytes) : 0;
-    const end = segment.sizeBytes;
-    this.writebackSegment = segment;
-    this.writebackPosition = end;
-    if (end <= start) return;
-    // The reference keeps the descriptor this file's until the pool thread is done with it.
-    const file = segment.logFile.acquire();
-    this.writeback
-      .startWriteback(file.fd, start, end - start)
-      .catch((error: unknown) =>
-        this.onBackgroundError(storageError(`write-out of ${file.path} failed`, error)),
-      )
-      .finally(() => file.release());
-  }
-
-  private scheduleFlushByPolicy(): void {
-    if (this.unflushedRecords >= this.config.flushMessages) {
-      this.flush().catch(this.onBackgroundError);
-      return;
-    }
-    if (this.flushTimer === undefined && this.config.flushMs < Number.MAX_SAFE_INTEGER) {
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = undefined;
-        this.flush().catch(this.onBackgroundError);
-      }, this.config.flushMs);
-      this.flushTimer.unref();
-    }
-  }
-
   /**
-   * Makes every append before the call durable (fdatasync) and advances the recovery point.
-   * Concurrent calls coalesce: one flush runs at a time and the next covers all appends since.
+   * Makes every append before the call durable (fdatasync) and advances the recovery point
+   * (log-flusher.ts). Concurrent calls coalesce.
    */
   flush(): Promise<void> {
-    if (this.flushing !== undefined) {
-      this.flushAgain = true;
-      return this.flushing.then(() => (this.flushing === undefined ? this.flush() : this.flushing));
-    }
-    this.flushing = this.flushOnce().finally(() => {
-      this.flushing = undefined;
-      if (this.flushAgain) {
-        this.flushAgain = false;
-        this.flush().catch(this.onBackgroundError);
-      }
-    });
-    return this.flushing;
+    return this.flusher.flush();
   }
 
-  private async flushOnce(): Promise<void> {
-    if (this.closed) return;
-    const targetOffset = this.logEndOffset;
-    const generation = this.truncationGeneration;
-    this.unflushedRecords = 0;
-    if (targetOffset <= this.recoveryPointValue && !this.directoryUnsynced) return;
-    const syncDirectory = this.directoryUnsynced;
-    this.directoryUnsynced = false;
-    const dirty = this.segments.filter((segment) => segment.nextOffset > this.recoveryPointValue);
-    try {
-      await Promise.all(dirty.map((segment) => segment.flush()));
-      if (syncDirectory) await fsyncDirectoryAsync(this.directory);
-    } catch (error) {
-      if (syncDirectory) this.directoryUnsynced = true;
-      throw storageError(`fdatasync of ${this.directory} failed`, error);
-    }
-    if (generation !== this.truncationGeneration || this.closed) return;
-    if (targetOffset > this.recoveryPointValue) this.recoveryPointValue = targetOffset;
+  /** What the flusher reads of this log, and how it reports a finished flush. */
+  private flushedLog(): FlushedLog {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- getters below read the log's private state
+    const log = this;
+    return {
+      directory: this.directory,
+      get config() {
+        return log.configValue;
+      },
+      get logEndOffset() {
+        return log.logEndOffset;
+      },
+      get recoveryPoint() {
+        return log.recoveryPointValue;
+      },
+      get closed() {
+        return log.closed;
+      },
+      get truncationGeneration() {
+        return log.truncationGeneration;
+      },
+      get activeSegment() {
+        return log.activeSegment;
+      },
+      segmentsFrom: (offset) => log.segments.filter((segment) => segment.nextOffset > offset),
+      flushedTo: (offset) => log.flushedTo(offset),
+    };
+  }
+
+  /** A flush made everything below `offset` durable: the recovery point may pass it. */
+  private flushedTo(offset: bigint): void {
+    this.recoveryPointValue = offset;
     const nowMs = Date.now();
     if (
       this.logDirectory === undefined &&
@@ -1115,7 +917,7 @@ export class Log {
    */
   async close(): Promise<void> {
     if (this.closed) return;
-    clearTimeout(this.flushTimer);
+    this.flusher.stop();
     this.checkpointHighWatermark();
     await this.flush();
     this.closed = true;
@@ -1125,7 +927,7 @@ export class Log {
     this.writeCheckpoints();
     for (const segment of this.segments) segment.close();
     if (this.logDirectory !== undefined) {
-      if (this.directoryUnsynced) fsyncDirectory(this.directory);
+      if (this.flusher.directoryUnsynced) fsyncDirectory(this.directory);
       this.logDirectory.detached(this, 'closed');
       return;
     }
@@ -1148,39 +950,9 @@ export class Log {
 
   private closeSegmentsUnflushed(how: 'abandoned' | 'deleted'): void {
     if (this.closed) return;
-    clearTimeout(this.flushTimer);
+    this.flusher.stop();
     this.closed = true;
     for (const segment of this.segments) segment.close();
     this.logDirectory?.detached(this, how);
   }
-}
-
-/** Records the epochs of a segment's batches in the cache (after recovery, or to rebuild it). */
-function assignEpochsFrom(segment: LogSegment, cache: LeaderEpochCache): void {
-  let position = 0;
-  for (;;) {
-    const batch = segment.readBatchAt(position);
-    if (batch === undefined) return;
-    if (batch.partitionLeaderEpoch > cache.latestEpoch)
-      cache.assign(batch.partitionLeaderEpoch, batch.baseOffset);
-    position += batch.sizeBytes;
-  }
-}
-
-/** Base offsets of the .log files, ascending; removes leftovers of interrupted writes. */
-function listSegmentBaseOffsets(directory: string): bigint[] {
-  const names = fs.readdirSync(directory);
-  const logs = new Set<string>();
-  for (const name of names) {
-    if (/^\d{20}\.log$/.test(name)) logs.add(name.slice(0, 20));
-  }
-  for (const name of names) {
-    const orphanIndex = /^(\d{20})\.(index|timeindex)$/.exec(name);
-    if ((orphanIndex !== null && !logs.has(orphanIndex[1]!)) || name.endsWith('.tmp')) {
-      fs.rmSync(path.join(directory, name), { force: true });
-    }
-  }
-  return [...logs]
-    .map((name) => BigInt(name))
-    .sort((left, right) => (left < right ? -1 : left > right ? 1 : 0));
 }
