@@ -66,6 +66,16 @@ describe('module boundaries', () => {
       "import { crc32c as value } from '@spool/record-batch';",
     ],
     [
+      'the coordinator to use the group state machine',
+      'apps/coordinator',
+      "import { ConsumerGroup as value } from '@spool/consumer-group';",
+    ],
+    [
+      'the client SDK to use the group state machine',
+      'libs/client',
+      "import { ConsumerGroup as value } from '@spool/consumer-group';",
+    ],
+    [
       'a data app to use a shared lib',
       'apps/storage-node',
       "import { ClusterLink as value } from '@spool/cluster-link';",
@@ -101,6 +111,16 @@ describe('module boundaries', () => {
       'record-batch on protocol',
       'libs/record-batch',
       "import { Acks as value } from '@spool/protocol';",
+    ],
+    [
+      'the group state machine on the metadata store',
+      'libs/consumer-group',
+      "import { projectName as value } from '@spool/metadata';",
+    ],
+    [
+      'the group state machine on another shared lib',
+      'libs/consumer-group',
+      "import { ClusterLink as value } from '@spool/cluster-link';",
     ],
     [
       'the segment store on the gRPC wire formats',

@@ -11,7 +11,7 @@ import { CoordinatorMetrics } from './coordinator-metrics';
 import type { CoordinatorRuntime } from './coordinator-rpc';
 import { GroupCoordinator } from './group-coordinator';
 import { GroupMaintenance } from './group-maintenance';
-import type { GroupTimeouts } from './groups';
+import type { GroupTimeouts } from '@spool/consumer-group';
 import { PartitionLeaders } from './partition-leaders';
 import { ProducerIdManager } from './producer-id-manager';
 import { ShardManager } from './shard-manager';

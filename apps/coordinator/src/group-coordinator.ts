@@ -27,7 +27,7 @@ import {
 } from '@spool/protocol';
 import type { ControllerLink } from './controller-link';
 import type { CoordinatorMetrics } from './coordinator-metrics';
-import type { ConsumerGroup } from './groups';
+import type { ConsumerGroup } from '@spool/consumer-group';
 import type { OffsetsEntry } from './offsets-records';
 import type { OffsetsShard } from './offsets-shard';
 import { partitionKey, type PartitionLeaders } from './partition-leaders';

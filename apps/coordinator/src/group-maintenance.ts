@@ -12,7 +12,7 @@ import type { Logger } from '@spool/common';
 import type { ControllerLink } from './controller-link';
 import type { CoordinatorMetrics } from './coordinator-metrics';
 import type { GroupCoordinator } from './group-coordinator';
-import type { ConsumerGroup, GroupRecord } from './groups';
+import type { ConsumerGroup, GroupRecord } from '@spool/consumer-group';
 import type { OffsetsShard } from './offsets-shard';
 import type { ShardManager } from './shard-manager';
 import { topicPartitionView } from './topic-partition-view';

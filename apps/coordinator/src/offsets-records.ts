@@ -11,7 +11,7 @@
 import { OffsetsRecordKey, OffsetsRecordValue } from '@spool/protocol';
 import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import { SpoolError } from '@spool/common';
-import type { GroupRecord } from './groups';
+import type { GroupRecord } from '@spool/consumer-group';
 
 export interface CommittedOffsetValue {
   readonly offset: bigint;

@@ -3,7 +3,7 @@
 // coordinator wrote under an older shard epoch after a newer owner's marker.
 import { createLogger } from '@spool/common';
 import { describe, expect, it } from 'vitest';
-import type { GroupRecord } from './groups';
+import type { GroupRecord } from '@spool/consumer-group';
 import { decodeOffsetsRecords, encodeOffsetsBatch, type OffsetsEntry } from './offsets-records';
 import { OffsetsShard } from './offsets-shard';
 

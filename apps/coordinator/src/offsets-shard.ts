@@ -14,7 +14,7 @@
  * by a coordinator that had already lost the shard (a zombie), and is ignored.
  */
 import { assert, type Logger } from '@spool/common';
-import { ConsumerGroup, type GroupRecord, type GroupTimeouts } from './groups';
+import { ConsumerGroup, type GroupRecord, type GroupTimeouts } from '@spool/consumer-group';
 import type { CommittedOffsetValue, OffsetsEntry, ReplayedEntry } from './offsets-records';
 import { partitionKey } from './partition-leaders';
 

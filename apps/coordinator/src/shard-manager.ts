@@ -33,7 +33,7 @@ import {
   type CoordinatorShard,
 } from '@spool/protocol';
 import type { ControllerLink } from './controller-link';
-import type { GroupTimeouts } from './groups';
+import type { GroupTimeouts } from '@spool/consumer-group';
 import { decodeOffsetsBatches, encodeOffsetsBatch, type OffsetsEntry } from './offsets-records';
 import { OffsetsShard, ShardState } from './offsets-shard';
 import type { PartitionLeaders } from './partition-leaders';

@@ -1,5 +1,5 @@
 import type { ClusterMetadataCache } from '@spool/protocol';
-import type { TopicPartitionCounts } from './groups';
+import type { TopicPartitionCounts } from '@spool/consumer-group';
 
 /** The group state machine's view of the cluster's topics, read from the metadata cache. */
 export function topicPartitionView(metadata: ClusterMetadataCache): TopicPartitionCounts {

@@ -11,7 +11,7 @@ import type { ConsumerGroupHeartbeatResponse } from '@spool/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConsumerGroup } from './consumer-group';
-import { heartbeatRequest, TestTopics } from '../testing/groups';
+import { heartbeatRequest, TestTopics } from './testing';
 import type { AssignorName, GroupRecord, TopicPartitionRecord } from './types';
 
 const timeouts = { sessionTimeoutMs: 45_000, heartbeatIntervalMs: 3_000 };

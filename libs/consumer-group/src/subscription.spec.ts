@@ -8,7 +8,7 @@ import {
   matchingTopics,
   resolveSubscription,
 } from './subscription';
-import { TestTopics } from '../testing/groups';
+import { TestTopics } from './testing';
 
 const topics = new TestTopics({
   orders: 3,

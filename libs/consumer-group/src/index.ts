@@ -1,5 +1,6 @@
 // The KIP-848 consumer group state machine and its assignors: pure (no network, files or timers),
-// driven by the coordinator runtime. How the runtime uses it:
+// driven by the coordinator runtime, and by the SDK's fake coordinator (libs/client/src/testing)
+// so that the SDK's tests meet the same rules, assignor and member order. How the runtime uses it:
 // - `heartbeat`, `expire` (every ~250 ms), `onTopicsChanged` (on every metadata change) and
 //   `delete` return records; write them to __consumer_offsets (acks=all) before answering. The
 //   group has already applied them: if the write fails, rebuild the group from what was written

@@ -1,9 +1,10 @@
 import type { ConsumerGroupHeartbeatRequest } from '@spool/protocol';
-import type { TopicPartitionCounts } from '../groups/types';
+import type { TopicPartitionCounts } from '../types';
 
 /**
- * Helpers for the group's unit tests: a mutable topic catalogue and heartbeat requests with
- * defaults. Test code: tsconfig.lib.json leaves src/testing/ out of the build.
+ * Helpers for tests of the group (its own specs, the coordinator's, the SDK's fake coordinator):
+ * a mutable topic catalogue and heartbeat requests with defaults. The `@spool/consumer-group/
+ * testing` entry: built to dist/testing/, left out of the image and the SDK package.
  */
 export class TestTopics implements TopicPartitionCounts {
   readonly counts = new Map<string, number>();
