@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { callOnce, createGrpcClient, type RunningService } from '@spool/common';
 import { ControllerServiceClient } from '@spool/protocol';
 import { startController } from './controller-service';
-import { producerIdBlockSize } from './producer-id-blocks';
+import { producerIdsPerBlock } from './producer-id-blocks';
 
 function start(metadataPath: string): Promise<RunningService> {
   return startController({
@@ -46,7 +46,7 @@ async function allocate(service: RunningService, count: number): Promise<bigint[
         callOnce(client, client.allocateProducerIds, { coordinatorId: `coordinator-${index}` }),
       ),
     );
-    for (const response of responses) expect(response.count).toBe(producerIdBlockSize);
+    for (const response of responses) expect(response.count).toBe(producerIdsPerBlock);
     return responses.map((response) => response.firstProducerId);
   } finally {
     client.close();
@@ -75,7 +75,7 @@ describe('AllocateProducerIds', () => {
     }
     const all = [...before, ...after];
     expect(new Set(all.map(String)).size).toBe(all.length);
-    for (const firstId of all) expect(firstId % BigInt(producerIdBlockSize)).toBe(0n);
+    for (const firstId of all) expect(firstId % BigInt(producerIdsPerBlock)).toBe(0n);
     // Every block after the restart starts past every block before it.
     const maxBefore = before.reduce((max, value) => (value > max ? value : max), -1n);
     for (const firstId of after) expect(firstId).toBeGreaterThan(maxBefore);

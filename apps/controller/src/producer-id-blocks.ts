@@ -11,7 +11,7 @@ import { SpoolError } from '@spool/common';
 import { encodeRecord } from './metadata-records';
 
 /** Ids per block: Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE. */
-export const producerIdBlockSize = 1000;
+export const producerIdsPerBlock = 1000;
 
 /** Producer ids are int64 on the wire and in every batch header. */
 const producerIdMax = 2n ** 63n - 1n;
@@ -31,7 +31,7 @@ export async function allocateProducerIdBlock(
   }
   const current = context.state.producerIds;
   const firstProducerId = current?.nextProducerId ?? 0n;
-  const nextProducerId = firstProducerId + BigInt(producerIdBlockSize);
+  const nextProducerId = firstProducerId + BigInt(producerIdsPerBlock);
   if (nextProducerId - 1n > producerIdMax) {
     throw new SpoolError(
       'UNKNOWN_SERVER_ERROR',
@@ -53,8 +53,8 @@ export async function allocateProducerIdBlock(
     ],
   );
   context.logger.info(
-    { coordinatorId, firstProducerId: firstProducerId.toString(), count: producerIdBlockSize },
+    { coordinatorId, firstProducerId: firstProducerId.toString(), count: producerIdsPerBlock },
     'producer id block allocated',
   );
-  return { firstProducerId, count: producerIdBlockSize };
+  return { firstProducerId, count: producerIdsPerBlock };
 }

@@ -128,7 +128,7 @@ export function startGateway(
         onPartitionError: (code) => context.requestMetrics.errors.inc({ api: 'Consume', code }),
         onBytesPushed: (sizeBytes) => gatewayMetrics.consumeBytes.inc(sizeBytes),
         onFetchServed: (durationSeconds) =>
-          context.requestMetrics.duration.observe({ api: 'Consume' }, durationSeconds),
+          context.requestMetrics.durationSeconds.observe({ api: 'Consume' }, durationSeconds),
       });
       consumeStreamsHolder.streams = consumeStreams;
       const produceStreams = createProduceStreams(

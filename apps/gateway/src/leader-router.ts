@@ -70,8 +70,8 @@ export async function sendToLeaders<
     // Point 4.
     const moved = await link.waitForNewerVersion(version, Math.min(remainingMs, metadataWaitMsMax));
     if (!moved) {
-      const backoff = backoffMs(attempt, { backoffMaxMs: roundBackoffMsMax });
-      await sleep(Math.min(backoff, Math.max(0, deadlineMs - Date.now())));
+      const backoffDelayMs = backoffMs(attempt, { backoffMaxMs: roundBackoffMsMax });
+      await sleep(Math.min(backoffDelayMs, Math.max(0, deadlineMs - Date.now())));
     }
   }
   return routing.results();

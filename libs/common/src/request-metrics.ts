@@ -19,7 +19,7 @@ export const requestDurationBucketsSeconds = [
 export class RequestMetrics {
   readonly requests: Counter<'api'>;
   readonly errors: Counter<'api' | 'code'>;
-  readonly duration: Histogram<'api'>;
+  readonly durationSeconds: Histogram<'api'>;
 
   constructor(registry: Registry) {
     this.requests = new Counter({
@@ -36,7 +36,7 @@ export class RequestMetrics {
       labelNames: ['api', 'code'],
       registers: [registry],
     });
-    this.duration = new Histogram({
+    this.durationSeconds = new Histogram({
       name: 'spool_request_duration_seconds',
       help:
         'Time from receiving a request to answering it, by API: each unary call, each request ' +
@@ -55,7 +55,7 @@ export class RequestMetrics {
    */
   begin(api: string, options: { timed: boolean }): (outcome: RequestOutcome) => void {
     this.requests.inc({ api });
-    const stopTimer = options.timed ? this.duration.startTimer({ api }) : undefined;
+    const stopTimer = options.timed ? this.durationSeconds.startTimer({ api }) : undefined;
     return (outcome) => {
       stopTimer?.();
       if ('error' in outcome) this.errors.inc({ api, code: errorCodeOf(outcome.error) });
