@@ -127,6 +127,10 @@ describe('a full disk', () => {
     expect(controllerLog).not.toMatch(/broker fenced/);
     const node = cluster.nodes.get(0)!.process;
     expect((await fetch(`http://127.0.0.1:${node.metricsPort}/healthz`)).status).toBe(200);
+    // Not ready, and /readyz names the reason (what a Kubernetes pod shows).
+    const notReady = await fetch(`http://127.0.0.1:${node.metricsPort}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.text()).toMatch(/data directory writable again \(offline: ENOSPC/);
     // Only retriable errors reached the producer on the way.
     for (const code of codes) {
       expect([
@@ -154,6 +158,7 @@ describe('a full disk', () => {
       50,
     );
     expect(nodeLog(0)).toMatch(/data directory online again/);
+    expect((await fetch(`http://127.0.0.1:${node.metricsPort}/readyz`)).status).toBe(200);
     expect(cluster.controller.logLines.join('\n')).not.toMatch(/broker fenced/);
 
     // Every acknowledged record is in node 0's copy, and still after a crash and a restart.

@@ -67,6 +67,11 @@ export class LogDirHealth implements LogDirGuard {
     return this.failure !== undefined;
   }
 
+  /** Why the directory is offline (its errno and the failed write's message), if it is. */
+  get offlineReason(): string | undefined {
+    return this.failure === undefined ? undefined : `${this.failure.code}: ${this.failure.message}`;
+  }
+
   ensureOnline(): void {
     if (this.failure === undefined) return;
     throw new SpoolError(

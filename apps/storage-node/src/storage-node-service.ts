@@ -222,10 +222,20 @@ export function startStorageNode(
       // The controller link exists once the node listens; until then a change waits for the
       // first heartbeat, which carries the state.
       const controllerLink: { current?: ControllerLink } = {};
-      const logDirHealth = new LogDirHealth({
+      // While the directory is offline the node is not ready, and /readyz says why (a
+      // Kubernetes pod shows it): it leads nothing and is in no ISR until it is writable again.
+      let offlineCondition: string | undefined;
+      const logDirHealth: LogDirHealth = new LogDirHealth({
         directory: config.dataDir,
         logger: nodeLogger.child({ component: 'log-dir' }),
-        onChange: () => controllerLink.current?.heartbeatNow(),
+        onChange: (offline) => {
+          if (offlineCondition !== undefined) readiness.satisfy(offlineCondition);
+          offlineCondition = offline
+            ? `the data directory writable again (offline: ${logDirHealth.offlineReason})`
+            : undefined;
+          if (offlineCondition !== undefined) readiness.require(offlineCondition);
+          controllerLink.current?.heartbeatNow();
+        },
       });
       context.onShutdown(async () => logDirHealth.stop());
       const logDirectory = LogDirectory.open(config.dataDir, {
