@@ -27,8 +27,11 @@ import { ClientErrorCode, clientError } from './errors';
  * go unanswered past its deadline (a gateway paused or cut off, which refuses nothing), the next
  * call goes to the next address, so a list of gateways behind no load balancer still fails over.
  * Both are what Kafka's clients do with a node that refuses or times out a request: they
- * disconnect it and use another; the gateways are interchangeable and hold no state. Each producer, consumer and admin
- * has its own connection and closes it on close, as Kafka and KafkaJS clients do.
+ * disconnect it and use another; the gateways are interchangeable and hold no state. With
+ * several gateways, a keepalive ping unanswered for 1.5 s (gatewayKeepaliveOptions) counts as
+ * unreachable too, so a paused gateway is left before any deadline passes. Each producer,
+ * consumer and admin has its own connection and closes it on close, as Kafka and KafkaJS
+ * clients do.
  */
 
 /** A ts-proto grpc-js unary method: (request, metadata, options, callback). */
@@ -63,6 +66,19 @@ export interface GatewayAnswerCallOptions<Response> extends GatewayCallOptions {
 }
 
 export const clientIdMetadataKey = 'spool-client-id';
+
+/**
+ * With another gateway to go to, each channel pings its gateway every second and drops the
+ * connection when a ping goes unanswered for 1.5 s: a paused or cut-off gateway (whose kernel
+ * still holds the TCP connection, so nothing is refused) is then seen in about 2.5 s, not when
+ * a call's deadline (request.timeout.ms) passes; the calls on it fail with UNAVAILABLE and the
+ * next ones go to the next gateway. A busy gateway answers pings from its event loop, so a false
+ * alarm costs a retry on the other gateway, never a record (produces are idempotent).
+ */
+export const gatewayKeepaliveOptions = {
+  'grpc.keepalive_time_ms': 1_000,
+  'grpc.keepalive_timeout_ms': 1_500,
+} as const;
 
 /**
  * Produce requests waiting on one ProduceStream, at most: far above any producer's in-flight
@@ -101,7 +117,11 @@ export class GatewayConnection {
     }
     let client = this.clients.get(this.currentIndex);
     if (client === undefined) {
-      client = createGrpcClient(GatewayServiceClient, this.address);
+      client = createGrpcClient(
+        GatewayServiceClient,
+        this.address,
+        this.brokers.length > 1 ? gatewayKeepaliveOptions : {},
+      );
       this.clients.set(this.currentIndex, client);
     }
     return client;

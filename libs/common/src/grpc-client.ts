@@ -40,11 +40,16 @@ type ClientConstructor<Client> = new (
   options?: Partial<grpc.ChannelOptions>,
 ) => Client;
 
+/** A channel with grpcChannelOptions, and `options` over them (e.g. a shorter keepalive). */
 export function createGrpcClient<Client>(
   constructor: ClientConstructor<Client>,
   address: string,
+  options: Partial<grpc.ChannelOptions> = {},
 ): Client {
-  return new constructor(address, grpc.credentials.createInsecure(), grpcChannelOptions);
+  return new constructor(address, grpc.credentials.createInsecure(), {
+    ...grpcChannelOptions,
+    ...options,
+  });
 }
 
 /** A ts-proto grpc-js unary method: (request, metadata, options, callback). */
