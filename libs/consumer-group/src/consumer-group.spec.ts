@@ -1,6 +1,6 @@
 // Proves the KIP-848 rules of one consumer group, heartbeat by heartbeat: joining, leaving,
 // static membership, epochs and fencing, incremental reconciliation (revoke before reassign),
-// regex subscriptions, topic changes, expiry, bounds, and that replaying the emitted records
+// regex subscriptions, topic changes, expiry (and fencing one member on demand), bounds, and that replaying the emitted records
 // rebuilds the same group.
 import type { ConsumerGroupHeartbeatResponse } from '@spool/protocol';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -354,6 +354,31 @@ describe('expiry', () => {
     ]);
     second.heartbeat(46_000);
     expect(second.owned).toHaveLength(6);
+  });
+
+  it('fences one member on demand as expiry would, its next heartbeat UNKNOWN_MEMBER_ID', () => {
+    const first = harness.client();
+    first.heartbeat();
+    const second = harness.client();
+    second.heartbeat();
+    harness.settle([first, second]);
+    const epochBefore = harness.group.groupEpoch;
+    const records = harness.group.fenceMember(first.memberId, harness.nowMs);
+    harness.records.push(...records);
+    expect(records.map((record) => record.type)).toEqual([
+      'member-removed',
+      'group-epoch',
+      'target-assignment',
+    ]);
+    expect(harness.group.groupEpoch).toBe(epochBefore + 1);
+    expect(() => harness.group.fenceMember(first.memberId, harness.nowMs)).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_MEMBER_ID' }),
+    );
+    expect(() => first.heartbeat()).toThrow(expect.objectContaining({ code: 'UNKNOWN_MEMBER_ID' }));
+    second.heartbeat();
+    second.heartbeat();
+    expect(second.owned).toHaveLength(6);
+    expect(harness.replayed().snapshot()).toEqual(harness.group.snapshot());
   });
 
   it('fences a member that holds revoked partitions beyond its rebalance timeout', () => {

@@ -155,13 +155,23 @@ export class ConsumerGroup {
       )
       .sort((left, right) => compareMemberIds(left.memberId, right.memberId));
     if (expired.length === 0) return records;
-    for (const member of expired) {
-      this.emit(
-        records,
-        { type: 'member-removed', groupId: this.groupId, memberId: member.memberId },
-        nowMs,
-      );
-    }
+    for (const member of expired) this.removeMember(member, records, nowMs);
+    this.bumpGroupEpoch(this.model.assignor, records, nowMs);
+    this.maybeComputeTargetAssignment(records, nowMs);
+    return records;
+  }
+
+  /**
+   * Removes one member now, as `expire` does when its session or rebalance timeout runs out
+   * (Kafka's consumerGroupFenceMember): its partitions go back to the group at a new epoch, and
+   * its next heartbeat is answered UNKNOWN_MEMBER_ID. For a runtime that times members one by
+   * one, and for test doubles that decide when a member times out.
+   */
+  fenceMember(memberId: string, nowMs: number): GroupRecord[] {
+    const member = this.model.members.get(memberId);
+    if (member === undefined) throw unknownMember(this.groupId, memberId);
+    const records: GroupRecord[] = [];
+    this.removeMember(member, records, nowMs);
     this.bumpGroupEpoch(this.model.assignor, records, nowMs);
     this.maybeComputeTargetAssignment(records, nowMs);
     return records;

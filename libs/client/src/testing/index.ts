@@ -1,14 +1,8 @@
 // @spool/client/testing: what the SDK's specs run against, an in-memory gateway (with its group
-// coordinator) serving the real gRPC service, Kafka-written compressed batches, and assertions
+// coordinator, an adapter over the real group state machine) serving the real gRPC service, Kafka-written compressed batches, and assertions
 // the specs share. Not reachable from src/index.ts, left out of the runtime image
 // (deploy/image/assemble.mjs) and of the packed SDK (deploy/sdk/pack-sdk.mjs).
-export {
-  FakeCoordinator,
-  type FakeGroup,
-  type FakeLogView,
-  type FakeMember,
-  type InjectedFailure,
-} from './fake-coordinator';
+export { FakeCoordinator, type FakeLogView, type InjectedFailure } from './fake-coordinator';
 export {
   FakeGateway,
   type ConsumeStreamRecord,
