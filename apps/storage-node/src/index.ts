@@ -12,9 +12,13 @@ export {
   DataPortServer,
   type DataPortServerOptions,
   inFlightRequestsPerConnectionMaxDefault,
-} from './data-port-server';
-export type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data-port-handlers';
-export type { DataPortCounters } from './data-port-metrics';
+} from './data-port/data-port-server';
+export type {
+  DataPortHandlers,
+  FetchPartitionResult,
+  FetchResult,
+} from './data-port/data-port-handlers';
+export type { DataPortCounters } from './data-port/data-port-metrics';
 
 // Rack awareness on Kubernetes: the rack is a label of the pod's node.
 export { rackFromNodeLabel, NodeRackError, type NodeRackOptions } from './node-rack';

@@ -3,7 +3,7 @@
 // segment on its own stays a run of one (the log decides what to do with it).
 import { describe, expect, it } from 'vitest';
 import { encodeRecordBatch } from '@spool/record-batch';
-import { segmentSizedGroups } from './replica-fetcher';
+import { segmentSizedGroups } from './replica/replica-fetcher';
 
 function batchOfBytes(valueBytes: number): Buffer {
   return encodeRecordBatch({

@@ -6,8 +6,8 @@ import {
 } from '@spool/common';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DataDirectory } from './data-directory';
-import type { PartitionReplica } from './partition-replica';
-import type { ReplicaManager } from './replica-manager';
+import type { PartitionReplica } from './replica/partition-replica';
+import type { ReplicaManager } from './replica/replica-manager';
 
 /**
  * The storage node's Prometheus metrics, under the names a Kafka operator looks for. Per-partition

@@ -10,7 +10,7 @@ import type { Acks } from '@spool/protocol';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { DataDirectory } from './data-directory';
-import type { ReplicaManager } from './replica-manager';
+import type { ReplicaManager } from './replica/replica-manager';
 import { StorageMetrics } from './storage-metrics';
 import { protoError, storageHandlers } from './storage-rpc';
 

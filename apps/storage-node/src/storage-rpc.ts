@@ -26,8 +26,8 @@ import {
   type ProtoError,
 } from '@spool/protocol';
 import { RecordBatchError } from '@spool/record-batch';
-import type { PartitionReplica } from './partition-replica';
-import type { ReplicaManager } from './replica-manager';
+import type { PartitionReplica } from './replica/partition-replica';
+import type { ReplicaManager } from './replica/replica-manager';
 import type { StorageMetrics } from './storage-metrics';
 
 /** The longest an acks=all append may wait for replication, whatever the request asks. */

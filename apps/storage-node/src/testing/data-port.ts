@@ -16,8 +16,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { FetchPartitionResult, FetchResult } from '../data-port-handlers';
-import { DataPortServer, type DataPortServerOptions } from '../data-port-server';
+import type { FetchPartitionResult, FetchResult } from '../data-port/data-port-handlers';
+import { DataPortServer, type DataPortServerOptions } from '../data-port/data-port-server';
 
 export const silentLogger = createLogger({ service: 'data-port-test', level: 'silent' });
 

@@ -36,7 +36,7 @@
  * wait checks the dirty set before it sleeps.
  */
 import type { DataPortFetchPartition } from '@spool/protocol';
-import type { FetchSessionClock, PartitionReplica } from './partition-replica';
+import type { FetchSessionClock, PartitionReplica } from '../replica/partition-replica';
 
 /** Sessions a leader keeps (Kafka's max.incremental.fetch.session.cache.slots default). */
 export const fetchSessionSlotsMax = 1_000;

@@ -19,13 +19,13 @@ import { encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '@spool/segment-store';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DataDirectory } from './data-directory';
+import type { DataDirectory } from '../data-directory';
 import type { FetchResult } from './data-port-handlers';
 import { createFetchHandlers } from './fetch-handler';
 import { FetchSessionCache } from './fetch-session';
-import { PartitionReplica } from './partition-replica';
-import type { ReplicaManager } from './replica-manager';
-import { StorageMetrics } from './storage-metrics';
+import { PartitionReplica } from '../replica/partition-replica';
+import type { ReplicaManager } from '../replica/replica-manager';
+import { StorageMetrics } from '../storage-metrics';
 
 const leaderId = 0;
 const followerId = 1;

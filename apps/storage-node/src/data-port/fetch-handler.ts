@@ -27,9 +27,9 @@ import {
 } from '@spool/protocol';
 import type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data-port-handlers';
 import { FetchSessionCache, type FetchSession, type SessionPartition } from './fetch-session';
-import { waitForAnyChange, type PartitionReplica } from './partition-replica';
-import type { ReplicaManager } from './replica-manager';
-import type { StorageMetrics } from './storage-metrics';
+import { waitForAnyChange, type PartitionReplica } from '../replica/partition-replica';
+import type { ReplicaManager } from '../replica/replica-manager';
+import type { StorageMetrics } from '../storage-metrics';
 
 /** A long poll never waits longer than this, whatever it asks (Kafka's fetch.max.wait.ms bound). */
 export const fetchMaxWaitMsMax = 30_000;

@@ -37,7 +37,7 @@ import {
   type SegmentFixture,
   slicesOf,
   startServer,
-} from './testing/data-port';
+} from '../testing/data-port';
 
 const topic = 'orders';
 const mebibyte = 1024 * 1024;

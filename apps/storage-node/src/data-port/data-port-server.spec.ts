@@ -31,7 +31,7 @@ import {
   silentLogger,
   slicesOf,
   startServer,
-} from './testing/data-port';
+} from '../testing/data-port';
 
 const topic = 'orders';
 /** Partition p holds fixture batches [5p, 5p + 5), at offsets 0 to 4. */

@@ -31,7 +31,7 @@ import {
   recoveryDidWork,
   verifyLog,
 } from '@spool/segment-store';
-import type { DataDirectory } from './data-directory';
+import type { DataDirectory } from '../data-directory';
 import { PartitionReplica, type PartitionAssignment } from './partition-replica';
 
 export interface ReplicaManagerEvents {

@@ -18,7 +18,7 @@ import {
   responsesIn,
   slicesOf,
   type SegmentFixture,
-} from './testing/data-port';
+} from '../testing/data-port';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
