@@ -37,12 +37,17 @@ it('lists every service the gateway serves, health and reflection included', asy
       'grpc.reflection.v1.ServerReflection',
       'grpc.reflection.v1alpha.ServerReflection',
       'spool.v1.GatewayService',
+      'spool.v1.RecordService',
     ].sort(),
   );
   for (const service of listed) {
     const described = await grpcurl([], 'describe', service);
     expect(described).toContain(`${service} is a service:`);
   }
+  // The type every error's status details carry (google.rpc.ErrorInfo) is described too.
+  expect(await grpcurl([], 'describe', 'google.rpc.ErrorInfo')).toContain(
+    'map<string, string> metadata = 3;',
+  );
   expect(await grpcurl([], 'describe', 'grpc.health.v1.HealthListResponse')).toContain(
     'map<string, .grpc.health.v1.HealthCheckResponse> statuses = 1;',
   );

@@ -1,12 +1,15 @@
 import {
   ConfigError,
+  SpoolError,
   createGrpcClient,
   startService,
   type RunningService,
   type SettingsSchema,
 } from '@spool/common';
+import { Spool } from '@spool/client';
 import {
   GatewayServiceService,
+  RecordServiceService,
   StorageServiceClient,
   protoDescriptorSetPath,
 } from '@spool/protocol';
@@ -20,6 +23,9 @@ import { LeaderFetcher } from './leader-fetcher';
 import { createMetadataLink } from './metadata-link';
 import { ProduceAdmission } from './produce-admission';
 import { produceStreams as createProduceStreams } from './produce-streams';
+import { RecordPublisher } from './record-publisher';
+import { recordHandlers } from './record-service';
+import { RecordSubscriptions } from './record-subscriptions';
 
 /**
  * The gateway service: the stateless front door. It routes produce requests to partition
@@ -66,6 +72,47 @@ export const gatewaySettings = {
     min: 1,
     max: 1_000_000,
     description: 'Consume streams open at once; more get THROTTLING_QUOTA_EXCEEDED (retriable).',
+  },
+  publishBufferMemoryBytes: {
+    type: 'integer',
+    default: 32 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 1024 * 1024 * 1024,
+    description:
+      "Record bytes each of the record-level API's producers may hold unsent (Kafka's " +
+      'buffer.memory); one Publish call must fit in it (else RECORD_LIST_TOO_LARGE).',
+  },
+  publishIdempotencyWindowMs: {
+    type: 'integer',
+    default: 300_000,
+    min: 1_000,
+    max: 86_400_000,
+    description:
+      'How long a Publish idempotency key is remembered after its last use: a retry within ' +
+      'it is answered from the first call instead of appending again.',
+  },
+  publishIdempotencyKeysMax: {
+    type: 'integer',
+    default: 10_000,
+    min: 1,
+    max: 10_000_000,
+    description: 'Publish idempotency keys remembered at most; past it the oldest are forgotten.',
+  },
+  publishStreamInFlightMax: {
+    type: 'integer',
+    default: 64,
+    min: 1,
+    max: 10_000,
+    description:
+      'Requests of one PublishStream unanswered at once; at the bound the gateway stops ' +
+      'reading the stream until one is answered.',
+  },
+  subscribeStreamsMax: {
+    type: 'integer',
+    default: 1_024,
+    min: 1,
+    max: 1_000_000,
+    description: 'Subscribe streams open at once; more get THROTTLING_QUOTA_EXCEEDED (retriable).',
   },
 } as const satisfies SettingsSchema;
 
@@ -157,6 +204,46 @@ export function startGateway(
         }),
       );
 
+      // The record-level API runs the SDK inside the gateway, connected to the gateway itself
+      // once it listens: its partitioner, batching, idempotent producer and group membership
+      // are the SDK's own.
+      let spool: Spool | undefined;
+      const gatewaySdk = (): Spool => {
+        if (spool === undefined) {
+          throw new SpoolError('UNAVAILABLE', 'the gateway is starting', { retriable: true });
+        }
+        return spool;
+      };
+      const recordPublisher = new RecordPublisher({
+        link,
+        spool: gatewaySdk,
+        bufferMemoryBytes: config.publishBufferMemoryBytes,
+        idempotencyWindowMs: config.publishIdempotencyWindowMs,
+        idempotencyKeysMax: config.publishIdempotencyKeysMax,
+      });
+      const recordSubscriptions = new RecordSubscriptions({
+        link,
+        spool: gatewaySdk,
+        streamsMax: config.subscribeStreamsMax,
+        logger: logger.child({ component: 'subscribe' }),
+      });
+      grpc.addService(
+        RecordServiceService,
+        recordHandlers({
+          publisher: recordPublisher,
+          subscriptions: recordSubscriptions,
+          publishStreamInFlightMax: config.publishStreamInFlightMax,
+        }),
+      );
+      context.afterListen(async ({ grpcPort }) => {
+        const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+        spool = new Spool({
+          brokers: [`${host}:${grpcPort}`],
+          clientId: 'gateway-record-api',
+          logger: logger.child({ component: 'record-api' }),
+        });
+      });
+
       readiness.require('metadata');
       link.start();
       void link.firstSnapshotApplied.then(() => {
@@ -172,6 +259,9 @@ export function startGateway(
       });
 
       context.onShutdown(async () => {
+        recordSubscriptions.stopAll();
+        await recordPublisher.close();
+        await spool?.close();
         consumeStreams.stopAll();
         produceStreams.stop();
       });

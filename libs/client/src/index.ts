@@ -7,7 +7,7 @@ import { registerClientCompressionCodecs } from './compression/compression-codec
 registerClientCompressionCodecs();
 
 export { Spool } from './spool';
-export { Producer } from './producer';
+export { Producer, type RecordOutcome } from './producer';
 export { Consumer } from './consumer';
 export type {
   AssignedPartition,

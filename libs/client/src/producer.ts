@@ -1,3 +1,4 @@
+import type { SpoolError } from '@spool/common';
 import { recordBatchHeaderSizeBytes } from '@spool/record-batch';
 import { BatchBufferPool } from './batch-buffer-pool';
 import { BufferMemory } from './buffer-memory';
@@ -109,6 +110,28 @@ export class Producer {
     );
     this.admitting.add(settled);
     return admission.then(landedRecords);
+  }
+
+  /**
+   * send, answered message by message: where each message landed, or the error of the batch it
+   * joined, in the order given (the gateway's record-level Publish, which answers per record).
+   * Rejects only when the messages could not all be admitted (a bad message, no buffer space
+   * within maxBlockMs); those admitted before it are still produced, so a caller that must not
+   * half-write checks its messages first.
+   */
+  sendEach(record: ProducerRecord): Promise<RecordOutcome[]> {
+    try {
+      this.lifecycle.ensureOpen('send');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const admission = this.admit(record);
+    const settled: Promise<void> = admission.then(
+      () => void this.admitting.delete(settled),
+      () => void this.admitting.delete(settled),
+    );
+    this.admitting.add(settled);
+    return admission.then(eachLandedRecord);
   }
 
   /** Appends the records of one send to their batches; resolves once all are in. */
@@ -280,6 +303,11 @@ function isCachedPartition(partitions: TopicPartitions, partition: number): bool
   return Number.isInteger(partition) && partition >= 0 && partition < partitions.partitionCount;
 }
 
+/** Where a message of sendEach landed, or (offset -1n) the error of the batch it joined. */
+export interface RecordOutcome extends RecordMetadata {
+  readonly error?: SpoolError;
+}
+
 /** Consecutive records of one send that joined the same batch. */
 interface BatchRun {
   readonly batch: ProducerBatch;
@@ -293,6 +321,30 @@ const smallIndexes: bigint[] = [];
 function bigIndex(index: number): bigint {
   if (index >= 65_536) return BigInt(index);
   return (smallIndexes[index] ??= BigInt(index));
+}
+
+/** Where each record landed or why not, in the order sent, once every batch is settled. */
+async function eachLandedRecord(runs: readonly BatchRun[]): Promise<RecordOutcome[]> {
+  const outcomes = await Promise.allSettled(runs.map((run) => run.batch.baseOffset));
+  const landed: RecordOutcome[] = [];
+  runs.forEach((run, runIndex) => {
+    const { topic, partition } = run.batch;
+    const outcome = outcomes[runIndex]!;
+    for (let index = run.firstIndex; index < run.firstIndex + run.count; index++) {
+      if (outcome.status === 'rejected') {
+        const error = toSpoolError(outcome.reason, partitionName(topic, partition));
+        landed.push({ topic, partition, offset: -1n, error });
+        continue;
+      }
+      const baseOffset = outcome.value;
+      landed.push({
+        topic,
+        partition,
+        offset: baseOffset < 0n ? -1n : baseOffset + bigIndex(index),
+      });
+    }
+  });
+  return landed;
 }
 
 /**

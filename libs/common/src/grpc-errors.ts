@@ -11,11 +11,13 @@ import {
   isCodedError,
   retriableGrpcStatuses,
 } from './errors';
+import { encodeStatusDetails, statusDetailsMetadataKey } from './grpc-status-details';
 
 /**
  * Our typed errors on the wire. The gRPC status says what class of failure it was; the trailing
  * metadata carries the exact Kafka-style code and whether to retry, so a client rebuilds the
- * same SpoolError the server threw.
+ * same SpoolError the server threw. The same facts travel in the standard status details too
+ * (grpc-status-details-bin, a google.rpc.ErrorInfo), for clients in other languages.
  */
 export const errorCodeMetadataKey = 'spool-error-code';
 export const retriableMetadataKey = 'spool-retriable';
@@ -33,19 +35,27 @@ export function toGrpcStatus(error: unknown): Partial<StatusObject> {
         value,
       );
     }
-    return {
-      code: grpcStatusForCode(error.code, error.retriable),
-      details: `${error.code}: ${error.message}`,
-      metadata,
-    };
+    const code = grpcStatusForCode(error.code, error.retriable);
+    const message = `${error.code}: ${error.message}`;
+    metadata.set(
+      statusDetailsMetadataKey,
+      encodeStatusDetails(code, message, error.code, {
+        retriable: String(error.retriable),
+        ...details,
+      }),
+    );
+    return { code, details: message, metadata };
   }
   metadata.set(errorCodeMetadataKey, CommonErrorCode.Unknown);
   metadata.set(retriableMetadataKey, 'false');
-  return {
-    code: GrpcStatus.INTERNAL,
-    details: `${CommonErrorCode.Unknown}: ${error instanceof Error ? error.message : String(error)}`,
-    metadata,
-  };
+  const message = `${CommonErrorCode.Unknown}: ${error instanceof Error ? error.message : String(error)}`;
+  metadata.set(
+    statusDetailsMetadataKey,
+    encodeStatusDetails(GrpcStatus.INTERNAL, message, CommonErrorCode.Unknown, {
+      retriable: 'false',
+    }),
+  );
+  return { code: GrpcStatus.INTERNAL, details: message, metadata };
 }
 
 /** Rebuilds a SpoolError from a failed call, whether or not the peer was a Spool server. */

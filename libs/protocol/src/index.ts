@@ -120,6 +120,26 @@ export {
   ProduceStreamRequest,
   ProduceStreamResponse,
 } from './generated/spool/v1/gateway';
+// The record-level API (records as applications see them, for clients in any language).
+export {
+  CommitOffset,
+  CommitRequest,
+  CommitResponse,
+  ConsumedRecord,
+  OffsetReset,
+  PublishRecord,
+  PublishRequest,
+  PublishResponse,
+  PublishResult,
+  PublishStreamRequest,
+  PublishStreamResponse,
+  RecordHeader as RecordServiceHeader,
+  RecordServiceClient,
+  RecordServiceService,
+  type RecordServiceServer,
+  SubscribeRequest,
+  SubscribeResponse,
+} from './generated/spool/v1/record';
 // The services as generated, except that produce-path requests skip the generated code's copies
 // of record bytes (partition-batches-codec.ts).
 export {

@@ -1,0 +1,291 @@
+/**
+ * The record-level Publish: records of one topic, appended by the gateway's own producers (the
+ * TypeScript SDK's Producer, so the partitioner, batching into RecordBatch v2, retries and
+ * idempotence are the SDK's, not a second copy), answered per record.
+ *
+ * 1. The request is checked as a whole before any record is queued (nothing half-written): a
+ *    known topic, records present and at most the buffer's worth, every explicit partition in
+ *    range, every record within the topic's max.message.bytes once in its batch, timestamps not
+ *    negative, acks valid, the idempotency key well-formed. One bad record fails the call.
+ * 2. With an idempotency key, the call goes through the IdempotencyWindow: a retry within the
+ *    window is answered from the first call; only records the first call failed to append are
+ *    sent again.
+ * 3. The records go to the producer for the call's acks (acks=all: idempotent, so the producer's
+ *    own retries never duplicate; acks=1 and acks=0: not, as Kafka requires), in one sendEach:
+ *    keyed records land where Kafka's murmur2 partitioner puts them, keyless ones stick to a
+ *    partition until its batch is sent (KIP-480). A record whose batch was not acknowledged
+ *    within the call's timeout is answered REQUEST_TIMED_OUT; its append goes on, and a retry
+ *    with the same key waits for it rather than sending it twice.
+ */
+import { SpoolError, wireErrorOf } from '@spool/common';
+import type { Message, Producer, RecordOutcome, Spool } from '@spool/client';
+import {
+  Acks,
+  type PublishRecord,
+  type PublishRequest,
+  type PublishResponse,
+  type PublishResult,
+} from '@spool/protocol';
+import { recordBatchHeaderSizeBytes } from '@spool/record-batch';
+import { Fingerprint, IdempotencyWindow, checkIdempotencyKey } from './idempotency-window';
+import type { MetadataLink } from './metadata-link';
+
+/** Kafka's request.timeout.ms default, for a call that names none. */
+const publishTimeoutMsDefault = 30_000;
+/** The longest a call may wait, whatever it asks. */
+const publishTimeoutMsMax = 120_000;
+/** Kafka's max.message.bytes default, for a topic whose config the metadata does not carry. */
+const maxMessageBytesDefault = 1_048_588;
+/** A record's varints at their widest (Kafka's DefaultRecord.MAX_RECORD_OVERHEAD). */
+const recordOverheadBytesMax = 5 + 1 + 10 + 5 + 5 + 5 + 5;
+const headerOverheadBytesMax = 5 + 5;
+
+export interface RecordPublisherOptions {
+  readonly link: MetadataLink;
+  /** The gateway's SDK, connected to this gateway; undefined until it listens. */
+  readonly spool: () => Spool;
+  /** Record bytes each producer may hold unsent (Kafka's buffer.memory); a call must fit. */
+  readonly bufferMemoryBytes: number;
+  readonly idempotencyWindowMs: number;
+  readonly idempotencyKeysMax: number;
+}
+
+/** The outcome of each record, in the request's order, kept for retries with the same key. */
+type Outcomes = readonly Promise<RecordOutcome>[];
+
+export class RecordPublisher {
+  private readonly producers = new Map<Acks, Producer>();
+  private readonly window: IdempotencyWindow<Outcomes>;
+
+  constructor(private readonly options: RecordPublisherOptions) {
+    this.window = new IdempotencyWindow(options.idempotencyWindowMs, options.idempotencyKeysMax);
+  }
+
+  async publish(request: PublishRequest): Promise<PublishResponse> {
+    const acks = request.acks === Acks.ACKS_UNSPECIFIED ? Acks.ACKS_ALL : request.acks;
+    // Point 1.
+    this.check(request, acks);
+    const timeoutMs =
+      request.timeoutMs > 0
+        ? Math.min(request.timeoutMs, publishTimeoutMsMax)
+        : publishTimeoutMsDefault;
+    const nowMs = BigInt(Date.now());
+    const messages = request.records.map((record) => toMessage(record, nowMs));
+    const send = (indexes: readonly number[]): Outcomes =>
+      this.send(
+        request.topic,
+        acks,
+        indexes.map((index) => messages[index]!),
+      );
+    // Point 2.
+    let outcomes: Outcomes;
+    if (request.idempotencyKey === '') {
+      outcomes = send(messages.map((_, index) => index));
+    } else {
+      outcomes = await this.window.run(
+        request.idempotencyKey,
+        fingerprintOf(request, acks),
+        async () => send(messages.map((_, index) => index)),
+        async (previous) => {
+          const settled = await Promise.all(previous);
+          const failed = settled.flatMap((outcome, index) =>
+            outcome.error === undefined ? [] : [index],
+          );
+          if (failed.length === 0) return previous;
+          const resent = send(failed);
+          const merged = [...previous];
+          failed.forEach((index, position) => (merged[index] = resent[position]!));
+          return merged;
+        },
+      );
+    }
+    return { results: await withinTimeout(outcomes, timeoutMs) };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.producers.values()].map((producer) => producer.close()));
+    this.producers.clear();
+  }
+
+  /** Point 3: one sendEach; a failure to admit at all (closing) fails every record. */
+  private send(topic: string, acks: Acks, messages: readonly Message[]): Outcomes {
+    const sent = this.producer(acks).sendEach({ topic, messages });
+    return messages.map((message, index) =>
+      sent.then(
+        (outcomes) => outcomes[index]!,
+        (error: unknown) => {
+          const wire = wireErrorOf(error);
+          return {
+            topic,
+            partition: message.partition ?? -1,
+            offset: -1n,
+            error: new SpoolError(wire.code, wire.message, { retriable: wire.retriable }),
+          };
+        },
+      ),
+    );
+  }
+
+  private producer(acks: Acks): Producer {
+    let producer = this.producers.get(acks);
+    if (producer === undefined) {
+      producer = this.options.spool().producer({
+        acks: acks === Acks.ACKS_ALL ? 'all' : acks === Acks.ACKS_LEADER ? 1 : 0,
+        enableIdempotence: acks === Acks.ACKS_ALL,
+        bufferMemoryBytes: this.options.bufferMemoryBytes,
+        maxRequestSizeBytes: this.options.bufferMemoryBytes,
+      });
+      this.producers.set(acks, producer);
+    }
+    return producer;
+  }
+
+  private check(request: PublishRequest, acks: Acks): void {
+    if (acks !== Acks.ACKS_NONE && acks !== Acks.ACKS_LEADER && acks !== Acks.ACKS_ALL) {
+      throw new SpoolError(
+        'INVALID_REQUIRED_ACKS',
+        `acks is ${request.acks}; it must be ACKS_NONE, ACKS_LEADER or ACKS_ALL`,
+      );
+    }
+    if (request.idempotencyKey !== '') checkIdempotencyKey(request.idempotencyKey);
+    const topic = this.options.link.metadata.topics.get(request.topic);
+    if (topic === undefined) {
+      throw new SpoolError(
+        'UNKNOWN_TOPIC_OR_PARTITION',
+        `topic ${JSON.stringify(request.topic)} does not exist`,
+      );
+    }
+    if (request.records.length === 0) {
+      throw new SpoolError('INVALID_REQUEST', `no records to publish to topic ${request.topic}`);
+    }
+    const configured = Number(
+      this.options.link.metadata.topicConfig(request.topic, 'max.message.bytes'),
+    );
+    const maxMessageBytes = Number.isSafeInteger(configured) ? configured : maxMessageBytesDefault;
+    const partitionCount = topic.partitions.length;
+    let totalBytes = 0;
+    request.records.forEach((record, index) => {
+      const subject = `topic ${request.topic} record ${index}`;
+      if (
+        record.partition !== undefined &&
+        (record.partition < 0 || record.partition >= partitionCount)
+      ) {
+        throw new SpoolError(
+          'UNKNOWN_TOPIC_OR_PARTITION',
+          `${subject}: partition ${record.partition} does not exist; the topic has ` +
+            `${partitionCount} partitions (0 to ${partitionCount - 1})`,
+        );
+      }
+      if (record.timestampMs !== undefined && record.timestampMs < 0n) {
+        throw new SpoolError(
+          'INVALID_RECORD',
+          `${subject}: timestamp_ms is ${record.timestampMs}; it must be 0 or more`,
+        );
+      }
+      const sizeBytes = recordSizeUpperBoundBytes(record);
+      if (sizeBytes + recordBatchHeaderSizeBytes > maxMessageBytes) {
+        throw new SpoolError(
+          'MESSAGE_TOO_LARGE',
+          `${subject}: the record is up to ${sizeBytes} bytes when encoded, ${
+            sizeBytes + recordBatchHeaderSizeBytes
+          } in its batch, over the topic's max.message.bytes=${maxMessageBytes}`,
+        );
+      }
+      totalBytes += sizeBytes;
+    });
+    if (totalBytes > this.options.bufferMemoryBytes) {
+      throw new SpoolError(
+        'RECORD_LIST_TOO_LARGE',
+        `${request.records.length} records of up to ${totalBytes} bytes in one call, over the ` +
+          `gateway's publish.buffer.memory.bytes=${this.options.bufferMemoryBytes}; split the call`,
+      );
+    }
+  }
+}
+
+function toMessage(record: PublishRecord, nowMs: bigint): Message {
+  const headers: Record<string, Buffer | null | Array<Buffer | null>> = {};
+  for (const header of record.headers) {
+    const value = header.value ?? null;
+    const existing = headers[header.key];
+    if (existing === undefined) headers[header.key] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else headers[header.key] = [existing, value];
+  }
+  return {
+    key: record.key ?? null,
+    value: record.value ?? null,
+    headers: record.headers.length === 0 ? undefined : headers,
+    partition: record.partition,
+    timestamp: record.timestampMs ?? nowMs,
+  };
+}
+
+function recordSizeUpperBoundBytes(record: PublishRecord): number {
+  let sizeBytes = recordOverheadBytesMax + (record.key?.length ?? 0) + (record.value?.length ?? 0);
+  for (const header of record.headers) {
+    sizeBytes +=
+      headerOverheadBytesMax + Buffer.byteLength(header.key) + (header.value?.length ?? 0);
+  }
+  return sizeBytes;
+}
+
+function fingerprintOf(request: PublishRequest, acks: Acks): string {
+  const fingerprint = new Fingerprint().add(request.topic).add(String(acks));
+  for (const record of request.records) {
+    fingerprint
+      .add(record.key)
+      .add(record.value)
+      .add(record.partition === undefined ? undefined : String(record.partition))
+      .add(record.timestampMs === undefined ? undefined : String(record.timestampMs));
+    fingerprint.add(String(record.headers.length));
+    for (const header of record.headers) fingerprint.add(header.key).add(header.value);
+  }
+  return fingerprint.digest();
+}
+
+/** Each record's result, or REQUEST_TIMED_OUT for one not settled within the call's timeout. */
+async function withinTimeout(outcomes: Outcomes, timeoutMs: number): Promise<PublishResult[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timed out'>((resolve) => {
+    timer = setTimeout(() => resolve('timed out'), timeoutMs);
+  });
+  try {
+    const all = await Promise.race([Promise.all(outcomes), timedOut]);
+    if (all !== 'timed out') return all.map(toResult);
+    const settled = new Map<number, RecordOutcome>();
+    outcomes.forEach((outcome, index) => void outcome.then((value) => settled.set(index, value)));
+    // Outcomes already settled are in the map after one turn of the microtask queue.
+    await Promise.resolve();
+    return outcomes.map((_, index) => {
+      const outcome = settled.get(index);
+      if (outcome !== undefined) return toResult(outcome);
+      return {
+        partition: -1,
+        offset: -1n,
+        error: {
+          code: 'REQUEST_TIMED_OUT',
+          message: `record ${index} was not acknowledged within ${timeoutMs} ms; it may still be appended (retry with the same idempotency_key to learn where)`,
+          retriable: true,
+        },
+      };
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function toResult(outcome: RecordOutcome): PublishResult {
+  if (outcome.error === undefined) {
+    return { partition: outcome.partition, offset: outcome.offset, error: undefined };
+  }
+  return {
+    partition: outcome.partition,
+    offset: -1n,
+    error: {
+      code: outcome.error.code,
+      message: outcome.error.message,
+      retriable: outcome.error.retriable,
+    },
+  };
+}
