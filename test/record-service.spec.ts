@@ -14,7 +14,8 @@
 // - A subscriber that stops reading (behind a proxy that stops reading from the gateway) holds
 //   up its subscription's fetching, is ended after max_poll_interval_ms and leaves its group.
 import * as grpc from '@grpc/grpc-js';
-import { Spool, partitionForKey, type Admin } from '@spool/client';
+import type { Spool} from '@spool/client';
+import { partitionForKey, type Admin } from '@spool/client';
 import { SpoolError, createGrpcClient } from '@spool/common';
 import {
   Acks,
@@ -36,33 +37,20 @@ let admin: Admin;
 
 beforeAll(async () => {
   cluster = await RecordTestCluster.start();
-  spool = new Spool({ brokers: [cluster.gatewayAddress], clientId: 'record-service-spec' });
-  admin = spool.admin();
+  spool = cluster.spool;
+  admin = cluster.admin;
 }, 60_000);
 
 afterAll(async () => {
-  await spool?.close();
   await cluster?.stop();
 });
 
-/** Creates a topic and waits until the gateway publishes to every partition of it. */
-async function createTopic(
+function createTopic(
   topic: string,
   partitions: number,
   configEntries: Array<{ name: string; value: string }> = [],
 ): Promise<void> {
-  await admin.createTopics({
-    topics: [{ topic, numPartitions: partitions, replicationFactor: 1, configEntries }],
-  });
-  await expect
-    .poll(
-      async () =>
-        (await admin.fetchTopicOffsets(topic).catch(() => [])).length === partitions &&
-        (await publish({ topic, records: [] }).catch((error: SpoolError) => error.code)) ===
-          'INVALID_REQUEST',
-      { timeout: 15_000, interval: 100 },
-    )
-    .toBe(true);
+  return cluster.createTopic(topic, partitions, configEntries);
 }
 
 function publish(request: Partial<PublishRequest>) {

@@ -12,7 +12,12 @@
 #   openssl              the rack-lookup test's stand-in Kubernetes API needs a certificate
 #   ip (iproute2)        the fault suite builds network namespaces
 #   unshare (util-linux) the image-contents test gives each imitated pod a PID namespace
+#   python3-venv         the record-level API's Python client runs in a virtual environment
 #   grpcurl              the record-level API's reflection and shell tests; built like helm
+#   python grpcio,       the record-level API's client tests: grpcio, grpcio-tools and
+#   go grpc plugins      grpcio-status from PyPI in a cached virtual environment, protoc-gen-go
+#                        and protoc-gen-go-grpc built like helm (google.golang.org/grpc itself
+#                        comes from the Go module proxy when the Go client is built)
 #   helm, k8s-strict     the chart tests; Go programs built from the Go module proxy at pinned
 #                        versions (minutes the first time, then cached outside the clone)
 #
@@ -33,6 +38,10 @@ need prometheus prometheus
 need openssl openssl
 need ip iproute2
 need unshare util-linux
+# Debian's python3 makes virtual environments only with python3-venv (ensurepip).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
 # One package may provide two commands (promtool and prometheus).
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 
@@ -55,4 +64,6 @@ fi
 bash test/support/ensure-helm.sh >/dev/null
 bash test/support/ensure-k8s-strict.sh >/dev/null
 bash test/support/ensure-grpcurl.sh >/dev/null
+bash test/support/ensure-python-grpc.sh >/dev/null
+bash test/support/ensure-go-grpc-plugins.sh >/dev/null
 echo "install-test-tools: every tool the tests need is here" >&2

@@ -1,5 +1,8 @@
+import { Spool, type Admin } from '@spool/client';
+import type { SpoolError} from '@spool/common';
 import { callOnce, createGrpcClient, type UnaryMethod } from '@spool/common';
-import { RecordServiceClient } from '@spool/protocol';
+import { Acks, RecordServiceClient } from '@spool/protocol';
+import { expect } from 'vitest';
 import { startGatewayProcess } from './gateway-client';
 import { startServiceProcess, type ServiceProcess } from './service-process';
 import { StorageTestCluster } from './storage-cluster';
@@ -11,6 +14,9 @@ import { StorageTestCluster } from './storage-cluster';
  */
 export class RecordTestCluster {
   readonly records: RecordServiceClient;
+  /** The SDK on the same gateway, for what the record-level API does not do (topics, groups). */
+  readonly spool: Spool;
+  readonly admin: Admin;
 
   private constructor(
     readonly storage: StorageTestCluster,
@@ -18,6 +24,8 @@ export class RecordTestCluster {
     readonly gateway: ServiceProcess,
   ) {
     this.records = createGrpcClient(RecordServiceClient, this.gatewayAddress);
+    this.spool = new Spool({ brokers: [this.gatewayAddress], clientId: 'record-cluster' });
+    this.admin = this.spool.admin();
   }
 
   static async start(
@@ -51,7 +59,37 @@ export class RecordTestCluster {
     return callOnce(this.records, method, request, { deadlineMs });
   }
 
+  /** Creates a topic and waits until the gateway takes records for every partition of it. */
+  async createTopic(
+    topic: string,
+    partitions: number,
+    configEntries: Array<{ name: string; value: string }> = [],
+  ): Promise<void> {
+    await this.admin.createTopics({
+      topics: [{ topic, numPartitions: partitions, replicationFactor: 1, configEntries }],
+    });
+    // An empty Publish to a topic the gateway knows fails INVALID_REQUEST (no records), to one
+    // it does not know yet UNKNOWN_TOPIC_OR_PARTITION.
+    const emptyPublish = () =>
+      this.call(this.records.publish, {
+        topic,
+        records: [],
+        acks: Acks.ACKS_ALL,
+        idempotencyKey: '',
+        timeoutMs: 0,
+      }).catch((error: SpoolError) => error.code);
+    await expect
+      .poll(
+        async () =>
+          (await this.admin.fetchTopicOffsets(topic).catch(() => [])).length === partitions &&
+          (await emptyPublish()) === 'INVALID_REQUEST',
+        { timeout: 15_000, interval: 100 },
+      )
+      .toBe(true);
+  }
+
   async stop(): Promise<void> {
+    await this.spool.close();
     this.records.close();
     for (const process of [this.gateway, this.coordinator]) {
       process.child.kill('SIGKILL');
