@@ -31,7 +31,7 @@ export interface GroupPartitionLag {
   /** -1n when the group committed nothing for the partition. */
   readonly committedOffset: bigint;
   readonly highWatermark: bigint;
-  /** High watermark minus committed offset (the whole log when nothing is committed). */
+  /** High watermark minus committed offset, never below 0; -1n when nothing is committed. */
   readonly lag: bigint;
 }
 

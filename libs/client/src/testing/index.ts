@@ -14,5 +14,6 @@ export {
   kafkaFixtureRecord,
   kafkaRecordCount,
 } from './kafka-compressed-batches';
+export { describeGatewayContract, type GatewayContractBackend } from './gateway.contract';
 export { rejection } from './rejection';
 export { expectSteady } from './steady';
