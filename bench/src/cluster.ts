@@ -21,6 +21,8 @@ const clusterOutputKeptBytes = 65_536;
 const commandOutputBytesMax = 64 * 1024 * 1024;
 /** A port per run, so a run does not meet the gateway of one that is still stopping. */
 const gatewayPort = 19290 + Math.floor(Math.random() * 500);
+/** Where the cluster's gateway listens, for load generators in this process. */
+export const gatewayAddress = `127.0.0.1:${gatewayPort}`;
 
 /**
  * The V8 flags the `spool` command runs with (apps/cli/src/node-flags.ts): the bench client and

@@ -15,7 +15,8 @@ cluster, and writes bench/results/<date>.{json,md,svg}. Needs a build first
 
   --quick      small counts: a smoke run of a minute or two
   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
-  --only LIST  scenarios to run, comma-separated: 1-7, and partitions (run only when named)
+  --only LIST  scenarios to run, comma-separated: 1-7, and partitions and records (run only
+               when named)
   --help       this text
 `;
 
@@ -106,6 +107,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
 
 export function isWanted(options: BenchOptions, scenario: ScenarioId): boolean {
   return options.only === undefined || options.only.has(scenario);
+}
+
+/** The records scenario (the record-level API beside the raw path) runs only when named. */
+export function isRecordsWanted(options: BenchOptions): boolean {
+  return options.only !== undefined && options.only.has('records');
 }
 
 /** The partitions scenario runs only when --only names it. */

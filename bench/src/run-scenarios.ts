@@ -11,7 +11,15 @@
  * Needs a build first (`npx nx run-many -t build`, which builds this too). Linux only (/proc).
  */
 import { readFileSync } from 'node:fs';
-import { isPartitionsWanted, isWanted, parseOptions, usage, type BenchOptions } from './options';
+import {
+  isPartitionsWanted,
+  isRecordsWanted,
+  isWanted,
+  parseOptions,
+  usage,
+  type BenchOptions,
+} from './options';
+import { recordsScenario } from './record-scenario';
 import { writeReport } from './report';
 import {
   endToEndGroup,
@@ -36,6 +44,7 @@ async function runScenarios(options: BenchOptions): Promise<void> {
       await endToEndGroup(options, maximum, results, memory);
     }
   }
+  if (isRecordsWanted(options)) await recordsScenario(options, results);
   const partitions = isPartitionsWanted(options) ? await partitionsScenario(options) : undefined;
   const cpus = readFileSync('/proc/cpuinfo', 'utf8')
     .split('\n')

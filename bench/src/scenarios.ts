@@ -10,6 +10,8 @@
  *   7. read-by-offset latency at a small and a large log
  *   partitions: `spool bench partitions` (issue 20), only when named: `--only partitions`, as it
  *      grows its own cluster to 20,000 partitions (--quick: 300) for many minutes
+ *   records (8): the record-level API beside the raw path (issue 27, record-scenario.ts), only
+ *      when named: `--only records`
  *
  * Besides each scenario's figures: the CPU seconds every service process used during it, hence
  * CPU seconds per GB on the storage node and gateway.
@@ -65,7 +67,7 @@ export interface ClusterMemory {
 }
 
 /** Runs one bench command; returns its result with the CPU each service used meanwhile. */
-async function measure(
+export async function measure(
   cluster: BenchCluster,
   scenario: number,
   label: string,

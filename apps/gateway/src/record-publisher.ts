@@ -39,6 +39,8 @@ const maxMessageBytesDefault = 1_048_588;
 /** A record's varints at their widest (Kafka's DefaultRecord.MAX_RECORD_OVERHEAD). */
 const recordOverheadBytesMax = 5 + 1 + 10 + 5 + 5 + 5 + 5;
 const headerOverheadBytesMax = 5 + 5;
+/** The gateway producers' batch.size: as the raw path's benchmark producer uses. */
+const publishBatchSizeBytes = 1024 * 1024;
 
 export interface RecordPublisherOptions {
   readonly link: MetadataLink;
@@ -134,6 +136,9 @@ export class RecordPublisher {
         enableIdempotence: acks === Acks.ACKS_ALL,
         bufferMemoryBytes: this.options.bufferMemoryBytes,
         maxRequestSizeBytes: this.options.bufferMemoryBytes,
+        // A bound, not a wait (a batch leaves after lingerMs): a busy topic's records go in
+        // large batches, which cost the gateway and the leader per batch, not per record.
+        batchSizeBytes: publishBatchSizeBytes,
       });
       this.producers.set(acks, producer);
     }
