@@ -13,7 +13,7 @@
 import { callOnce } from '@spool/common';
 import { OffsetSpec, groupPartition, type OffsetFetchResponse } from '@spool/protocol';
 import { encodeRecordBatch } from '@spool/record-batch';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventually } from './support/controller-client';
 import { GatewayTestClient, startGatewayProcess } from './support/gateway-client';
 import { startServiceProcess, type ServiceProcess } from './support/service-process';
@@ -309,7 +309,12 @@ describe('coordinator', () => {
     expect((await commit(member.memberEpoch, [4n, 5n, 7n, 10n])).results[0]!.error).toBeUndefined();
     const stillStale = await commit(member.memberEpoch - 1, [0n, 0n, 0n, 0n]);
     expect(stillStale.results[0]!.error?.code).toBe('STALE_MEMBER_EPOCH');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Three more reads after the last commit: offsets still never went backwards.
+    const readsAfterCommits = reads + 3;
+    await vi.waitFor(() => expect(reads).toBeGreaterThanOrEqual(readsAfterCommits), {
+      timeout: 10_000,
+      interval: 20,
+    });
     polling = false;
     await poller;
     expect(reads).toBeGreaterThan(readsBeforeKill);

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Spool, type Admin, type Message } from '@spool/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { eventually } from './support/controller-client';
 import {
@@ -46,10 +46,6 @@ let spool: Spool;
 let admin: Admin;
 /** A process stopped with SIGSTOP, continued in afterAll if a test failed midway. */
 let stoppedPid: number | undefined;
-
-function sleep(durationMs: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, durationMs));
-}
 
 function storageNodes(): ClusterProcess[] {
   return processes.filter((entry) => entry.role === 'storage-node');
@@ -89,10 +85,10 @@ beforeAll(async () => {
   dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   devExited = new Promise((resolve) => dev!.once('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 30_000;
-  while (!devOutput.includes('processes ready') && dev.exitCode === null && Date.now() < deadline) {
-    await sleep(50);
-  }
+  await vi.waitFor(
+    () => expect(devOutput.includes('processes ready') || dev!.exitCode !== null).toBe(true),
+    { timeout: 30_000, interval: 50 },
+  );
   expect(devOutput).toContain('processes ready');
   processes = (
     JSON.parse(readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8')) as {
@@ -192,8 +188,10 @@ describe('metrics on a spool dev cluster', () => {
           consumed += 1;
         },
       });
-      const deadline = Date.now() + 15_000;
-      while (consumed < recordCount && Date.now() < deadline) await sleep(50);
+      await vi.waitFor(() => expect(consumed).toBeGreaterThanOrEqual(recordCount), {
+        timeout: 15_000,
+        interval: 50,
+      });
     } finally {
       await consumer.disconnect();
     }
@@ -309,9 +307,10 @@ describe('consumer lag on a spool dev cluster', () => {
           consumed += 1;
         },
       });
-      const deadline = Date.now() + 20_000;
-      while (consumed < expected && Date.now() < deadline) await sleep(50);
-      expect(consumed).toBeGreaterThanOrEqual(expected);
+      await vi.waitFor(() => expect(consumed).toBeGreaterThanOrEqual(expected), {
+        timeout: 20_000,
+        interval: 50,
+      });
       await eventually(async () => expect(await lagSum()).toBe(0), 15_000);
     } finally {
       await consumer.disconnect();

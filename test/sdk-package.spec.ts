@@ -17,7 +17,7 @@ import {
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { workspaceRoot } from './support/service-process';
 
 interface ClusterFile {
@@ -48,10 +48,6 @@ let dev: ChildProcess | undefined;
 let devExited: Promise<number | null> | undefined;
 let devOutput = '';
 let tarball: string;
-
-function sleep(durationMs: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, durationMs));
-}
 
 async function run(command: string, args: readonly string[], cwd: string, timeoutMs: number) {
   try {
@@ -160,10 +156,10 @@ async function startCluster(): Promise<string> {
   dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   devExited = new Promise((resolve) => dev!.once('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 60_000;
-  while (!/processes ready/.test(devOutput) && dev.exitCode === null && Date.now() < deadline) {
-    await sleep(50);
-  }
+  await vi.waitFor(
+    () => expect(/processes ready/.test(devOutput) || dev!.exitCode !== null).toBe(true),
+    { timeout: 60_000, interval: 50 },
+  );
   expect(devOutput).toMatch(/processes ready/);
   const cluster = JSON.parse(
     readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8'),

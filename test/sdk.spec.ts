@@ -16,7 +16,7 @@ import {
   type ConsumedMessage,
   type Message,
 } from '@spool/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { workspaceRoot } from './support/service-process';
 
 interface ClusterFile {
@@ -50,11 +50,6 @@ function isAlive(pid: number): boolean {
 
 function sleep(durationMs: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, durationMs));
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await sleep(50);
 }
 
 /** VmRSS of a process in bytes, from /proc (Linux). */
@@ -98,7 +93,10 @@ async function consumeFromBeginning(
         });
       },
     });
-    await waitFor(() => messages.length >= count, timeoutMs);
+    await vi.waitFor(() => expect(messages.length).toBeGreaterThanOrEqual(count), {
+      timeout: timeoutMs,
+      interval: 50,
+    });
   } finally {
     await consumer.disconnect();
   }
@@ -115,7 +113,10 @@ beforeAll(async () => {
   dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
   devExited = new Promise((resolve) => dev!.once('exit', (code) => resolve(code)));
-  await waitFor(() => devOutput.includes('processes ready') || dev!.exitCode !== null, 30_000);
+  await vi.waitFor(
+    () => expect(devOutput.includes('processes ready') || dev!.exitCode !== null).toBe(true),
+    { timeout: 30_000, interval: 50 },
+  );
   expect(devOutput).toContain('processes ready');
   cluster = JSON.parse(
     readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8'),

@@ -456,7 +456,15 @@ describe('Commits of a group member', () => {
         message: 'offsets below the busy message committed',
       })
       .toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Two heartbeat rounds (every 50 ms) after that commit: the auto-commit timer (every 20 ms)
+    // has had its chances to commit past the busy message meanwhile, and took none.
+    const committedAtMs = gateway.coordinator.commits.at(-1)!.atMs;
+    await expect
+      .poll(
+        () => gateway.coordinator.heartbeats.filter(({ atMs }) => atMs > committedAtMs).length,
+        { message: 'two heartbeat rounds after the commit' },
+      )
+      .toBeGreaterThanOrEqual(2);
     expect(gateway.coordinator.committedOffset('billing', 'events', 0)).toBe(3n);
     release();
     await expect

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProducerOptions } from './config';
 import type { Producer } from './producer';
 import { Spool } from './spool';
-import { FakeGateway, rejection } from './testing';
+import { expectSteady, FakeGateway, rejection } from './testing';
 
 let gateway: FakeGateway | undefined;
 const producers: Producer[] = [];
@@ -47,9 +47,7 @@ describe('Producer', () => {
     for (let index = 0; index < 5; index++) {
       sends.push(producer.send({ topic: 'orders', messages: [{ value: `m${index}` }] }));
       // Each send its own request: the next one starts once this one is on the stream.
-      while (gateway.produceRequests.length <= index) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await expect.poll(() => gateway.produceRequests.length).toBeGreaterThan(index);
     }
     gateway.releaseProduce();
     const offsets = (await Promise.all(sends)).map(([landed]) => landed!.offset);
@@ -79,10 +77,9 @@ describe('Producer', () => {
     // (each batch's own lingerMs would otherwise expire a millisecond apart). flush covers only
     // records already appended, so wait for the topic's metadata first: on a loaded machine the
     // first call's connection set-up alone can take longer than a fixed pause.
-    while (gateway.describeTopicsCalls === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect.poll(() => gateway.describeTopicsCalls).toBeGreaterThan(0);
+    // Lingering: nothing is sent before flush (a claim of absence; the window bounds it).
+    await expectSteady(() => gateway.produceRequests.length, 200, 'the produce requests sent');
     expect(gateway.produceRequests).toHaveLength(0);
     await producer.flush();
     const results = (await Promise.all(sends)).flat();
@@ -330,7 +327,8 @@ describe('Producer', () => {
   it('flushes lingering records on disconnect and refuses sends afterwards', async () => {
     const { gateway, producer } = await setUp({ orders: 1 }, { lingerMs: 60_000 });
     const pending = producer.send({ topic: 'orders', messages: [{ value: 'late' }] });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The record lingers in its batch once the topic's metadata came: then disconnect.
+    await expect.poll(() => gateway.describeTopicsCalls).toBeGreaterThan(0);
     await producer.disconnect();
     expect((await pending)[0]!.offset).toBe(0n);
     expect(gateway.produceRequests).toHaveLength(1);
