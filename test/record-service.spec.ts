@@ -14,7 +14,7 @@
 // - A subscriber that stops reading (behind a proxy that stops reading from the gateway) holds
 //   up its subscription's fetching, is ended after max_poll_interval_ms and leaves its group.
 import * as grpc from '@grpc/grpc-js';
-import type { Spool} from '@spool/client';
+import type { Spool } from '@spool/client';
 import { partitionForKey, type Admin } from '@spool/client';
 import { SpoolError, createGrpcClient } from '@spool/common';
 import {
@@ -343,6 +343,14 @@ describe('bad input', () => {
       { grpcCode: expect.any(Number), code: 'INVALID_REQUIRED_ACKS', inDetails: true },
     ]);
     expect(await highWatermarks(topic)).toEqual([0n, 0n]);
+
+    // Records that fit one by one go in batches that fit too (the leader refuses a larger one).
+    const fitting = await publish({
+      topic,
+      records: Array.from({ length: 10 }, () => record(900, 1)),
+    });
+    expect(fitting.results.map((result) => result.error)).toEqual(Array(10).fill(undefined));
+    expect(await highWatermarks(topic)).toEqual([0n, 10n]);
 
     for (const request of [
       { topic: 'no-such-topic', partition: 0 },

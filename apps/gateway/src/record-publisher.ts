@@ -39,8 +39,12 @@ const maxMessageBytesDefault = 1_048_588;
 /** A record's varints at their widest (Kafka's DefaultRecord.MAX_RECORD_OVERHEAD). */
 const recordOverheadBytesMax = 5 + 1 + 10 + 5 + 5 + 5 + 5;
 const headerOverheadBytesMax = 5 + 5;
-/** The gateway producers' batch.size: as the raw path's benchmark producer uses. */
-const publishBatchSizeBytes = 1024 * 1024;
+/**
+ * The gateway producers' batch.size at most, as the raw path's benchmark producer uses. A bound,
+ * not a wait (a batch leaves after lingerMs): a busy topic's records go in large batches, which
+ * cost the gateway and the leader per batch, not per record.
+ */
+const publishBatchSizeBytesMax = 1024 * 1024;
 
 export interface RecordPublisherOptions {
   readonly link: MetadataLink;
@@ -56,7 +60,8 @@ export interface RecordPublisherOptions {
 type Outcomes = readonly Promise<RecordOutcome>[];
 
 export class RecordPublisher {
-  private readonly producers = new Map<Acks, Producer>();
+  /** By acks and batch size (batchSizeBytesFor): few, made as calls first need them. */
+  private readonly producers = new Map<string, Producer>();
   private readonly window: IdempotencyWindow<Outcomes>;
 
   constructor(private readonly options: RecordPublisherOptions) {
@@ -66,17 +71,18 @@ export class RecordPublisher {
   async publish(request: PublishRequest): Promise<PublishResponse> {
     const acks = request.acks === Acks.ACKS_UNSPECIFIED ? Acks.ACKS_ALL : request.acks;
     // Point 1.
-    this.check(request, acks);
+    const maxMessageBytes = this.check(request, acks);
     const timeoutMs =
       request.timeoutMs > 0
         ? Math.min(request.timeoutMs, publishTimeoutMsMax)
         : publishTimeoutMsDefault;
     const nowMs = BigInt(Date.now());
     const messages = request.records.map((record) => toMessage(record, nowMs));
+    const producer = this.producer(acks, batchSizeBytesFor(maxMessageBytes));
     const send = (indexes: readonly number[]): Outcomes =>
       this.send(
+        producer,
         request.topic,
-        acks,
         indexes.map((index) => messages[index]!),
       );
     // Point 2.
@@ -110,8 +116,8 @@ export class RecordPublisher {
   }
 
   /** Point 3: one sendEach; a failure to admit at all (closing) fails every record. */
-  private send(topic: string, acks: Acks, messages: readonly Message[]): Outcomes {
-    const sent = this.producer(acks).sendEach({ topic, messages });
+  private send(producer: Producer, topic: string, messages: readonly Message[]): Outcomes {
+    const sent = producer.sendEach({ topic, messages });
     return messages.map((message, index) =>
       sent.then(
         (outcomes) => outcomes[index]!,
@@ -128,24 +134,24 @@ export class RecordPublisher {
     );
   }
 
-  private producer(acks: Acks): Producer {
-    let producer = this.producers.get(acks);
+  private producer(acks: Acks, batchSizeBytes: number): Producer {
+    const name = `${acks}/${batchSizeBytes}`;
+    let producer = this.producers.get(name);
     if (producer === undefined) {
       producer = this.options.spool().producer({
         acks: acks === Acks.ACKS_ALL ? 'all' : acks === Acks.ACKS_LEADER ? 1 : 0,
         enableIdempotence: acks === Acks.ACKS_ALL,
         bufferMemoryBytes: this.options.bufferMemoryBytes,
         maxRequestSizeBytes: this.options.bufferMemoryBytes,
-        // A bound, not a wait (a batch leaves after lingerMs): a busy topic's records go in
-        // large batches, which cost the gateway and the leader per batch, not per record.
-        batchSizeBytes: publishBatchSizeBytes,
+        batchSizeBytes,
       });
-      this.producers.set(acks, producer);
+      this.producers.set(name, producer);
     }
     return producer;
   }
 
-  private check(request: PublishRequest, acks: Acks): void {
+  /** Point 1; returns the topic's max.message.bytes. */
+  private check(request: PublishRequest, acks: Acks): number {
     if (acks !== Acks.ACKS_NONE && acks !== Acks.ACKS_LEADER && acks !== Acks.ACKS_ALL) {
       throw new SpoolError(
         'INVALID_REQUIRED_ACKS',
@@ -205,7 +211,21 @@ export class RecordPublisher {
           `gateway's publish.buffer.memory.bytes=${this.options.bufferMemoryBytes}; split the call`,
       );
     }
+    return maxMessageBytes;
   }
+}
+
+/**
+ * The batch size for a topic: small enough that a full batch stays within its max.message.bytes
+ * (the SDK does not split a batch the leader refuses as too large, as Kafka's producer does), and
+ * a power of two up to publishBatchSizeBytesMax, so that a few producers serve every topic. A
+ * record larger than the batch size still gets a batch of its own, within the limit by point 1.
+ */
+function batchSizeBytesFor(maxMessageBytes: number): number {
+  const fitsBytes = maxMessageBytes - recordBatchHeaderSizeBytes;
+  let batchSizeBytes = publishBatchSizeBytesMax;
+  while (batchSizeBytes > fitsBytes && batchSizeBytes > 1) batchSizeBytes /= 2;
+  return batchSizeBytes;
 }
 
 function toMessage(record: PublishRecord, nowMs: bigint): Message {
