@@ -7,7 +7,7 @@
 // Real processes on loopback: a controller and three storage nodes.
 import { callOnce } from '@spool/common';
 import type { WatchMetadataResponse } from '@spool/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventually } from './support/controller-client';
 import { StorageTestCluster } from './support/storage-cluster';
 
@@ -93,8 +93,12 @@ describe('storage node failover', () => {
     });
     await cluster.createTopic(topic, 3, 3);
     expect(await cluster.stopNode(2, 'SIGTERM')).toBe(0);
-    // The grace for a reconnect is 1 s; the fence would follow it at once.
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // After the reconnect grace (1 s) the controller decides, and says when it does not fence.
+    const decided = (line: string) => line.includes('"brokerId":2') && line.includes('not fenced');
+    await vi.waitFor(() => expect(cluster!.controller.logLines.some(decided)).toBe(true), {
+      timeout: 10_000,
+      interval: 20,
+    });
     expect(cluster.controller.logLines.join('\n')).not.toMatch(/broker fenced/);
   });
 });

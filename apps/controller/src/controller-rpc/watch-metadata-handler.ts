@@ -44,9 +44,17 @@ async function fenceUnlessBack(
   await new Promise((resolve) => setTimeout(resolve, brokerWatchReconnectGraceMs));
   if (publisher.isWatching(broker)) return;
   try {
-    await controller.queue.run(() =>
+    const fenced = await controller.queue.run(() =>
       controller.brokers.fenceDisconnected(broker.brokerId, broker.brokerEpoch),
     );
+    if (!fenced) {
+      // Said, so the decision not to fence is visible (operators, and tests that wait for it).
+      controller.context.logger.info(
+        { brokerId: broker.brokerId },
+        'stream of a broker closed and not back within the grace; not fenced: it shut down in ' +
+          'order, registered again or is fenced already',
+      );
+    }
   } catch (error) {
     // This controller stepped down, or the write failed: the session timeout still applies.
     controller.context.logger.info(
