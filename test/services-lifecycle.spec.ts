@@ -26,7 +26,7 @@ const servedServices: Record<ServiceName, string[]> = {
   controller: ['spool.v1.ControllerService'],
   'storage-node': ['spool.v1.StorageService'],
   coordinator: ['spool.v1.CoordinatorService'],
-  gateway: ['spool.v1.GatewayService'],
+  gateway: ['spool.v1.GatewayService', 'spool.v1.RecordService'],
 };
 
 const loaderOptions = { keepCase: true, longs: String, enums: String, defaults: true };
