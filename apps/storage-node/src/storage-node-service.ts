@@ -14,22 +14,21 @@ import {
   type AppendStreamRequest,
   type AppendStreamResponse,
 } from '@spool/protocol';
-import { LogDirectory, logOpenFilesMaxDefault, logOpenFilesMaxMinimum } from '@spool/segment-store';
+import { logOpenFilesMaxDefault, logOpenFilesMaxMinimum } from '@spool/segment-store';
 import { resolveBrokerId } from './broker-identity';
 import { rackFromNodeLabel } from './node-rack';
-import { ControllerLink } from './controller-link';
+import type { ControllerLink } from './controller-link';
 import { DataDirectory } from './data-directory';
 import { DataPortServer } from './data-port/data-port-server';
 import { createFetchHandlers } from './data-port/fetch-handler';
-import { type AssignmentChange, ReplicaManager } from './replica/replica-manager';
+import { ReplicaManager } from './replica/replica-manager';
 import { createLogFileHandleCache, registerLogOpenFileMetrics } from './log-open-files';
 import { StorageMetrics } from './storage-metrics';
-import { IsrManager } from './replica/isr-manager';
-import type { PartitionReplica } from './replica/partition-replica';
-import { ReplicaFetcherManager } from './replica/replica-fetcher-manager';
-import { waitForReplicasInSync } from './replica/replica-sync-readiness';
+import { ReplicationRoles } from './replica/replication-roles';
+import { startReplication } from './replica/replication-startup';
+import { startLogMaintenance } from './log-maintenance';
 import { startSlowDiskTestHook } from './slow-disk-test-hook';
-import { LogDirHealth } from './log-dir-health';
+import { openLogDirectory } from './log-directory-setup';
 import { appendStreams as createAppendStreams } from './append-streams';
 import { storageHandlers } from './storage-rpc';
 
@@ -192,9 +191,6 @@ export const storageNodeSettings = {
 
 export const storageNodeDefaultPorts = { grpcPort: 9092, metricsPort: 9192 } as const;
 
-/** How often high watermarks are written beside the logs (Kafka checkpoints every 5 s). */
-const highWatermarkCheckpointIntervalMs = 5_000;
-
 export function startStorageNode(
   options: {
     argv?: readonly string[];
@@ -222,28 +218,10 @@ export function startStorageNode(
       // The controller link exists once the node listens; until then a change waits for the
       // first heartbeat, which carries the state.
       const controllerLink: { current?: ControllerLink } = {};
-      // While the directory is offline the node is not ready, and /readyz says why (a
-      // Kubernetes pod shows it): it leads nothing and is in no ISR until it is writable again.
-      let offlineCondition: string | undefined;
-      const logDirHealth: LogDirHealth = new LogDirHealth({
-        directory: config.dataDir,
-        logger: nodeLogger.child({ component: 'log-dir' }),
-        onChange: (offline) => {
-          if (offlineCondition !== undefined) readiness.satisfy(offlineCondition);
-          offlineCondition = offline
-            ? `the data directory writable again (offline: ${logDirHealth.offlineReason})`
-            : undefined;
-          if (offlineCondition !== undefined) readiness.require(offlineCondition);
-          controllerLink.current?.heartbeatNow();
-        },
-      });
-      context.onShutdown(async () => logDirHealth.stop());
-      const logDirectory = LogDirectory.open(config.dataDir, {
+      const { logDirHealth, logDirectory } = openLogDirectory(context, {
+        logger: nodeLogger,
         files: logFiles,
-        onBackgroundError: (error) => {
-          nodeLogger.error({ err: error }, 'recovery point checkpoint failed');
-          logDirHealth.report(error);
-        },
+        onOfflineChange: () => controllerLink.current?.heartbeatNow(),
       });
       // Off (no setting): nothing starts, and the append paths get no hook to call.
       const slowDisk =
@@ -252,25 +230,7 @@ export function startStorageNode(
           : startSlowDiskTestHook(config.testSlowDiskFile, nodeLogger);
       if (slowDisk !== undefined) context.onShutdown(async () => slowDisk.stop());
       const metadata = new ClusterMetadataCache();
-      // Replication starts once this node is registered (fetchers send its broker epoch); until
-      // then role changes are only recorded.
-      const replication = {
-        fetchers: undefined as ReplicaFetcherManager | undefined,
-        isr: undefined as IsrManager | undefined,
-        onRoleChange(replica: PartitionReplica, change: AssignmentChange): void {
-          if (replica.isLeader) {
-            this.fetchers?.unfollow(replica.name);
-            this.isr?.observeAssignment(replica, change);
-            this.isr?.maybeUpdate(replica);
-          } else if (change.epochChanged || change.roleChanged) {
-            // A new leader or term: truncate to where the logs agree, then fetch.
-            this.fetchers?.follow(replica);
-          }
-        },
-        onRemoved(replica: PartitionReplica): void {
-          this.fetchers?.unfollow(replica.name);
-        },
-      };
+      const replication = new ReplicationRoles();
       // The metrics read the replicas at scrape time; the replicas report recoveries to them.
       const replicaHolder: { manager?: ReplicaManager } = {};
       const storageMetrics = new StorageMetrics(
@@ -361,114 +321,32 @@ export function startStorageNode(
       readiness.require('metadata');
       context.afterListen(async ({ grpcPort }) => {
         const host = context.advertisedHost;
-        const link = new ControllerLink(
-          {
-            brokerId,
-            rack,
-            endpoints: [
-              { name: 'grpc', host, port: grpcPort },
-              { name: 'data', host, port: dataPortBound },
-            ],
-            controllerAddresses: config.controllerAddresses,
-            heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
-            logDirOffline: () => logDirHealth.offline,
-          },
-          metadata,
-          nodeLogger.child({ component: 'controller-link' }),
-        );
-        controllerLink.current = link;
-        replication.fetchers = new ReplicaFetcherManager({
+        startReplication(context, {
           brokerId,
-          brokerEpoch: () => link.brokerEpoch,
-          fetchMaxBytes: config.replicaFetchMaxBytes,
-          fetchWaitMaxMs: config.replicaFetchWaitMaxMs,
-          logger: nodeLogger.child({ component: 'replica-fetcher' }),
+          rack,
+          endpoints: [
+            { name: 'grpc', host, port: grpcPort },
+            { name: 'data', host, port: dataPortBound },
+          ],
+          logger: nodeLogger,
           metadata,
+          replicas,
+          replication,
+          storageMetrics,
+          logDirHealth,
+          appendStreams,
           beforeLogAppend: slowDisk?.beforeLogAppend,
-        });
-        replication.isr = new IsrManager({
-          brokerId,
-          replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
-          alterPartition: (request) => link.alterPartition(request),
-          logger: nodeLogger.child({ component: 'isr' }),
-          onShrink: () => storageMetrics.isrShrinks.inc(),
-          onExpand: () => storageMetrics.isrExpands.inc(),
-        });
-        const isrTimer = setInterval(
-          () => {
-            for (const replica of replicas.all()) replication.isr?.maybeUpdate(replica);
-          },
-          Math.max(50, Math.floor(config.replicaLagTimeMaxMs / 2)),
-        );
-        isrTimer.unref();
-        metadata.onChange((change) => void replicas.reconcile(change));
-        void link
-          .start()
-          .catch((error: unknown) => nodeLogger.error({ err: error }, 'controller link failed'));
-        readiness.require('replicas in sync');
-        void link.firstSnapshotApplied.then(async () => {
-          await replicas.reconcile();
-          readiness.satisfy('metadata');
-          await waitForReplicasInSync(
-            replicas,
-            brokerId,
-            metadata,
-            config.replicaSyncReadinessTimeoutMs,
-            nodeLogger,
-          );
-          readiness.satisfy('replicas in sync');
+          onLink: (link) => (controllerLink.current = link),
         });
         nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
-        context.onShutdown(async () => {
-          // Controlled shutdown: leaderships move to other ISR members while this node still
-          // serves, so producers see one quick NOT_LEADER_OR_FOLLOWER instead of an outage.
-          try {
-            const remaining = await link.controlledShutdown();
-            nodeLogger.info({ remainingLeaderships: remaining }, 'controlled shutdown done');
-          } catch (error) {
-            nodeLogger.warn({ err: error }, 'controlled shutdown failed; stopping anyway');
-          }
-          clearInterval(isrTimer);
-          await replication.fetchers?.stop();
-          link.stop();
-          // Once the leaderships are gone: the gateways' append streams finish what they
-          // started and end, so the drain that follows does not wait for them.
-          appendStreams.stop();
-        });
       });
 
-      const retentionTimer = setInterval(() => {
-        for (const replica of replicas.all()) {
-          try {
-            const deleted = replica.log.deleteRetainedSegments();
-            if (deleted.segmentsDeleted > 0) {
-              nodeLogger.info(
-                { partition: replica.name, ...deleted },
-                'retention deleted segments',
-              );
-            }
-          } catch (error) {
-            nodeLogger.warn({ err: error, partition: replica.name }, 'retention failed');
-          }
-        }
-      }, config.logRetentionCheckIntervalMs);
-      retentionTimer.unref();
-      const checkpointTimer = setInterval(
-        () => replicas.checkpointHighWatermarks(),
-        highWatermarkCheckpointIntervalMs,
-      );
-      checkpointTimer.unref();
-      const producerExpirationTimer = setInterval(
-        () => replicas.removeExpiredProducers(),
-        config.producerIdExpirationCheckIntervalMs,
-      );
-      producerExpirationTimer.unref();
-
-      context.onShutdown(async () => {
-        clearInterval(retentionTimer);
-        clearInterval(checkpointTimer);
-        clearInterval(producerExpirationTimer);
+      const stopLogMaintenance = startLogMaintenance(replicas, {
+        retentionCheckIntervalMs: config.logRetentionCheckIntervalMs,
+        producerIdExpirationCheckIntervalMs: config.producerIdExpirationCheckIntervalMs,
+        logger: nodeLogger,
       });
+      context.onShutdown(async () => stopLogMaintenance());
       context.onShutdownAfterDrain(async () => {
         await dataPort.close(2_000);
         await replicas.closeAll();
