@@ -128,6 +128,7 @@ describe.each(services)('%s process', (name) => {
       }
       const listed = await listServices(service.grpcPort);
       expect(listed).toContain('grpc.health.v1.Health');
+      expect(listed).toContain('grpc.reflection.v1.ServerReflection');
       expect(listed.filter((entry) => entry.startsWith('spool.')).sort()).toEqual(
         servedServices[name],
       );
