@@ -3,17 +3,10 @@
 // `spool consume --format json` (each exactly once, offsets rising per partition in input order,
 // each key on its murmur2 partition), maps failures to exit codes 1, 2 and 3, and on SIGINT
 // `spool dev` leaves no process behind.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { partitionForKey } from '@spool/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliEntryPoint, runCli } from './support/cli-process';
-
-interface ClusterFile {
-  processes: Array<{ role: string; id: number; pid: number; ports: { grpc: number } }>;
-}
+import { runCli } from './support/cli-process';
+import { startSpoolDev, type SpoolDevProcess } from './support/spool-dev-process';
 
 const recordCount = 20_000;
 const partitionCount = 6;
@@ -27,42 +20,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Runs the built CLI as a child process, feeding `input` to its stdin. */
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-const dataDirectory = mkdtempSync(path.join(tmpdir(), 'spool-cli-'));
-let dev: ChildProcess | undefined;
-afterAll(() => {
-  dev?.kill('SIGKILL');
-  rmSync(dataDirectory, { recursive: true, force: true });
+let dev: SpoolDevProcess | undefined;
+afterAll(async () => {
+  // Stopped by the test itself; this stops it only when the test failed midway.
+  await dev?.stop();
 });
 
 describe('spool CLI against spool dev', () => {
   it('creates, produces, consumes, fails with the right exit codes and stops cleanly', async () => {
-    dev = spawn(
-      process.execPath,
-      [cliEntryPoint, 'dev', '--nodes', '3', '--gateway-port', '0', '--data-dir', dataDirectory],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let devOutput = '';
-    dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-    dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-    const devExited = new Promise<number | null>((resolve) =>
-      dev!.once('exit', (code) => resolve(code)),
-    );
-    const clusterPath = path.join(dataDirectory, 'cluster.json');
-    await waitFor(() => devOutput.includes('processes ready') || dev!.exitCode !== null, 30_000);
-    expect(devOutput).toContain('processes ready');
-    expect(existsSync(clusterPath)).toBe(true);
-    const cluster = JSON.parse(readFileSync(clusterPath, 'utf8')) as ClusterFile;
-    const gatewayPort = cluster.processes.find((entry) => entry.role === 'gateway')!.ports.grpc;
-    const gateway = ['--gateway', `127.0.0.1:${gatewayPort}`];
+    dev = await startSpoolDev(['--nodes', '3']);
+    const gateway = ['--gateway', dev.gatewayAddress];
 
     const created = await runCli([
       'topic',
@@ -147,8 +114,7 @@ describe('spool CLI against spool dev', () => {
       stderr: 'spool: USAGE: unknown flag --colour\n',
     });
 
-    dev.kill('SIGINT');
-    expect(await devExited).toBe(0);
-    for (const entry of cluster.processes) expect(isAlive(entry.pid)).toBe(false);
+    await dev.stop();
+    for (const entry of dev.processes) expect(isAlive(entry.pid)).toBe(false);
   });
 });

@@ -6,9 +6,7 @@
 // continues; the active controller count sums to 1; every spool_* family has help text and
 // counters end in _total; and every metric the Grafana dashboard and the alert rules query is
 // exported. Consumer lag dropping to 0 needs the group coordinator (see the guarded block).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Spool, type Admin, type Message } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -23,6 +21,7 @@ import {
   type Scrape,
 } from './support/prometheus-scrape';
 import { workspaceRoot } from './support/service-process';
+import { startSpoolDev, type SpoolDevProcess } from './support/spool-dev-process';
 
 interface ClusterProcess {
   role: 'controller' | 'storage-node' | 'coordinator' | 'gateway';
@@ -31,16 +30,13 @@ interface ClusterProcess {
   ports: { grpc: number; metrics: number; data?: number };
 }
 
-const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
-const dataDirectory = mkdtempSync(path.join(tmpdir(), 'spool-metrics-'));
 const topic = 'metered';
 const partitionCount = 3;
 const recordCount = 300;
 /** Short, so a stopped follower leaves the ISR in about a second and a half, not 30 s. */
 const replicaLagTimeMaxMs = 1_500;
 
-let dev: ChildProcess | undefined;
-let devExited: Promise<number | null> | undefined;
+let dev: SpoolDevProcess | undefined;
 let processes: ClusterProcess[] = [];
 let spool: Spool;
 let admin: Admin;
@@ -72,31 +68,12 @@ function scrapeEach(entries: readonly ClusterProcess[]): Promise<Scrape[]> {
 }
 
 beforeAll(async () => {
-  dev = spawn(
-    process.execPath,
-    [cliEntryPoint, 'dev', '--nodes', '3', '--gateway-port', '0', '--data-dir', dataDirectory],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Settings reach every process through the environment; only storage nodes read this one.
-      env: { ...process.env, SPOOL_REPLICA_LAG_TIME_MAX_MS: String(replicaLagTimeMaxMs) },
-    },
-  );
-  let devOutput = '';
-  dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-  dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-  devExited = new Promise((resolve) => dev!.once('exit', (code) => resolve(code)));
-  await vi.waitFor(
-    () => expect(devOutput.includes('processes ready') || dev!.exitCode !== null).toBe(true),
-    { timeout: 30_000, interval: 50 },
-  );
-  expect(devOutput).toContain('processes ready');
-  processes = (
-    JSON.parse(readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8')) as {
-      processes: ClusterProcess[];
-    }
-  ).processes;
-  const gateway = processes.find((entry) => entry.role === 'gateway')!;
-  spool = new Spool({ brokers: [`127.0.0.1:${gateway.ports.grpc}`], clientId: 'metrics-spec' });
+  // Settings reach every process through the environment; only storage nodes read this one.
+  dev = await startSpoolDev(['--nodes', '3'], {
+    env: { SPOOL_REPLICA_LAG_TIME_MAX_MS: String(replicaLagTimeMaxMs) },
+  });
+  processes = dev.processes as ClusterProcess[];
+  spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'metrics-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
   await admin.createTopics({
     topics: [{ topic, numPartitions: partitionCount, replicationFactor: 3 }],
@@ -107,13 +84,8 @@ afterAll(async () => {
   try {
     if (stoppedPid !== undefined) process.kill(stoppedPid, 'SIGCONT');
     await admin?.disconnect();
-    if (dev !== undefined && dev.exitCode === null) {
-      dev.kill('SIGINT');
-      expect(await devExited).toBe(0);
-    }
   } finally {
-    dev?.kill('SIGKILL');
-    rmSync(dataDirectory, { recursive: true, force: true });
+    await dev?.stop();
   }
 });
 

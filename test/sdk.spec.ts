@@ -2,11 +2,8 @@
 // keys land on Kafka's murmur2 partition and come back in per-key order, every compression codec
 // round-trips keys, values and headers, bad input fails with a precise SpoolError code and writes
 // nothing, and a flood past a slow consumer leaves the gateway's RSS (/proc VmRSS) bounded.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
+import { readFileSync } from 'node:fs';
 import {
   Spool,
   SpoolError,
@@ -17,14 +14,8 @@ import {
   type Message,
 } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { workspaceRoot } from './support/service-process';
+import { startSpoolDev, type SpoolDevProcess } from './support/spool-dev-process';
 
-interface ClusterFile {
-  processes: Array<{ role: string; id: number; pid: number; ports: { grpc: number } }>;
-}
-
-const cliEntryPoint = path.join(workspaceRoot, 'apps/cli/dist/main.js');
-const dataDirectory = mkdtempSync(path.join(tmpdir(), 'spool-sdk-'));
 const keyedPartitionCount = 6;
 /** The flood stops at this many value bytes or after floodDurationMsMax, whichever is first. */
 const floodValueBytesMax = 200 * 1024 * 1024;
@@ -33,9 +24,7 @@ const floodDurationMsMax = 20_000;
 const gatewayRssGrowthBytesMax = 150 * 1024 * 1024;
 const mebibyte = 1024 * 1024;
 
-let dev: ChildProcess | undefined;
-let devExited: Promise<number | null> | undefined;
-let cluster: ClusterFile;
+let dev: SpoolDevProcess | undefined;
 let spool: Spool;
 let admin: Admin;
 
@@ -104,40 +93,18 @@ async function consumeFromBeginning(
 }
 
 beforeAll(async () => {
-  dev = spawn(
-    process.execPath,
-    [cliEntryPoint, 'dev', '--nodes', '3', '--gateway-port', '0', '--data-dir', dataDirectory],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let devOutput = '';
-  dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-  dev.stderr!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
-  devExited = new Promise((resolve) => dev!.once('exit', (code) => resolve(code)));
-  await vi.waitFor(
-    () => expect(devOutput.includes('processes ready') || dev!.exitCode !== null).toBe(true),
-    { timeout: 30_000, interval: 50 },
-  );
-  expect(devOutput).toContain('processes ready');
-  cluster = JSON.parse(
-    readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8'),
-  ) as ClusterFile;
-  const gatewayPort = cluster.processes.find((entry) => entry.role === 'gateway')!.ports.grpc;
-  spool = new Spool({ brokers: [`127.0.0.1:${gatewayPort}`], clientId: 'sdk-spec' });
+  dev = await startSpoolDev(['--nodes', '3']);
+  spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'sdk-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
 });
 
 afterAll(async () => {
   try {
     await admin?.disconnect();
-    if (dev !== undefined && dev.exitCode === null) {
-      dev.kill('SIGINT');
-      expect(await devExited).toBe(0);
-      for (const entry of cluster.processes) expect(isAlive(entry.pid)).toBe(false);
-    }
   } finally {
-    dev?.kill('SIGKILL');
-    rmSync(dataDirectory, { recursive: true, force: true });
+    await dev?.stop();
   }
+  for (const entry of dev?.processes ?? []) expect(isAlive(entry.pid)).toBe(false);
 });
 
 describe('the SDK against spool dev', () => {
@@ -301,7 +268,7 @@ describe('the SDK against spool dev', () => {
   it('keeps the gateway RSS bounded while a flood passes a slow consumer', async () => {
     const topic = 'flood';
     await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] });
-    const gatewayPid = cluster.processes.find((entry) => entry.role === 'gateway')!.pid;
+    const gatewayPid = dev!.processes.find((entry) => entry.role === 'gateway')!.pid;
 
     const consumer = spool.consumer({ requestTimeoutMs: 5_000 });
     let consumedCount = 0;
