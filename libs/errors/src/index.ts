@@ -10,3 +10,4 @@ export {
   type ErrorCode,
   type ErrorDefinition,
 } from './error-catalog';
+export { CatalogError } from './catalog-error';

@@ -1,4 +1,4 @@
-import { isRetriable, type ErrorCode } from '@spool/errors';
+import { CatalogError, type ErrorCode } from '@spool/errors';
 
 /**
  * Operating errors of the data port's codecs and client: a frame that does not parse or breaks a
@@ -6,9 +6,8 @@ import { isRetriable, type ErrorCode } from '@spool/errors';
  * format's own errors are @spool/record-batch's RecordBatchError). Each carries a stable `code`
  * of the error catalog, whether the same request may succeed if sent again (`retriable`, as the
  * catalog classifies the code: CORRUPT_MESSAGE and the network failures are, the others describe
- * the request itself), and the `cause`. This lib depends on nothing of ours but the catalog, so
- * it does not extend `SpoolError`; `libs/common` recognises any error with a string `code` and a
- * boolean `retriable` and maps it to a gRPC status.
+ * the request itself), and the `cause` (CatalogError, @spool/errors, says why it is not a
+ * SpoolError).
  */
 export const ProtocolErrorCode = {
   /** A response's bytes are damaged (a length that overruns the frame, a bad field). */
@@ -29,14 +28,4 @@ export const ProtocolErrorCode = {
 
 export type ProtocolErrorCode = (typeof ProtocolErrorCode)[keyof typeof ProtocolErrorCode];
 
-export class ProtocolError extends Error {
-  readonly code: ProtocolErrorCode;
-  readonly retriable: boolean;
-
-  constructor(code: ProtocolErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'ProtocolError';
-    this.code = code;
-    this.retriable = isRetriable(code);
-  }
-}
+export class ProtocolError extends CatalogError<ProtocolErrorCode> {}

@@ -1,13 +1,11 @@
-import { isRetriable, type ErrorCode } from '@spool/errors';
+import { CatalogError, type ErrorCode } from '@spool/errors';
 
 /**
  * Operating errors of the RecordBatch format: a batch that fails its CRC, a record that does not
  * parse, a batch over the size limit, a codec this process does not have. Each carries a stable
  * `code` of the error catalog, whether the same request may succeed if sent again (`retriable`,
  * as the catalog classifies the code: CORRUPT_MESSAGE is, the others describe the batch itself),
- * and the `cause`. This lib depends on nothing of ours but the catalog, so it does not extend
- * `SpoolError`; `libs/common` recognises any error with a string `code` and a boolean
- * `retriable` and maps it to a gRPC status.
+ * and the `cause` (CatalogError, @spool/errors, says why it is not a SpoolError).
  */
 export const RecordBatchErrorCode = {
   /** The bytes are damaged (CRC mismatch, a length that overruns the buffer, a bad magic). */
@@ -24,14 +22,4 @@ export const RecordBatchErrorCode = {
 
 export type RecordBatchErrorCode = (typeof RecordBatchErrorCode)[keyof typeof RecordBatchErrorCode];
 
-export class RecordBatchError extends Error {
-  readonly code: RecordBatchErrorCode;
-  readonly retriable: boolean;
-
-  constructor(code: RecordBatchErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'RecordBatchError';
-    this.code = code;
-    this.retriable = isRetriable(code);
-  }
-}
+export class RecordBatchError extends CatalogError<RecordBatchErrorCode> {}
