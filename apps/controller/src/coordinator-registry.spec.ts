@@ -13,7 +13,7 @@ import {
   type CoordinatorShard,
   type WatchMetadataResponse,
 } from '@spool/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startController } from './controller-service';
 
 const journal = (): string =>
@@ -40,18 +40,16 @@ async function start(metadataPath: string, extraArgs: string[] = []): Promise<Ru
   });
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
+/** `probe`'s first value other than undefined, polled with vi.waitFor within `timeoutMs`. */
+function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
       const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-    }
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+      if (value === undefined) throw new Error('condition not met in time');
+      return value;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }
 
 describe('coordinator registry', () => {

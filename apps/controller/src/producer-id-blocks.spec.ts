@@ -4,7 +4,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { callOnce, createGrpcClient, type RunningService } from '@spool/common';
 import { ControllerServiceClient } from '@spool/protocol';
 import { startController } from './controller-service';
@@ -31,16 +31,10 @@ async function allocate(service: RunningService, count: number): Promise<bigint[
   const client = createGrpcClient(ControllerServiceClient, `127.0.0.1:${service.grpcPort}`);
   try {
     // The role starts after the port is bound: NOT_CONTROLLER until it has won the election.
-    const deadlineMs = Date.now() + 10_000;
-    for (;;) {
-      try {
-        await callOnce(client, client.allocateProducerIds, { coordinatorId: 'probe' });
-        break;
-      } catch (error) {
-        if (Date.now() > deadlineMs) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    }
+    await vi.waitFor(
+      () => callOnce(client, client.allocateProducerIds, { coordinatorId: 'probe' }),
+      { timeout: 10_000, interval: 50 },
+    );
     const responses = await Promise.all(
       Array.from({ length: count }, (_, index) =>
         callOnce(client, client.allocateProducerIds, { coordinatorId: `coordinator-${index}` }),

@@ -2,7 +2,7 @@
 // block before the current one runs out (the controller is asked while ids remain), bumps the
 // epoch of a known id, moves to a new id when the epoch would overflow int16, refuses malformed
 // requests, and reports a controller outage as a retriable error that heals once blocks return.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ProducerIdManager, producerEpochMax, type ProducerIdBlock } from './producer-id-manager';
 
 function fakeController(blockSize: number) {
@@ -107,8 +107,11 @@ describe('ProducerIdManager', () => {
       manager.initProducerId({ producerId: -1n, producerEpoch: -1 }),
     ).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS', retriable: true });
     controller.setFailing(false);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const response = await manager.initProducerId({ producerId: -1n, producerEpoch: -1 });
+    // Answered retriably until its retry of the block is due, then served from the new block.
+    const response = await vi.waitFor(
+      () => manager.initProducerId({ producerId: -1n, producerEpoch: -1 }),
+      { timeout: 5_000, interval: 20 },
+    );
     expect(response.producerId).toBe(0n);
   });
 

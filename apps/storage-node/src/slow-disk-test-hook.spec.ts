@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '@spool/common';
 import {
   slowDiskDelayMsMax,
@@ -29,13 +29,16 @@ function blockedMs(): number {
   return performance.now() - startedAt;
 }
 
-async function untilBlockedMs(predicate: (ms: number) => boolean): Promise<number> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const ms = blockedMs();
-    if (predicate(ms) || Date.now() > deadline) return ms;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** The blocked time of an append once `predicate` holds for it (vi.waitFor, within 5 s). */
+function untilBlockedMs(predicate: (ms: number) => boolean): Promise<number> {
+  return vi.waitFor(
+    () => {
+      const ms = blockedMs();
+      expect(predicate(ms), `an append blocked ${ms} ms`).toBe(true);
+      return ms;
+    },
+    { timeout: 5_000, interval: 50 },
+  );
 }
 
 describe('slow-disk test hook', () => {
