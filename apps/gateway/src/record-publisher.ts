@@ -14,8 +14,8 @@
  *    own retries never duplicate; acks=1 and acks=0: not, as Kafka requires), in one sendEach:
  *    keyed records land where Kafka's murmur2 partitioner puts them, keyless ones stick to a
  *    partition until its batch is sent (KIP-480). A record whose batch was not acknowledged
- *    within the call's timeout is answered REQUEST_TIMED_OUT; its append goes on, and a retry
- *    with the same key waits for it rather than sending it twice.
+ *    within the call's timeout is answered REQUEST_TIMED_OUT (every record of the call then); its
+ *    append goes on, and a retry with the same key waits for it rather than sending it twice.
  */
 import { SpoolError, wireErrorOf } from '@spool/common';
 import type { Message, Producer, RecordOutcome, Spool } from '@spool/client';
@@ -56,13 +56,17 @@ export interface RecordPublisherOptions {
   readonly idempotencyKeysMax: number;
 }
 
-/** The outcome of each record, in the request's order, kept for retries with the same key. */
-type Outcomes = readonly Promise<RecordOutcome>[];
+/**
+ * The outcome of each record, in the request's order, kept for retries with the same key: one
+ * promise per call, not per record (a promise per record cost the gateway more than a record's
+ * bytes at 100 B).
+ */
+type Outcomes = Promise<readonly RecordOutcome[]>;
 
 export class RecordPublisher {
   /** By acks and batch size (batchSizeBytesFor): few, made as calls first need them. */
   private readonly producers = new Map<string, Producer>();
-  private readonly window: IdempotencyWindow<Outcomes>;
+  private readonly window: IdempotencyWindow<readonly RecordOutcome[]>;
 
   constructor(private readonly options: RecordPublisherOptions) {
     this.window = new IdempotencyWindow(options.idempotencyWindowMs, options.idempotencyKeysMax);
@@ -85,29 +89,27 @@ export class RecordPublisher {
         request.topic,
         indexes.map((index) => messages[index]!),
       );
+    const everyRecord = messages.map((_, index) => index);
     // Point 2.
-    let outcomes: Outcomes;
-    if (request.idempotencyKey === '') {
-      outcomes = send(messages.map((_, index) => index));
-    } else {
-      outcomes = await this.window.run(
-        request.idempotencyKey,
-        fingerprintOf(request, acks),
-        async () => send(messages.map((_, index) => index)),
-        async (previous) => {
-          const settled = await Promise.all(previous);
-          const failed = settled.flatMap((outcome, index) =>
-            outcome.error === undefined ? [] : [index],
+    const outcomes: Outcomes =
+      request.idempotencyKey === ''
+        ? send(everyRecord)
+        : this.window.run(
+            request.idempotencyKey,
+            fingerprintOf(request, acks),
+            () => send(everyRecord),
+            async (previous) => {
+              const failed = previous.flatMap((outcome, index) =>
+                outcome.error === undefined ? [] : [index],
+              );
+              if (failed.length === 0) return previous;
+              const resent = await send(failed);
+              const merged = [...previous];
+              failed.forEach((index, position) => (merged[index] = resent[position]!));
+              return merged;
+            },
           );
-          if (failed.length === 0) return previous;
-          const resent = send(failed);
-          const merged = [...previous];
-          failed.forEach((index, position) => (merged[index] = resent[position]!));
-          return merged;
-        },
-      );
-    }
-    return { results: await withinTimeout(outcomes, timeoutMs) };
+    return { results: await withinTimeout(outcomes, messages.length, timeoutMs) };
   }
 
   async close(): Promise<void> {
@@ -117,21 +119,16 @@ export class RecordPublisher {
 
   /** Point 3: one sendEach; a failure to admit at all (closing) fails every record. */
   private send(producer: Producer, topic: string, messages: readonly Message[]): Outcomes {
-    const sent = producer.sendEach({ topic, messages });
-    return messages.map((message, index) =>
-      sent.then(
-        (outcomes) => outcomes[index]!,
-        (error: unknown) => {
-          const wire = wireErrorOf(error);
-          return {
-            topic,
-            partition: message.partition ?? -1,
-            offset: -1n,
-            error: new SpoolError(wire.code, wire.message, { retriable: wire.retriable }),
-          };
-        },
-      ),
-    );
+    return producer.sendEach({ topic, messages }).catch((error: unknown) => {
+      const wire = wireErrorOf(error);
+      const failure = new SpoolError(wire.code, wire.message, { retriable: wire.retriable });
+      return messages.map((message) => ({
+        topic,
+        partition: message.partition ?? -1,
+        offset: -1n,
+        error: failure,
+      }));
+    });
   }
 
   private producer(acks: Acks, batchSizeBytes: number): Producer {
@@ -229,6 +226,17 @@ function batchSizeBytesFor(maxMessageBytes: number): number {
 }
 
 function toMessage(record: PublishRecord, nowMs: bigint): Message {
+  return {
+    key: record.key ?? null,
+    value: record.value ?? null,
+    headers: record.headers.length === 0 ? undefined : toHeaders(record),
+    partition: record.partition,
+    timestamp: record.timestampMs ?? nowMs,
+  };
+}
+
+/** The SDK's header shape: a name with several values becomes an array, in order. */
+function toHeaders(record: PublishRecord): Record<string, Buffer | null | Array<Buffer | null>> {
   const headers: Record<string, Buffer | null | Array<Buffer | null>> = {};
   for (const header of record.headers) {
     const value = header.value ?? null;
@@ -237,13 +245,7 @@ function toMessage(record: PublishRecord, nowMs: bigint): Message {
     else if (Array.isArray(existing)) existing.push(value);
     else headers[header.key] = [existing, value];
   }
-  return {
-    key: record.key ?? null,
-    value: record.value ?? null,
-    headers: record.headers.length === 0 ? undefined : headers,
-    partition: record.partition,
-    timestamp: record.timestampMs ?? nowMs,
-  };
+  return headers;
 }
 
 function recordSizeUpperBoundBytes(record: PublishRecord): number {
@@ -269,32 +271,31 @@ function fingerprintOf(request: PublishRequest, acks: Acks): string {
   return fingerprint.digest();
 }
 
-/** Each record's result, or REQUEST_TIMED_OUT for one not settled within the call's timeout. */
-async function withinTimeout(outcomes: Outcomes, timeoutMs: number): Promise<PublishResult[]> {
+/**
+ * Each record's result, or REQUEST_TIMED_OUT for all of them when they were not all settled
+ * within the call's timeout: which of them landed is then unknown, and a retry with the same
+ * idempotency key waits for the appends still in flight rather than sending them twice.
+ */
+async function withinTimeout(
+  outcomes: Outcomes,
+  recordCount: number,
+  timeoutMs: number,
+): Promise<PublishResult[]> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timed out'>((resolve) => {
     timer = setTimeout(() => resolve('timed out'), timeoutMs);
   });
   try {
-    const all = await Promise.race([Promise.all(outcomes), timedOut]);
-    if (all !== 'timed out') return all.map(toResult);
-    const settled = new Map<number, RecordOutcome>();
-    outcomes.forEach((outcome, index) => void outcome.then((value) => settled.set(index, value)));
-    // Outcomes already settled are in the map after one turn of the microtask queue.
-    await Promise.resolve();
-    return outcomes.map((_, index) => {
-      const outcome = settled.get(index);
-      if (outcome !== undefined) return toResult(outcome);
-      return {
-        partition: -1,
-        offset: -1n,
-        error: {
-          code: 'REQUEST_TIMED_OUT',
-          message: `record ${index} was not acknowledged within ${timeoutMs} ms; it may still be appended (retry with the same idempotency_key to learn where)`,
-          retriable: true,
-        },
-      };
-    });
+    const settled = await Promise.race([outcomes, timedOut]);
+    if (settled !== 'timed out') return settled.map(toResult);
+    const error = {
+      code: 'REQUEST_TIMED_OUT',
+      message:
+        `the records were not all acknowledged within ${timeoutMs} ms; they may still be ` +
+        'appended (retry with the same idempotency_key to learn where)',
+      retriable: true,
+    };
+    return Array.from({ length: recordCount }, () => ({ partition: -1, offset: -1n, error }));
   } finally {
     clearTimeout(timer);
   }
