@@ -135,11 +135,12 @@ export {
   PublishStreamResponse,
   RecordHeader as RecordServiceHeader,
   RecordServiceClient,
-  RecordServiceService,
   type RecordServiceServer,
   SubscribeRequest,
   SubscribeResponse,
 } from './generated/spool/v1/record';
+// Publish requests decode with their records' bytes as views, not copies (publish-request-codec.ts).
+export { RecordServiceService } from './publish-request-codec';
 // The services as generated, except that produce-path requests skip the generated code's copies
 // of record bytes (partition-batches-codec.ts).
 export {
