@@ -23,7 +23,9 @@ const attemptsDefault = 20;
 
 export class LeaderChannel<Client extends { close(): void }> {
   private readonly clients = new Map<string, Client>();
+  /** The configured addresses first, then leaders learned from NOT_LEADER hints. */
   private readonly addresses: string[];
+  private readonly configuredCount: number;
   private leaderIndex = 0;
   private closed = false;
 
@@ -35,6 +37,7 @@ export class LeaderChannel<Client extends { close(): void }> {
     if (addresses.length === 0)
       throw new SpoolError('INVALID_CONFIG', 'no addresses to reach the service at');
     this.addresses = [...addresses];
+    this.configuredCount = addresses.length;
   }
 
   /** The address currently believed to lead. */
@@ -52,14 +55,24 @@ export class LeaderChannel<Client extends { close(): void }> {
     return client;
   }
 
-  /** Moves to the leader an error named, or to the next address. */
+  /**
+   * Moves to the leader an error named, or to the next configured address. A learned leader that
+   * failed is forgotten: it is a process that stopped leading or is gone (a Kubernetes pod's IP
+   * goes with its pod, and connecting to it then only times out), and trying every leader ever
+   * learned before the configured addresses made a stopping storage node's controlled shutdown
+   * spend its attempts on dead addresses.
+   */
   follow(error: unknown): void {
     const hint = error instanceof SpoolError ? error.details[this.options.leaderDetail] : undefined;
     if (hint !== undefined && hint !== '') {
       if (!this.addresses.includes(hint)) this.addresses.push(hint);
       this.leaderIndex = this.addresses.indexOf(hint);
+    } else if (this.leaderIndex >= this.configuredCount) {
+      // Its client stays open until close(): calls may still be on it.
+      this.addresses.splice(this.leaderIndex, 1);
+      this.leaderIndex = 0;
     } else {
-      this.leaderIndex = (this.leaderIndex + 1) % this.addresses.length;
+      this.leaderIndex = (this.leaderIndex + 1) % this.configuredCount;
     }
   }
 
