@@ -39,6 +39,7 @@ LOCAL_RANGE=198.18.0.0/15             # routed to the node interface: none of it
 ETCD_CLIENT_PORT=12379
 ETCD_PEER_PORT=12380
 GUARD_CHAIN=SPOOL-K8S-LOCAL           # up.sh's own iptables chain (mangle FORWARD)
+SMALL_VOLUMES_SIZE=96m                # the tmpfs behind the StorageClass spool-small
 CNI_BIN_DIR=/usr/lib/cni              # Debian's containernetworking-plugins
 
 # Paths containerd 1.6, kubelet and libcni use on the host whatever they are told (shim sockets in

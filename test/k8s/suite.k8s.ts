@@ -39,6 +39,9 @@ const podsReadyLimitMs = 180_000;
 const bulkRecords = 100_000;
 const bulkTopic = 'e2e-bulk';
 const faultTopic = 'e2e-faults';
+const fullTopic = 'e2e-volume-full';
+/** The claim spool-storage-3 finds when storage scales to 4: on spool-small, a small tmpfs. */
+const smallClaim = `data-${release}-storage-3`;
 /** The producer's rate during faults and the roll: fixed, so latency is the service's. */
 const steadyRecordsPerSecond = 200;
 const rollLatencyTargetMs = 5_000;
@@ -235,6 +238,8 @@ class SteadyProducer {
   constructor(
     private readonly topic: string,
     private readonly recordsPerSecond: number,
+    /** Each value padded with dots to this size (readTopic strips them). */
+    private readonly valueBytes = 0,
   ) {
     this.producer = spool.producer({ acks: 'all', lingerMs: 5 });
   }
@@ -246,14 +251,16 @@ class SteadyProducer {
       while (this.running) {
         const messages = Array.from({ length: perTick }, () => ({
           key: String(this.sequence % 64),
-          value: `${this.runId}-${this.sequence++}`,
+          value: `${this.runId}-${this.sequence++}`.padEnd(this.valueBytes, '.'),
         }));
         const sentAt = Date.now();
         const send = this.producer
           .send({ topic: this.topic, messages })
           .then(() => {
             this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - sentAt);
-            for (const message of messages) this.acknowledged.add(message.value);
+            for (const message of messages) {
+              this.acknowledged.add(message.value.replace(/\.+$/, ''));
+            }
           })
           .catch((error: unknown) => {
             this.errors++;
@@ -293,7 +300,7 @@ async function readTopic(
     await consumer.run({
       eachMessage: async ({ message }) => {
         received++;
-        const value = message.value === null ? '' : message.value.toString();
+        const value = message.value === null ? '' : message.value.toString().replace(/\.+$/, '');
         counts.set(value, (counts.get(value) ?? 0) + 1);
       },
     });
@@ -711,6 +718,23 @@ describe.sequential('Spool on Kubernetes', () => {
   });
 
   step('scale-storage', async () => {
+    // The new node's claim, made first: the StatefulSet takes an existing claim of the name it
+    // would give it. On spool-small (test/k8s/up.sh), so storage-volume-full can fill it.
+    const claim = path.join(scratch, 'small-claim.json');
+    writeFileSync(
+      claim,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: smallClaim },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: 'spool-small',
+          resources: { requests: { storage: '64Mi' } },
+        },
+      }),
+    );
+    await kubectl(['apply', '-f', claim]);
     await helm(
       [
         'upgrade',
@@ -743,6 +767,65 @@ describe.sequential('Spool on Kubernetes', () => {
       `${brokers} brokers; broker 3 holds replicas of ${onNewBroker} of 8 new partitions`,
     );
     expect(onNewBroker).toBeGreaterThan(0);
+  });
+
+  step('storage-volume-full', async () => {
+    // spool-storage-3's volume (scale-storage's claim on a small tmpfs) fills up under a producer:
+    // the pod reports not-ready with the reason, its leaderships and ISR places move, and the
+    // producer sees no error and loses nothing; with room again it is Ready again.
+    const victim = `${release}-storage-3`;
+    await admin.createTopics({
+      topics: [
+        {
+          topic: fullTopic,
+          numPartitions: 8,
+          replicationFactor: 3,
+          configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }],
+        },
+      ],
+    });
+    const producer = new SteadyProducer(fullTopic, steadyRecordsPerSecond, 16 * 1024).start();
+    const started = Date.now();
+    const reason = await waitFor(`${victim} not ready for its full volume`, 240_000, async () => {
+      const current = await pod(victim);
+      if (current === undefined || isReady(current) || current.status.podIP === undefined) {
+        return undefined;
+      }
+      const response = await fetch(`http://${current.status.podIP}:9192/readyz`);
+      const body = await response.text();
+      return response.status === 503 && body.includes('ENOSPC') ? body.trim() : undefined;
+    });
+    log(
+      'storage-volume-full',
+      `${victim} not Ready ${((Date.now() - started) / 1000).toFixed(1)} s into the producer; /readyz: ${reason}`,
+    );
+    await waitFor('no leadership or ISR place on broker 3', 60_000, async () => {
+      const [description] = await admin.describeTopics({ topics: [fullTopic] });
+      return description?.partitions.every(
+        (partition) => partition.leaderId !== 3 && !partition.isr.includes(3),
+      )
+        ? true
+        : undefined;
+    });
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'storage-volume-full',
+      `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('storage-volume-full', fullTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+    // Room again: the topic's logs deleted, the directory comes back and the pod is Ready.
+    const deleted = Date.now();
+    await admin.deleteTopics({ topics: [fullTopic] });
+    await waitFor(`${victim} Ready again`, 120_000, async () => {
+      const current = await pod(victim);
+      return current !== undefined && isReady(current) ? true : undefined;
+    });
+    log(
+      'storage-volume-full',
+      `${victim} Ready again ${((Date.now() - deleted) / 1000).toFixed(1)} s after the topic was deleted`,
+    );
   });
 
   step('prometheus', async () => {

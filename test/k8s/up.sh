@@ -205,10 +205,16 @@ GOMAXPROCS=1 start kube-proxy kube-proxy --kubeconfig="$ETC/proxy.kubeconfig" \
 wait_for 120 "node $NODE_NAME Ready" kctl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
 
 ## Add-ons: DNS and dynamically provisioned volumes.
-mkdir -p "$VAR/local-path"
+mkdir -p "$VAR/local-path" "$VAR/small-volumes"
+# The StorageClass spool-small's volumes live on a tmpfs of SMALL_VOLUMES_SIZE, so one can
+# really fill up (local-path does not enforce a claim's size); down.sh unmounts it with the rest.
+if ! mountpoint -q "$VAR/small-volumes"; then
+  mount -t tmpfs -o "size=$SMALL_VOLUMES_SIZE,mode=0755" spool-k8s-small "$VAR/small-volumes"
+fi
 sed -e "s#@DNS_SERVICE_IP@#$DNS_SERVICE_IP#" -e "s#@COREDNS_VERSION@#$COREDNS_VERSION#" \
   "$K8S_SRC/manifests/coredns.yaml" | kctl apply -f - >/dev/null
-sed -e "s#@LOCAL_PATH_DIR@#$VAR/local-path#" -e "s#@LOCAL_PATH_VERSION@#$LOCAL_PATH_VERSION#" \
+sed -e "s#@LOCAL_PATH_DIR@#$VAR/local-path#" -e "s#@SMALL_VOLUMES_DIR@#$VAR/small-volumes#" \
+  -e "s#@LOCAL_PATH_VERSION@#$LOCAL_PATH_VERSION#" \
   "$K8S_SRC/manifests/local-path-storage.yaml" | kctl apply -f - >/dev/null
 wait_for 180 "CoreDNS available" kctl -n kube-system wait --for=condition=Available deploy/coredns --timeout=1s
 wait_for 120 "local-path-provisioner available" kctl -n local-path-storage wait --for=condition=Available \
