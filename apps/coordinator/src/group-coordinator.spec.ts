@@ -17,7 +17,7 @@ import {
 } from '@spool/protocol';
 import { lastOffsetDeltaPosition, recordCountPosition, setBaseOffset } from '@spool/record-batch';
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ControllerLink } from './controller-link';
 import { CoordinatorMetrics } from './coordinator-metrics';
 import { GroupCoordinator } from './group-coordinator';
@@ -194,10 +194,10 @@ function startCoordinator(
 }
 
 async function loaded(shards: ShardManager, count: number): Promise<void> {
-  for (let attempt = 0; shards.activeShards().length < count; attempt++) {
-    if (attempt > 200) throw new Error('shards did not load');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await vi.waitFor(
+    () => expect(shards.activeShards().length, 'shards loaded').toBeGreaterThanOrEqual(count),
+    { timeout: 2_000, interval: 5 },
+  );
 }
 
 const groupId = 'billing';

@@ -41,10 +41,19 @@ function untilBlockedMs(predicate: (ms: number) => boolean): Promise<number> {
   );
 }
 
+/** Two reads of the file after now: whatever the file says is in force by then. */
+async function afterTwoPolls(): Promise<void> {
+  const target = hook!.polls + 2;
+  await vi.waitFor(() => expect(hook!.polls).toBeGreaterThanOrEqual(target), {
+    timeout: 5_000,
+    interval: 20,
+  });
+}
+
 describe('slow-disk test hook', () => {
   it('delays nothing while the file is absent', async () => {
     hook = startSlowDiskTestHook(file, logger);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await afterTwoPolls();
     expect(blockedMs()).toBeLessThan(20);
   });
 
@@ -59,7 +68,7 @@ describe('slow-disk test hook', () => {
   it(`caps the delay at ${slowDiskDelayMsMax} ms and ignores what is not a positive integer`, async () => {
     writeFileSync(file, 'slow');
     hook = startSlowDiskTestHook(file, logger);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await afterTwoPolls();
     expect(blockedMs()).toBeLessThan(20);
     writeFileSync(file, String(slowDiskDelayMsMax * 10));
     const ms = await untilBlockedMs((blocked) => blocked >= slowDiskDelayMsMax - 5);

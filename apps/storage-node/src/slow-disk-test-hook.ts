@@ -28,12 +28,15 @@ export interface SlowDiskTestHook {
   readonly beforeLogAppend: () => void;
   /** Stops polling the file; appends are no longer delayed. */
   stop(): void;
+  /** Reads of the file finished so far: a delay read by then is in force. */
+  readonly polls: number;
 }
 
 /** Starts polling the file; its delay applies to every `beforeLogAppend()` until `stop()`. */
 export function startSlowDiskTestHook(file: string, logger: Logger): SlowDiskTestHook {
   let stopped = false;
   let delayMs = 0;
+  let polls = 0;
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   const poll = async (): Promise<void> => {
     let next = 0;
@@ -51,6 +54,7 @@ export function startSlowDiskTestHook(file: string, logger: Logger): SlowDiskTes
       logger.warn({ delayMs: next, file }, 'slow-disk test hook: append delay changed');
       delayMs = next;
     }
+    polls++;
   };
   const timer = setInterval(() => void poll(), pollIntervalMs);
   timer.unref();
@@ -63,6 +67,9 @@ export function startSlowDiskTestHook(file: string, logger: Logger): SlowDiskTes
       stopped = true;
       clearInterval(timer);
       delayMs = 0;
+    },
+    get polls() {
+      return polls;
     },
   };
 }

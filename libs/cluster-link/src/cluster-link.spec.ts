@@ -259,7 +259,8 @@ describe('ClusterLink', () => {
         message: 'the stream is cancelled',
       })
       .toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The follow loop has ended: no reconnect can come after this.
+    await link.stopped();
     expect(controller.watchedFrom).toHaveLength(1);
   });
 });

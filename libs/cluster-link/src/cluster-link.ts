@@ -79,6 +79,14 @@ export class ClusterLink {
     void this.follower.start();
   }
 
+  /**
+   * Settles once the follow loop has ended after stop(): from then on the link opens no stream
+   * (at once if it never started).
+   */
+  stopped(): Promise<void> {
+    return this.follower.finished();
+  }
+
   /** Resolves true once `condition` holds, checked now and after every metadata change. */
   waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
     if (condition()) return Promise.resolve(true);

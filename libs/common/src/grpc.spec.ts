@@ -4,7 +4,7 @@
 // errors (whole-call and per-partition) counted by Kafka code under the RPC's name.
 import * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SpoolError } from './errors';
 import { callOnce, callWithRetry, createGrpcClient, backoffMs } from './grpc-client';
 import { GrpcServer } from './grpc-server';
@@ -156,7 +156,8 @@ describe('gRPC helpers', () => {
   it('drains in-flight calls on shutdown and refuses new ones', async () => {
     const { server: running, client, echo } = await startEcho();
     const slow = callOnce(client, echo, { text: 'slow', delayMs: 200 });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The slow call is in its handler (in flight) before the shutdown starts.
+    await vi.waitFor(() => expect(calls).toBe(1), { interval: 5 });
     const shutdown = running.shutdown(2_000);
     const refused = (await callOnce(client, echo, { text: 'late' }).catch(
       (e: unknown) => e,

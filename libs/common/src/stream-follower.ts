@@ -44,6 +44,11 @@ export class StreamFollower<Client extends { close(): void }, Message> {
     return this.running;
   }
 
+  /** Settles once the loop has ended (after stop()); at once if it never started. */
+  finished(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+
   /** Cancels the stream and ends the loop; the channel stays open (its owner closes it). */
   stop(): void {
     this.stopped = true;
