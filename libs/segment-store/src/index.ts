@@ -46,6 +46,7 @@ export {
   defaultLogConfig,
   logConfigFromTopicConfigs,
   resolveLogConfig,
+  type CleanupPolicy,
   type LogConfig,
 } from './log-config';
 export { segmentFileName } from './log-segment';

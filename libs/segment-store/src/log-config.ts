@@ -25,7 +25,17 @@ export interface LogConfig {
   readonly flushMs: number;
   /** message.timestamp.type: keep the producer's CreateTime or stamp LogAppendTime. */
   readonly messageTimestampType: 'CreateTime' | 'LogAppendTime';
+  /**
+   * cleanup.policy: which of Kafka's retention modes apply. `delete` removes old segments by
+   * retention.ms and retention.bytes; `compact` keeps the latest record of every key for ever, so
+   * a log without `delete` never loses a segment to time or size. (The cleaner that removes a
+   * key's older records is not built yet: a compacted log keeps every record, which keeps every
+   * key's latest value too, at the price of space.)
+   */
+  readonly cleanupPolicy: readonly CleanupPolicy[];
 }
+
+export type CleanupPolicy = 'delete' | 'compact';
 
 /** The largest batch any configuration may allow; also the bound recovery trusts a length to. */
 export const batchSizeBytesLimit = 64 * 1024 * 1024;
@@ -41,6 +51,7 @@ export const defaultLogConfig: LogConfig = {
   flushMessages: Number.MAX_SAFE_INTEGER,
   flushMs: Number.MAX_SAFE_INTEGER,
   messageTimestampType: 'CreateTime',
+  cleanupPolicy: ['delete'],
 };
 
 interface Bound {
@@ -84,6 +95,15 @@ export function resolveLogConfig(overrides: Partial<LogConfig> = {}): LogConfig 
       `message.timestamp.type must be CreateTime or LogAppendTime, got ${String(config.messageTimestampType)}`,
     );
   }
+  if (
+    config.cleanupPolicy.length === 0 ||
+    config.cleanupPolicy.some((policy) => policy !== 'delete' && policy !== 'compact')
+  ) {
+    throw new SegmentStoreError(
+      'INVALID_CONFIG',
+      `cleanup.policy must be delete, compact, or compact,delete, got ${config.cleanupPolicy.join(',')}`,
+    );
+  }
   return config;
 }
 
@@ -106,5 +126,12 @@ export function logConfigFromTopicConfigs(configs: Readonly<Record<string, strin
   }
   const timestampType = configs['message.timestamp.type'];
   if (timestampType !== undefined) overrides['messageTimestampType'] = timestampType;
+  const cleanupPolicy = configs['cleanup.policy'];
+  if (cleanupPolicy !== undefined) {
+    overrides['cleanupPolicy'] = cleanupPolicy
+      .split(',')
+      .map((policy) => policy.trim())
+      .filter((policy) => policy !== '');
+  }
   return resolveLogConfig(overrides as Partial<LogConfig>);
 }

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
 import { Log, type LogOpenOptions } from './log';
+import { logConfigFromTopicConfigs } from './log-config';
 import { writebackIntervalBytes, writebackWithoutAddonIntervalBytes } from './log-flusher';
 import { OffsetOutOfRangeError, SegmentStoreError } from './errors';
 import { batchOf, bytesOf, recordsOf, temporaryDirectory } from './testing';
@@ -220,6 +221,39 @@ describe('Log segments', () => {
     for (let index = 0; index < 8; index++) sized.append(batch(Date.now()), leader);
     sized.deleteRetainedSegments();
     expect(sized.segmentBaseOffsets()).toEqual([40n, 60n]);
+  });
+
+  it('deletes nothing by time or size under cleanup.policy=compact, and does with compact,delete', async () => {
+    let nowMs = 10_000_000;
+    const batch = (timestampMs: number) => batchOf(10, { valueSizeBytes: 100, timestampMs });
+    const segmentBytes = batch(0).length * 2;
+    const retention = { segmentBytes, retentionMs: 60_000, retentionBytes: segmentBytes };
+    const { log: compacted } = await openLog({
+      config: { ...retention, cleanupPolicy: ['compact'] },
+      clock: () => nowMs,
+    });
+    const { log: both } = await openLog({
+      config: { ...retention, cleanupPolicy: ['compact', 'delete'] },
+      clock: () => nowMs,
+    });
+    for (let index = 0; index < 6; index++) {
+      compacted.append(batch(nowMs), leader);
+      both.append(batch(nowMs), leader);
+    }
+    nowMs += 200_000;
+    expect(compacted.deleteRetainedSegments()).toMatchObject({ segmentsDeleted: 0 });
+    expect(recordsOf(compacted.read(0n, 1 << 30).slices)).toHaveLength(60);
+    expect(both.deleteRetainedSegments()).toMatchObject({ segmentsDeleted: 2 });
+  });
+
+  it('reads cleanup.policy from topic configs and refuses an unknown policy', () => {
+    expect(logConfigFromTopicConfigs({ 'cleanup.policy': 'compact,delete' }).cleanupPolicy).toEqual(
+      ['compact', 'delete'],
+    );
+    expect(logConfigFromTopicConfigs({}).cleanupPolicy).toEqual(['delete']);
+    expect(() => logConfigFromTopicConfigs({ 'cleanup.policy': 'archive' })).toThrow(
+      /cleanup.policy must be delete, compact, or compact,delete, got archive/,
+    );
   });
 
   it('lets a reader finish with a segment that retention deleted', async () => {
