@@ -1,7 +1,7 @@
 import { assertNever } from '@spool/common';
 import type { PartitionSet } from './partition-set';
 import { rangeAssign } from './range-assignor';
-import type { AssignorName } from './types';
+import type { AssignorName } from './group-settings';
 import { uniformAssign } from './uniform-assignor';
 
 /**

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { AssignmentMemberSpec, AssignmentSpec, TargetAssignment } from './assignor';
 import { computeTargetAssignment } from './assignor';
 import { partitionCount, partitionList, type PartitionSet } from './partition-set';
-import type { AssignorName } from './types';
+import type { AssignorName } from './group-settings';
 
 function spec(
   topics: Record<string, number>,

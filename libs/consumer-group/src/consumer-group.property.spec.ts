@@ -12,7 +12,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConsumerGroup } from './consumer-group';
 import { heartbeatRequest, TestTopics } from './testing';
-import type { AssignorName, GroupRecord, TopicPartitionRecord } from './types';
+import type { AssignorName } from './group-settings';
+import type { GroupRecord, TopicPartitionRecord } from './group-records';
 
 const timeouts = { sessionTimeoutMs: 45_000, heartbeatIntervalMs: 3_000 };
 const rebalanceTimeoutMs = 30_000;

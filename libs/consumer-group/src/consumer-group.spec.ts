@@ -6,7 +6,7 @@ import type { ConsumerGroupHeartbeatResponse } from '@spool/protocol';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConsumerGroup } from './consumer-group';
 import { heartbeatRequest, TestTopics } from './testing';
-import type { GroupRecord, TopicPartitionRecord } from './types';
+import type { GroupRecord, TopicPartitionRecord } from './group-records';
 
 const timeouts = { sessionTimeoutMs: 45_000, heartbeatIntervalMs: 5_000 };
 

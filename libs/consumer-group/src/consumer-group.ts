@@ -28,13 +28,15 @@ import {
   groupLimitsDefault,
   type AssignorName,
   type GroupLimits,
+  type GroupTimeouts,
+  type TopicPartitionCounts,
+} from './group-settings';
+import {
   type GroupRecord,
   type GroupSnapshot,
   type GroupState,
-  type GroupTimeouts,
   type MemberRecord,
-  type TopicPartitionCounts,
-} from './types';
+} from './group-records';
 
 export interface ConsumerGroupOptions {
   limits?: Partial<GroupLimits>;

@@ -3,7 +3,8 @@ import type { TargetAssignment } from './assignor';
 import { GroupSubscriptions } from './group-subscriptions';
 import { memberFieldsOf, type GroupMember } from './member';
 import { partitionSetOf, partitionSetsEqual } from './partition-set';
-import type { AssignorName, GroupRecord, GroupState, MemberRecord } from './types';
+import type { AssignorName } from './group-settings';
+import type { GroupRecord, GroupState, MemberRecord } from './group-records';
 
 export function partitionKey(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;

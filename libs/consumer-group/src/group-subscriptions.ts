@@ -1,6 +1,6 @@
 import { assert } from '@spool/common';
 import { resolveSubscription } from './subscription';
-import type { TopicPartitionCounts } from './types';
+import type { TopicPartitionCounts } from './group-settings';
 
 interface Subscription {
   subscribedTopics: string[];

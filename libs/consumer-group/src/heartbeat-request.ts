@@ -3,7 +3,7 @@ import { SpoolError } from '@spool/common';
 import { GroupErrorCode, invalidGroupRequest } from './group-errors';
 import { partitionSetOf, type PartitionSet } from './partition-set';
 import { compileSubscribedRegex } from './subscription';
-import { assignorNames, type AssignorName, type GroupLimits } from './types';
+import { assignorNames, type AssignorName, type GroupLimits } from './group-settings';
 
 /**
  * A ConsumerGroupHeartbeat request checked field by field before the group acts on it, so a bad

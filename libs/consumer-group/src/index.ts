@@ -15,15 +15,17 @@ export {
   groupLimitsDefault,
   type AssignorName,
   type GroupLimits,
+  type GroupTimeouts,
+  type TopicPartitionCounts,
+} from './group-settings';
+export {
   type GroupRecord,
   type GroupSnapshot,
   type GroupState,
-  type GroupTimeouts,
   type MemberRecord,
   type TargetAssignmentMemberRecord,
-  type TopicPartitionCounts,
   type TopicPartitionRecord,
-} from './types';
+} from './group-records';
 export { GroupErrorCode } from './group-errors';
 export { isInternalTopic } from './subscription';
 export {

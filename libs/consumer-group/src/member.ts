@@ -1,5 +1,5 @@
 import { partitionList, partitionSetOf, type PartitionSet } from './partition-set';
-import type { MemberRecord } from './types';
+import type { MemberRecord } from './group-records';
 
 /** The epoch a static member is parked at after leaving with -2, until it returns or expires. */
 export const staticMemberAwayEpoch = -2;

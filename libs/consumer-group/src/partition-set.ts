@@ -1,4 +1,4 @@
-import type { TopicPartitionRecord } from './types';
+import type { TopicPartitionRecord } from './group-records';
 
 /**
  * A set of partitions grouped by topic (topic → partition numbers): the form every assignment

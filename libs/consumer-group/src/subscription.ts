@@ -1,5 +1,5 @@
 import { invalidGroupRequest } from './group-errors';
-import type { TopicPartitionCounts } from './types';
+import type { TopicPartitionCounts } from './group-settings';
 
 /**
  * What a member subscribes to, and which existing topics that means. A regex subscription follows

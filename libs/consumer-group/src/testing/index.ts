@@ -1,5 +1,5 @@
 import type { ConsumerGroupHeartbeatRequest } from '@spool/protocol';
-import type { TopicPartitionCounts } from '../types';
+import type { TopicPartitionCounts } from '../group-settings';
 
 /**
  * Helpers for tests of the group (its own specs, the coordinator's, the SDK's fake coordinator):
