@@ -4,7 +4,8 @@
 // record's index, exact as bigints past 2^53; concurrent sends to a partition land whole and in
 // call order; keyless records stick to a partition per batch; a full buffer blocks send for
 // maxBlockMs and then fails BUFFER_EXHAUSTED; retriable errors are retried with backoff, others
-// fail naming topic and partition; settings that conflict with idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
+// fail naming topic and partition, and sendEach answers each message with its offset or its
+// batch's error; settings that conflict with idempotence fail clearly. Produce requests are pipelined on one ProduceStream, and a gateway
 // without it (an older one) is produced to with unary calls.
 import type { SpoolError } from '@spool/common';
 import { CompressionType, RecordBatchHeader, decodeRecordBatch } from '@spool/record-batch';
@@ -272,6 +273,33 @@ describe('Producer', () => {
     expect(error.code).toBe('INVALID_RECORD');
     expect(error.message).toBe('orders[1]: bad timestamp');
     expect(gateway.produceRequests).toHaveLength(4);
+  });
+
+  it('answers sendEach message by message: offsets where batches landed, errors where not', async () => {
+    const { gateway, producer } = await setUp({ orders: 2 }, { lingerMs: 0, retries: 0 });
+    gateway.produceErrorHook = (_topic, partition) =>
+      partition === 1
+        ? { code: 'INVALID_RECORD', message: 'bad timestamp', retriable: false }
+        : undefined;
+    const outcomes = await producer.sendEach({
+      topic: 'orders',
+      messages: [
+        { partition: 0, value: 'a' },
+        { partition: 1, value: 'b' },
+        { partition: 0, value: 'c' },
+      ],
+    });
+    expect(outcomes.map(({ partition, offset }) => ({ partition, offset }))).toEqual([
+      { partition: 0, offset: 0n },
+      { partition: 1, offset: -1n },
+      { partition: 0, offset: 1n },
+    ]);
+    expect(outcomes.map((outcome) => outcome.error?.code)).toEqual([
+      undefined,
+      'INVALID_RECORD',
+      undefined,
+    ]);
+    expect(outcomes[1]!.error!.message).toBe('orders[1]: bad timestamp');
   });
 
   it('gives up after the retries with the last retriable error', async () => {
