@@ -4,8 +4,8 @@
 // lets a produce go unanswered past its deadline is left for the next one (listeners are told),
 // unless it is the only one; one whose keepalive pings go unanswered (frozen behind a relay, as
 // a paused process) is left in seconds, long before a far deadline.
-import * as net from 'node:net';
 import { SpoolError, createLogger } from '@spool/common';
+import { startFreezingRelay } from '@spool/common/testing';
 import { Acks, type ProduceRequest } from '@spool/protocol';
 import { encodeRecordBatch } from '@spool/record-batch';
 import { afterEach, expect, it, vi } from 'vitest';
@@ -103,50 +103,12 @@ it('stays on the only gateway it has when a produce goes unanswered', async () =
   expect(connection.address).toBe(only.address);
 });
 
-/**
- * A TCP relay that can freeze: it then stops passing bytes either way and keeps both sockets
- * open, as a paused process or a cut network does (nothing is refused, pings go unanswered).
- */
-async function freezingRelay(target: string): Promise<{
-  address: string;
-  freeze: () => void;
-  close: () => Promise<void>;
-}> {
-  const [host, port] = [target.slice(0, target.lastIndexOf(':')), target.split(':').pop()!];
-  const sockets: net.Socket[] = [];
-  let frozen = false;
-  const server = net.createServer((inbound) => {
-    const outbound = net.connect(Number(port), host);
-    sockets.push(inbound, outbound);
-    for (const [from, to] of [
-      [inbound, outbound],
-      [outbound, inbound],
-    ] as const) {
-      from.on('data', (chunk) => {
-        if (!frozen) to.write(chunk);
-      });
-      from.on('error', () => to.destroy());
-      from.on('close', () => to.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    freeze: () => {
-      frozen = true;
-    },
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 it('leaves a gateway whose keepalive pings go unanswered before the call deadline passes', async () => {
   const paused = await FakeGateway.start({ t: 1 });
   const next = await FakeGateway.start({ t: 1 });
   gateways.push(paused, next);
-  const relay = await freezingRelay(paused.address);
+  const relay = await startFreezingRelay(paused.address);
   try {
     const connection = new GatewayConnection(
       [relay.address, next.address],

@@ -4,10 +4,10 @@
 // dies it reconnects to the next one, resuming from the last version it applied, and when it
 // goes silent (frozen behind a relay, as a paused process) within seconds; waits end on a
 // change or on their timeout; and stop() leaves no stream open.
-import * as net from 'node:net';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GrpcServer, SpoolError, createLogger } from '@spool/common';
+import { startFreezingRelay } from '@spool/common/testing';
 import {
   ControllerServiceService,
   WatchMetadataResponse,
@@ -112,43 +112,6 @@ function brokerIds(link: ClusterLink): number[] {
   return [...link.metadata.brokers.keys()].sort((a, b) => a - b);
 }
 
-/**
- * A TCP relay that can freeze: it then stops passing bytes either way and keeps both sockets
- * open, as a paused process or a cut network does (nothing is refused, pings go unanswered).
- */
-async function freezingRelay(targetPort: number): Promise<{
-  address: string;
-  freeze: () => void;
-  close: () => Promise<void>;
-}> {
-  const sockets: net.Socket[] = [];
-  let frozen = false;
-  const server = net.createServer((inbound) => {
-    const outbound = net.connect(targetPort, '127.0.0.1');
-    sockets.push(inbound, outbound);
-    for (const [from, to] of [
-      [inbound, outbound],
-      [outbound, inbound],
-    ] as const) {
-      from.on('data', (chunk) => {
-        if (!frozen) to.write(chunk);
-      });
-      from.on('error', () => to.destroy());
-      from.on('close', () => to.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    freeze: () => {
-      frozen = true;
-    },
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 describe('ClusterLink', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
@@ -175,7 +138,7 @@ describe('ClusterLink', () => {
     const next = await startController();
     silent.snapshot = metadataMessage(3n, true, [broker(1)]);
     next.snapshot = metadataMessage(7n, true, [broker(1), broker(2)]);
-    const relay = await freezingRelay(Number(silent.address.split(':').pop()));
+    const relay = await startFreezingRelay(silent.address);
     cleanups.push(() => relay.close());
     const link = startLink([relay.address, next.address]);
     await link.firstSnapshotApplied;
