@@ -18,7 +18,7 @@
  *    append goes on, and a retry with the same key waits for it rather than sending it twice.
  */
 import { SpoolError, wireErrorOf } from '@spool/common';
-import type { Message, Producer, RecordOutcome, Spool } from '@spool/client';
+import type { Message, MessageHeader, Producer, RecordOutcome, Spool } from '@spool/client';
 import {
   Acks,
   type PublishRecord,
@@ -235,17 +235,9 @@ function toMessage(record: PublishRecord, nowMs: bigint): Message {
   };
 }
 
-/** The SDK's header shape: a name with several values becomes an array, in order. */
-function toHeaders(record: PublishRecord): Record<string, Buffer | null | Array<Buffer | null>> {
-  const headers: Record<string, Buffer | null | Array<Buffer | null>> = {};
-  for (const header of record.headers) {
-    const value = header.value ?? null;
-    const existing = headers[header.key];
-    if (existing === undefined) headers[header.key] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else headers[header.key] = [existing, value];
-  }
-  return headers;
+/** The SDK's ordered header list: every header in the order sent, repeated names included. */
+function toHeaders(record: PublishRecord): MessageHeader[] {
+  return record.headers.map((header) => ({ key: header.key, value: header.value ?? null }));
 }
 
 function recordSizeUpperBoundBytes(record: PublishRecord): number {

@@ -88,6 +88,31 @@ describe('Consumer', () => {
     expect(consumer.position('events', 0)).toBe(start + 3n);
   });
 
+  it('keeps a list of headers in its order, repeated names included, and refuses a bad header', async () => {
+    const { spool, consumer } = await setUp({ events: 1 });
+    const producer = spool.producer({ lingerMs: 0 });
+    clients.push(producer);
+    const headers = [
+      { key: 'a', value: '1' },
+      { key: 'b', value: null },
+      { key: 'a', value: Buffer.from('2') },
+    ];
+    await producer.send({ topic: 'events', messages: [{ value: 'v', headers }] });
+    consumer.assign([{ topic: 'events', partition: 0, offset: 0n }]);
+    const [received] = await collect(consumer, 1);
+    expect(received!.headers).toEqual([
+      { key: 'a', value: Buffer.from('1') },
+      { key: 'b', value: null },
+      { key: 'a', value: Buffer.from('2') },
+    ]);
+    await expect(
+      producer.send({
+        topic: 'events',
+        messages: [{ value: 'v', headers: [{ value: 'no key' }] as never }],
+      }),
+    ).rejects.toThrow(/topic events message 0: header 0 must be \{ key: string, value \}/);
+  });
+
   it('skips the records below the requested offset in a batch that starts before it', async () => {
     const { gateway, consumer } = await setUp({ events: 1 });
     gateway.appendBatch('events', 0, records(['r0', 'r1', 'r2', 'r3', 'r4', 'r5']));

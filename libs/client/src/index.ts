@@ -58,6 +58,7 @@ export type {
   ConsumedMessage,
   Message,
   MessageBytes,
+  MessageHeader,
   MessageHeaders,
   ProducerRecord,
   RecordMetadata,

@@ -9,10 +9,20 @@ import { ClientErrorCode, clientError } from './errors';
 
 export type MessageBytes = string | Buffer | Uint8Array | null;
 
-/** KafkaJS's IHeaders: a key with several values becomes several headers, in order. */
-export type MessageHeaders = Readonly<
-  Record<string, MessageBytes | readonly MessageBytes[] | undefined>
->;
+/**
+ * A record's headers: KafkaJS's IHeaders object (a key with several values becomes several
+ * headers, in order, grouped by key), or a list of headers kept exactly in its order, repeated
+ * keys included (as Kafka's Java `Headers` and confluent-kafka's list of tuples).
+ */
+export type MessageHeaders =
+  | Readonly<Record<string, MessageBytes | readonly MessageBytes[] | undefined>>
+  | readonly MessageHeader[];
+
+/** One header of a list: the name and its value (null allowed, as in Kafka). */
+export interface MessageHeader {
+  readonly key: string;
+  readonly value: MessageBytes;
+}
 
 export interface Message {
   readonly key?: MessageBytes;
@@ -99,7 +109,7 @@ export function toBytes(
   );
 }
 
-/** KafkaJS's headers object as the record's header list, in order; undefined for none. */
+/** A message's headers as the record's header list, in order; undefined for none. */
 export function toHeaders(
   headers: MessageHeaders | undefined,
   topic: string,
@@ -109,11 +119,27 @@ export function toHeaders(
   if (typeof headers !== 'object' || headers === null) {
     throw clientError(
       ClientErrorCode.InvalidRequest,
-      `${messageSubject(topic, index)}: headers must be an object of header names to values`,
+      `${messageSubject(topic, index)}: headers must be an object of header names to values, ` +
+        'or a list of { key, value }',
     );
   }
   const result: RecordHeader[] = [];
-  for (const [key, value] of Object.entries(headers)) {
+  if (Array.isArray(headers)) {
+    for (const [position, header] of (headers as readonly MessageHeader[]).entries()) {
+      if (typeof header !== 'object' || header === null || typeof header.key !== 'string') {
+        throw clientError(
+          ClientErrorCode.InvalidRequest,
+          `${messageSubject(topic, index)}: header ${position} must be { key: string, value }`,
+        );
+      }
+      result.push({
+        key: header.key,
+        value: toBytes(header.value, `header ${header.key}`, topic, index),
+      });
+    }
+    return result.length === 0 ? undefined : result;
+  }
+  for (const [key, value] of Object.entries(headers as Record<string, unknown>)) {
     if (value === undefined) continue;
     const values: readonly MessageBytes[] = Array.isArray(value)
       ? (value as readonly MessageBytes[])
