@@ -25,7 +25,6 @@ export { isTransferPending, socketTransfersPendingMax } from './socket-transfer-
 
 // The partition log
 export {
-  Log,
   cleanShutdownFile,
   highWatermarkCheckpointFile,
   leaderEpochCheckpointFile,
@@ -33,6 +32,9 @@ export {
   logStartOffsetCheckpointFile,
   partitionMetadataFile,
   recoveryPointCheckpointFile,
+} from './log-files';
+export {
+  Log,
   type AppendOptions,
   type AppendResult,
   type ValidatedBatches,

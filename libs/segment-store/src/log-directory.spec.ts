@@ -14,12 +14,12 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpointFile, writeOffsetCheckpoint } from './checkpoint-file';
 import { FileHandleCache } from './file-handle-cache';
+import type { Log } from './log';
 import {
   cleanShutdownFile,
   legacyHighWatermarkFile,
   recoveryPointCheckpointFile,
-  type Log,
-} from './log';
+} from './log-files';
 import { highWatermarksCheckpointFile, LogDirectory } from './log-directory';
 import { batchOf, recordsOf, temporaryDirectory } from './testing';
 

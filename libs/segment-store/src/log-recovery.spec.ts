@@ -15,7 +15,8 @@ import {
 } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Log, cleanShutdownFile, leaderEpochCheckpointFile } from './log';
+import { Log } from './log';
+import { cleanShutdownFile, leaderEpochCheckpointFile } from './log-files';
 import { segmentFileName } from './log-segment';
 import { batchOf, recordsOf, temporaryDirectory } from './testing';
 

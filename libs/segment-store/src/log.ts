@@ -97,16 +97,6 @@ const assert: typeof common.assert = common.assert;
  */
 export const hotTailBytes = 64 * 1024 * 1024;
 
-export {
-  cleanShutdownFile,
-  highWatermarkCheckpointFile,
-  leaderEpochCheckpointFile,
-  legacyHighWatermarkFile,
-  logStartOffsetCheckpointFile,
-  partitionMetadataFile,
-  recoveryPointCheckpointFile,
-} from './log-files';
-
 // Every leader append checks the CRC-32C of each batch: with the addon's crc32 instructions
 // when it loads (native-crc32c.ts). Chosen once, when this module loads, and logged in one line.
 logCrc32cInstall(installAddonCrc32c());
