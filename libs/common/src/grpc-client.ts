@@ -40,13 +40,17 @@ type ClientConstructor<Client> = new (
   options?: Partial<grpc.ChannelOptions>,
 ) => Client;
 
-/** A channel with grpcChannelOptions, and `options` over them (e.g. a shorter keepalive). */
+/**
+ * A channel with grpcChannelOptions, and `options` over them (e.g. a shorter keepalive); TLS with
+ * `credentials` (TransportSecurity.channelCredentials()), plaintext without.
+ */
 export function createGrpcClient<Client>(
   constructor: ClientConstructor<Client>,
   address: string,
   options: Partial<grpc.ChannelOptions> = {},
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
 ): Client {
-  return new constructor(address, grpc.credentials.createInsecure(), {
+  return new constructor(address, credentials, {
     ...grpcChannelOptions,
     ...options,
   });

@@ -8,6 +8,8 @@ import { exitOnAssertionFailure } from './assertion-failure';
 import type { Logger } from './logger';
 import { loadReflectionDescriptors, standardServiceNames } from './reflection-descriptors';
 import { apiNameOfPath, type RequestMetrics } from './request-metrics';
+import { ensurePeerIsService } from './tls/service-identity';
+import type { TransportSecurity } from './tls/transport-security';
 
 /**
  * A grpc-js server with what every Spool service needs: the standard health service
@@ -55,6 +57,7 @@ export class GrpcServer {
   private closing = false;
   private readonly descriptorSetPaths: readonly string[];
   private readonly requestMetrics: RequestMetrics | undefined;
+  private readonly transportSecurity: TransportSecurity | undefined;
 
   constructor(
     private readonly logger: Logger,
@@ -63,9 +66,12 @@ export class GrpcServer {
       descriptorSetPaths: readonly string[];
       /** Where every call is counted and timed; without it calls are not measured. */
       requestMetrics?: RequestMetrics;
+      /** TLS for the listener (security.protocol=SSL); plaintext without it. */
+      transportSecurity?: TransportSecurity;
     },
   ) {
     this.requestMetrics = options.requestMetrics;
+    this.transportSecurity = options.transportSecurity;
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxMessageBytes,
       'grpc.max_send_message_length': options.maxMessageBytes,
@@ -84,12 +90,32 @@ export class GrpcServer {
   addService(
     definition: grpc.ServiceDefinition,
     implementation: Record<string, (...args: never[]) => Promise<unknown>>,
+    options: {
+      /**
+       * Under TLS, every call must come from a Spool service's certificate (service-identity.ts);
+       * any other peer is answered CLUSTER_AUTHORIZATION_FAILED (PERMISSION_DENIED).
+       */
+      readonly peersMustBeServices?: boolean;
+    } = {},
   ): void {
     const wrapped: grpc.UntypedServiceImplementation = {};
+    const guarded = options.peersMustBeServices === true && this.transportSecurity !== undefined;
     for (const [methodName, method] of Object.entries(definition)) {
-      const handler = implementation[methodName];
+      const handler = implementation[methodName] as
+        ((...args: unknown[]) => Promise<unknown>) | undefined;
       if (handler === undefined) throw new Error(`no handler for ${method.path}`);
-      wrapped[methodName] = this.wrap(method, handler as (...args: unknown[]) => Promise<unknown>);
+      const api = apiNameOfPath(method.path);
+      wrapped[methodName] = this.wrap(
+        method,
+        guarded
+          ? (...args: unknown[]) => {
+              // The call is the last argument of every handler shape (request, call) or (call).
+              const call = args[args.length - 1] as grpc.ServerUnaryCall<unknown, unknown>;
+              ensurePeerIsService(call.getAuthContext().sslPeerCertificate, api);
+              return handler(...args);
+            }
+          : handler,
+      );
     }
     this.server.addService(definition, wrapped);
     const serviceName = Object.values(definition)[0]?.path.split('/')[1];
@@ -198,7 +224,7 @@ export class GrpcServer {
     const boundPort = await new Promise<number>((resolve, reject) => {
       this.server.bindAsync(
         `${host}:${port}`,
-        grpc.ServerCredentials.createInsecure(),
+        this.transportSecurity?.serverCredentials() ?? grpc.ServerCredentials.createInsecure(),
         (error, bound) => (error ? reject(error) : resolve(bound)),
       );
     });

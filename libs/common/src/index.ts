@@ -88,3 +88,42 @@ export {
 export { ProcessLock, type LockedErrorFactory } from './process-lock';
 export { LeaderChannel, type LeaderChannelOptions } from './leader-channel';
 export { StreamFollower, type StreamFollowerOptions, type FollowedStream } from './stream-follower';
+export {
+  TlsMaterial,
+  TlsMaterialError,
+  checkTlsMaterial,
+  sslReloadIntervalMsDefault,
+  type TlsFiles,
+  type TlsMaterialSnapshot,
+} from './tls/tls-material';
+export { TransportSecurity } from './tls/transport-security';
+export {
+  clientAuthentications,
+  serverCredentialsOf,
+  channelCredentialsOf,
+  type ClientAuthentication,
+} from './tls/grpc-tls';
+export {
+  serviceRoles,
+  serviceRoleUri,
+  serviceRoleOf,
+  ensurePeerIsService,
+  type ServiceRole,
+} from './tls/service-identity';
+export {
+  createCertificateAuthority,
+  issueCertificate,
+  type CertificateAuthority,
+  type CertificateRequest,
+  type IssuedCertificate,
+  type DistinguishedName,
+} from './tls/certificate-authority';
+export {
+  writeDevelopmentCertificates,
+  type DevelopmentCertificates,
+} from './tls/certificate-files';
+export {
+  securitySettings,
+  transportSecurityOf,
+  type SecuritySettings,
+} from './tls/security-settings';

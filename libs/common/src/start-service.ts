@@ -15,6 +15,9 @@ import { startOperationsServer } from './http-server';
 import { createLogger, logLevels, type LogLevel, type Logger } from './logger';
 import { createMetricsRegistry } from './metrics';
 import { RequestMetrics } from './request-metrics';
+import { securitySettings, transportSecurityOf } from './tls/security-settings';
+import { TlsMaterialError } from './tls/tls-material';
+import type { TransportSecurity } from './tls/transport-security';
 import { Readiness } from './readiness';
 import { installSignalHandlers, runShutdownSteps, type ShutdownStep } from './shutdown';
 
@@ -70,6 +73,7 @@ export function commonSettings(defaults: { grpcPort: number; metricsPort: number
       max: 1024 * 1024 * 1024,
       description: 'Largest gRPC message accepted or sent.',
     },
+    ...securitySettings,
   } as const satisfies SettingsSchema;
 }
 
@@ -83,6 +87,11 @@ export interface ServiceContext<S extends SettingsSchema> {
   readonly requestMetrics: RequestMetrics;
   readonly readiness: Readiness;
   readonly grpc: GrpcServer;
+  /**
+   * TLS of this process (security.protocol=SSL): its gRPC listener uses it already; the service
+   * gives it to its other listeners and to the channels it opens. Undefined for PLAINTEXT.
+   */
+  readonly transportSecurity: TransportSecurity | undefined;
   /** The host other processes reach this one at: the advertised host, else the bind host. */
   readonly advertisedHost: string;
   /** Steps run at shutdown, in registration order, before gRPC drains. */
@@ -132,10 +141,15 @@ export async function startService<S extends SettingsSchema>(
     process.exit(0);
   }
   let config: ConfigValues<S & CommonSettings>;
+  let transportSecurity: TransportSecurity | undefined;
   try {
     config = loadConfig(schema, { argv, env: definition.env }) as ConfigValues<S & CommonSettings>;
+    transportSecurity = transportSecurityOf(config as unknown as ConfigValues<CommonSettings>, {
+      role: 'server',
+    });
   } catch (error) {
-    if (error instanceof ConfigError && definition.handleSignals !== false) {
+    const badSetting = error instanceof ConfigError || error instanceof TlsMaterialError;
+    if (badSetting && definition.handleSignals !== false) {
       process.stderr.write(`spool ${definition.name}: ${error.message}\n`);
       process.exit(2);
     }
@@ -152,6 +166,7 @@ export async function startService<S extends SettingsSchema>(
     maxMessageBytes: common.grpcMaxMessageBytes,
     descriptorSetPaths: definition.descriptorSetPaths,
     requestMetrics,
+    ...(transportSecurity === undefined ? {} : { transportSecurity }),
   });
   const beforeDrain: ShutdownStep[] = [];
   const afterDrain: ShutdownStep[] = [];
@@ -183,6 +198,7 @@ export async function startService<S extends SettingsSchema>(
       requestMetrics,
       readiness,
       grpc,
+      transportSecurity,
       advertisedHost:
         common.advertisedHost !== ''
           ? common.advertisedHost
@@ -237,6 +253,7 @@ export async function startService<S extends SettingsSchema>(
       const { drained } = await grpc.shutdown(Math.max(0, deadlineMs - Date.now()));
       await runShutdownSteps(afterDrain, deadlineMs + common.shutdownTimeoutMs, logger);
       await operations.close();
+      transportSecurity?.close();
       logger.info(
         { event: 'stopped', drained, durationMs: Date.now() - startedAtMs },
         `${definition.name} stopped`,

@@ -111,6 +111,7 @@ const definitions = {
   ),
   UNKNOWN_MEMBER_ID: kafka(25, false, 'The coordinator is not aware of this member.'),
   TOPIC_AUTHORIZATION_FAILED: kafka(29, false, 'Topic authorization failed.'),
+  CLUSTER_AUTHORIZATION_FAILED: kafka(31, false, 'Cluster authorization failed.'),
   UNSUPPORTED_VERSION: kafka(35, false, 'The version of API is not supported.'),
   TOPIC_ALREADY_EXISTS: kafka(36, false, 'Topic with this name already exists.'),
   INVALID_PARTITIONS: kafka(37, false, 'Number of partitions is below 1.'),
@@ -204,6 +205,8 @@ const definitions = {
   SHUTTING_DOWN: spool(true, 'The server is shutting down.'),
   // A listener could not bind its address at start-up (the port is taken, or not ours).
   LISTEN_FAILED: spool(false, 'The server could not listen on its address.'),
+  // A TLS key, certificate or CA file is missing, unreadable, not PEM, or does not match.
+  TLS_MATERIAL_INVALID: spool(false, 'A TLS key, certificate or CA file could not be used.'),
   // A data-port client already has its bound of requests in flight on its connection.
   IN_FLIGHT_REQUESTS_FULL: spool(
     true,

@@ -1,0 +1,81 @@
+// One process's transport security: its TLS material and what its listeners and outgoing
+// connections make of it. A service builds it once from its settings (securityProtocol=SSL
+// and the ssl.* locations); PLAINTEXT gives none, and every listener and channel stays plain.
+import type * as grpc from '@grpc/grpc-js';
+import type tls from 'node:tls';
+import type { Logger } from '../logger';
+import {
+  channelCredentialsOf,
+  secureContextOptionsOf,
+  serverCredentialsOf,
+  type ClientAuthentication,
+} from './grpc-tls';
+import { TlsMaterial, type TlsFiles } from './tls-material';
+
+export class TransportSecurity {
+  private serverCredentialsMemo: grpc.ServerCredentials | undefined;
+  private channelCredentialsMemo: grpc.ChannelCredentials | undefined;
+
+  constructor(
+    readonly material: TlsMaterial,
+    readonly clientAuthentication: ClientAuthentication,
+  ) {}
+
+  /** Reads the files (TlsMaterialError naming a bad one) and watches them for rotation. */
+  static load(
+    files: TlsFiles,
+    options: {
+      readonly clientAuthentication: ClientAuthentication;
+      readonly reloadIntervalMs?: number;
+      readonly logger?: Logger;
+    },
+  ): TransportSecurity {
+    const material = TlsMaterial.load(files, {
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(options.reloadIntervalMs === undefined
+        ? {}
+        : { reloadIntervalMs: options.reloadIntervalMs }),
+    });
+    return new TransportSecurity(material, options.clientAuthentication);
+  }
+
+  /** One object for the process: grpc-js shares connections only between equal credentials. */
+  serverCredentials(): grpc.ServerCredentials {
+    this.serverCredentialsMemo ??= serverCredentialsOf(this.material, this.clientAuthentication);
+    return this.serverCredentialsMemo;
+  }
+
+  channelCredentials(): grpc.ChannelCredentials {
+    this.channelCredentialsMemo ??= channelCredentialsOf(this.material);
+    return this.channelCredentialsMemo;
+  }
+
+  /** Options of a node:tls server (the data port), with the material in use now. */
+  tlsServerOptions(): tls.TlsOptions {
+    return {
+      secureContext: this.material.current.secureContext,
+      requestCert: this.clientAuthentication === 'required',
+      rejectUnauthorized: this.clientAuthentication === 'required',
+      minVersion: 'TLSv1.2',
+    };
+  }
+
+  /** Keeps a node:tls server on the latest material; returns the function that stops it. */
+  followReloads(server: tls.Server): () => void {
+    return this.material.onChange((snapshot) =>
+      server.setSecureContext(secureContextOptionsOf(snapshot)),
+    );
+  }
+
+  /**
+   * Options of a node:tls client connection, with the material in use now. The server's
+   * certificate is checked against the host connected to (tls.connect's `host`).
+   */
+  tlsConnectOptions(): tls.ConnectionOptions {
+    return { secureContext: this.material.current.secureContext, minVersion: 'TLSv1.2' };
+  }
+
+  close(): void {
+    this.material.close();
+  }
+}
