@@ -56,6 +56,16 @@ describe('module boundaries', () => {
       "import { isRetriable as value } from '@spool/errors';",
     ],
     [
+      'the Kafka protocol codecs to use the error catalog',
+      'libs/kafka-protocol',
+      "import { isRetriable as value } from '@spool/errors';",
+    ],
+    [
+      'the gateway to use the Kafka protocol codecs',
+      'apps/gateway',
+      "import { KafkaReader as value } from '@spool/kafka-protocol';",
+    ],
+    [
       'the segment store to use the record format',
       'libs/segment-store',
       "import { crc32c as value } from '@spool/record-batch';",
@@ -105,6 +115,16 @@ describe('module boundaries', () => {
     [
       'record-batch on common',
       'libs/record-batch',
+      "import { assert as value } from '@spool/common';",
+    ],
+    [
+      'the Kafka protocol codecs on the gRPC wire formats',
+      'libs/kafka-protocol',
+      "import { Acks as value } from '@spool/protocol';",
+    ],
+    [
+      'the Kafka protocol codecs on common',
+      'libs/kafka-protocol',
       "import { assert as value } from '@spool/common';",
     ],
     [
