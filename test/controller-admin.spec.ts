@@ -129,6 +129,27 @@ describe('controller admin', () => {
       'INVALID_CONFIG',
       /retention\.ms.*from -1/,
     ],
+    [
+      'a dirty ratio above 1',
+      'dirty',
+      1,
+      1,
+      [{ name: 'min.cleanable.dirty.ratio', value: '1.5' }],
+      'INVALID_CONFIG',
+      /min\.cleanable\.dirty\.ratio: expected a number from 0 to 1/,
+    ],
+    [
+      'a minimum compaction lag above the maximum',
+      'lagged',
+      1,
+      1,
+      [
+        { name: 'min.compaction.lag.ms', value: '10' },
+        { name: 'max.compaction.lag.ms', value: '5' },
+      ],
+      'INVALID_CONFIG',
+      /min\.compaction\.lag\.ms \(10\) > max\.compaction\.lag\.ms \(5\)/,
+    ],
     ['an existing name', 'orders', 1, 1, [], 'TOPIC_ALREADY_EXISTS', /already exists/],
   ])('refuses %s', async (_, name, partitions, factor, configs, code, message) => {
     const response = await client.createTopic(name, partitions, factor, configs);

@@ -17,7 +17,12 @@ import {
   writeTopicCreation,
   writeTopicDeletion,
 } from './topic-changes';
-import { topicConfigDefinitions, validateTopicConfig, validateTopicConfigs } from './topic-configs';
+import {
+  topicConfigDefinitions,
+  validateTopicConfig,
+  validateTopicConfigCombination,
+  validateTopicConfigs,
+} from './topic-configs';
 import {
   partitionCountMax,
   validatePartitionCount,
@@ -103,6 +108,7 @@ export async function createTopics(
             : topic.replicationFactor;
         validateReplicationFactor(replicationFactor, brokers.length);
         const configs = validateTopicConfigs(topic.configs);
+        validateTopicConfigCombination(configs);
         if (context.state.topics.has(topic.name)) {
           throw new SpoolError('TOPIC_ALREADY_EXISTS', `topic "${topic.name}" already exists`);
         }
@@ -250,6 +256,7 @@ export async function alterConfigs(
           if (topicConfigDefinitions[name] === undefined) validateTopicConfig(name, '');
           delete configs[name];
         }
+        validateTopicConfigCombination(configs);
         if (validateOnly) return undefined;
         await context.writer.commit(
           [{ key: keys.topic(request.topic), kind: 'modRevision', equals: topic.modRevision }],

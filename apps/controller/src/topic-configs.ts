@@ -7,6 +7,7 @@ import { SpoolError } from '@spool/common';
 type ConfigType =
   | { readonly type: 'long'; readonly min: number; readonly max?: number }
   | { readonly type: 'int'; readonly min: number; readonly max?: number }
+  | { readonly type: 'double'; readonly min: number; readonly max: number }
   | { readonly type: 'boolean' }
   | { readonly type: 'list'; readonly choices: readonly string[] }
   | { readonly type: 'string'; readonly choices: readonly string[] };
@@ -34,6 +35,11 @@ export const topicConfigDefinitions: Readonly<Record<string, TopicConfigDefiniti
   'flush.messages': { default: '9223372036854775807', kind: { type: 'long', min: 1 } },
   'flush.ms': { default: '9223372036854775807', kind: { type: 'long', min: 0 } },
   'index.interval.bytes': { default: '4096', kind: { type: 'int', min: 0, max: int32Max } },
+  // Log compaction (cleanup.policy=compact), with Kafka's defaults.
+  'min.cleanable.dirty.ratio': { default: '0.5', kind: { type: 'double', min: 0, max: 1 } },
+  'min.compaction.lag.ms': { default: '0', kind: { type: 'long', min: 0 } },
+  'max.compaction.lag.ms': { default: '9223372036854775807', kind: { type: 'long', min: 1 } },
+  'delete.retention.ms': { default: '86400000', kind: { type: 'long', min: 0 } },
 };
 
 /** Checks one config and returns its normalized value; throws INVALID_CONFIG naming it. */
@@ -60,6 +66,14 @@ export function validateTopicConfig(name: string, value: string): string {
         return bad(`expected an integer from ${kind.min} to ${max}`);
       }
       return number.toString();
+    }
+    case 'double': {
+      const number = Number(trimmed);
+      if (trimmed === '' || !Number.isFinite(number)) return bad('expected a number');
+      if (number < kind.min || number > kind.max) {
+        return bad(`expected a number from ${kind.min} to ${kind.max}`);
+      }
+      return String(number);
     }
     case 'boolean': {
       const lower = trimmed.toLowerCase();
@@ -91,6 +105,22 @@ export function validateTopicConfigs(
     configs[entry.name] = validateTopicConfig(entry.name, entry.value);
   }
   return configs;
+}
+
+/**
+ * Checks settings that constrain each other, on a topic's whole set of configs (after an
+ * AlterConfigs merged its changes): Kafka's LogConfig.validate refuses a min.compaction.lag.ms
+ * above max.compaction.lag.ms.
+ */
+export function validateTopicConfigCombination(configs: Readonly<Record<string, string>>): void {
+  const minLag = BigInt(effectiveTopicConfig(configs, 'min.compaction.lag.ms'));
+  const maxLag = BigInt(effectiveTopicConfig(configs, 'max.compaction.lag.ms'));
+  if (minLag > maxLag) {
+    throw new SpoolError(
+      'INVALID_CONFIG',
+      `conflict topic config setting min.compaction.lag.ms (${minLag}) > max.compaction.lag.ms (${maxLag})`,
+    );
+  }
 }
 
 /** Every known config with the topic's value or the default, as DescribeConfigs answers. */

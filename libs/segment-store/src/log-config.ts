@@ -28,11 +28,27 @@ export interface LogConfig {
   /**
    * cleanup.policy: which of Kafka's retention modes apply. `delete` removes old segments by
    * retention.ms and retention.bytes; `compact` keeps the latest record of every key for ever, so
-   * a log without `delete` never loses a segment to time or size. (The cleaner that removes a
-   * key's older records is not built yet: a compacted log keeps every record, which keeps every
-   * key's latest value too, at the price of space.)
+   * a log without `delete` never loses a segment to time or size; the log cleaner
+   * (cleaner/log-cleaner.ts) removes a key's older records from the log's closed segments.
    */
   readonly cleanupPolicy: readonly CleanupPolicy[];
+  /**
+   * min.cleanable.dirty.ratio: the cleaner takes a compacted log only once the part written since
+   * its last cleaning (the dirty section) is at least this share of the cleanable bytes.
+   */
+  readonly minCleanableDirtyRatio: number;
+  /** min.compaction.lag.ms: a record stays uncompacted at least this long after it was written. */
+  readonly minCompactionLagMs: number;
+  /**
+   * max.compaction.lag.ms: a record is compacted at most this long after it was written, whatever
+   * the dirty ratio (Number.MAX_SAFE_INTEGER, Kafka's Long.MAX_VALUE, is never).
+   */
+  readonly maxCompactionLagMs: number;
+  /**
+   * delete.retention.ms: a tombstone (a record with a null value) stays readable this long after
+   * its segment's newest record, so a consumer reading from the start within it sees the delete.
+   */
+  readonly deleteRetentionMs: number;
 }
 
 export type CleanupPolicy = 'delete' | 'compact';
@@ -52,6 +68,10 @@ export const defaultLogConfig: LogConfig = {
   flushMs: Number.MAX_SAFE_INTEGER,
   messageTimestampType: 'CreateTime',
   cleanupPolicy: ['delete'],
+  minCleanableDirtyRatio: 0.5,
+  minCompactionLagMs: 0,
+  maxCompactionLagMs: Number.MAX_SAFE_INTEGER,
+  deleteRetentionMs: 24 * 60 * 60 * 1000,
 };
 
 interface Bound {
@@ -72,6 +92,19 @@ const numericSettings: readonly Bound[] = [
   { key: 'maxMessageBytes', name: 'max.message.bytes', min: 0, max: batchSizeBytesLimit },
   { key: 'flushMessages', name: 'flush.messages', min: 1, max: Number.MAX_SAFE_INTEGER },
   { key: 'flushMs', name: 'flush.ms', min: 0, max: Number.MAX_SAFE_INTEGER },
+  {
+    key: 'minCompactionLagMs',
+    name: 'min.compaction.lag.ms',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+  },
+  {
+    key: 'maxCompactionLagMs',
+    name: 'max.compaction.lag.ms',
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+  },
+  { key: 'deleteRetentionMs', name: 'delete.retention.ms', min: 0, max: Number.MAX_SAFE_INTEGER },
 ];
 
 /** Fills in defaults and checks every value; throws INVALID_CONFIG naming the Kafka setting. */
@@ -104,6 +137,20 @@ export function resolveLogConfig(overrides: Partial<LogConfig> = {}): LogConfig 
       `cleanup.policy must be delete, compact, or compact,delete, got ${config.cleanupPolicy.join(',')}`,
     );
   }
+  const ratio = config.minCleanableDirtyRatio;
+  if (typeof ratio !== 'number' || !(ratio >= 0 && ratio <= 1)) {
+    throw new SegmentStoreError(
+      'INVALID_CONFIG',
+      `min.cleanable.dirty.ratio must be a number from 0 to 1, got ${String(ratio)}`,
+    );
+  }
+  // Kafka's LogConfig.validate: a record cannot be due for compaction before it may be compacted.
+  if (config.minCompactionLagMs > config.maxCompactionLagMs) {
+    throw new SegmentStoreError(
+      'INVALID_CONFIG',
+      `conflict topic config setting min.compaction.lag.ms (${config.minCompactionLagMs}) > max.compaction.lag.ms (${config.maxCompactionLagMs})`,
+    );
+  }
   return config;
 }
 
@@ -126,6 +173,16 @@ export function logConfigFromTopicConfigs(configs: Readonly<Record<string, strin
   }
   const timestampType = configs['message.timestamp.type'];
   if (timestampType !== undefined) overrides['messageTimestampType'] = timestampType;
+  const ratio = configs['min.cleanable.dirty.ratio'];
+  if (ratio !== undefined) {
+    if (!/^\s*(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/.test(ratio)) {
+      throw new SegmentStoreError(
+        'INVALID_CONFIG',
+        `min.cleanable.dirty.ratio must be a number from 0 to 1, got "${ratio}"`,
+      );
+    }
+    overrides['minCleanableDirtyRatio'] = Number(ratio);
+  }
   const cleanupPolicy = configs['cleanup.policy'];
   if (cleanupPolicy !== undefined) {
     overrides['cleanupPolicy'] = cleanupPolicy

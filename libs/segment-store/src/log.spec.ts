@@ -201,7 +201,8 @@ describe('Log segments', () => {
 
   it('deletes by retention.ms and retention.bytes but never the active segment', async () => {
     let nowMs = 10_000_000;
-    const batch = (timestampMs: number) => batchOf(10, { valueSizeBytes: 100, timestampMs });
+    const batch = (timestampMs: number) =>
+      batchOf(10, { valueSizeBytes: 100, timestampMs, keyed: true });
     const segmentBytes = batch(0).length * 2;
     const { log } = await openLog({
       config: { segmentBytes, retentionMs: 60_000, retentionBytes: -1 },
@@ -225,7 +226,8 @@ describe('Log segments', () => {
 
   it('deletes nothing by time or size under cleanup.policy=compact, and does with compact,delete', async () => {
     let nowMs = 10_000_000;
-    const batch = (timestampMs: number) => batchOf(10, { valueSizeBytes: 100, timestampMs });
+    const batch = (timestampMs: number) =>
+      batchOf(10, { valueSizeBytes: 100, timestampMs, keyed: true });
     const segmentBytes = batch(0).length * 2;
     const retention = { segmentBytes, retentionMs: 60_000, retentionBytes: segmentBytes };
     const { log: compacted } = await openLog({
@@ -253,6 +255,74 @@ describe('Log segments', () => {
     expect(logConfigFromTopicConfigs({}).cleanupPolicy).toEqual(['delete']);
     expect(() => logConfigFromTopicConfigs({ 'cleanup.policy': 'archive' })).toThrow(
       /cleanup.policy must be delete, compact, or compact,delete, got archive/,
+    );
+  });
+
+  it("refuses a keyless record on a compacted log with Kafka's INVALID_RECORD, writing nothing", async () => {
+    const { log } = await openLog({ config: { cleanupPolicy: ['compact', 'delete'] } });
+    log.append(batchOf(2, { keyed: true }), leader);
+    const mixed = encodeRecordBatch({
+      baseOffset: 0n,
+      records: [
+        { key: Buffer.from('k'), value: Buffer.from('v'), timestampMs: 1n },
+        { key: null, value: Buffer.from('v'), timestampMs: 1n },
+      ],
+    });
+    const refusal = (() => {
+      try {
+        log.append(mixed, leader);
+      } catch (error) {
+        return error as SegmentStoreError;
+      }
+      return undefined;
+    })();
+    expect(refusal).toBeInstanceOf(SegmentStoreError);
+    expect(refusal?.code).toBe('INVALID_RECORD');
+    expect(refusal?.message).toMatch(
+      /^Compacted topic cannot accept message without key in topic partition /,
+    );
+    expect(log.logEndOffset).toBe(2n);
+    // A follower copies the leader's log as it is; only produced batches are checked.
+    const { log: deleting } = await openLog();
+    expect(deleting.append(batchOf(1), leader).recordCount).toBe(1);
+  });
+
+  it('reads the compaction settings with Kafka names and defaults, and refuses bad ones', () => {
+    expect(logConfigFromTopicConfigs({})).toMatchObject({
+      minCleanableDirtyRatio: 0.5,
+      minCompactionLagMs: 0,
+      maxCompactionLagMs: Number.MAX_SAFE_INTEGER,
+      deleteRetentionMs: 86_400_000,
+    });
+    expect(
+      logConfigFromTopicConfigs({
+        'min.cleanable.dirty.ratio': '0.01',
+        'min.compaction.lag.ms': '10',
+        'max.compaction.lag.ms': '9223372036854775807',
+        'delete.retention.ms': '0',
+      }),
+    ).toMatchObject({
+      minCleanableDirtyRatio: 0.01,
+      minCompactionLagMs: 10,
+      maxCompactionLagMs: Number.MAX_SAFE_INTEGER,
+      deleteRetentionMs: 0,
+    });
+    expect(() => logConfigFromTopicConfigs({ 'min.cleanable.dirty.ratio': '1.5' })).toThrow(
+      /min.cleanable.dirty.ratio must be a number from 0 to 1, got 1.5/,
+    );
+    expect(() => logConfigFromTopicConfigs({ 'min.cleanable.dirty.ratio': 'half' })).toThrow(
+      /min.cleanable.dirty.ratio must be a number from 0 to 1, got "half"/,
+    );
+    expect(() => logConfigFromTopicConfigs({ 'delete.retention.ms': '-1' })).toThrow(
+      /delete.retention.ms must be an integer from 0/,
+    );
+    expect(() => logConfigFromTopicConfigs({ 'max.compaction.lag.ms': '0' })).toThrow(
+      /max.compaction.lag.ms must be an integer from 1/,
+    );
+    expect(() =>
+      logConfigFromTopicConfigs({ 'min.compaction.lag.ms': '5', 'max.compaction.lag.ms': '4' }),
+    ).toThrow(
+      /conflict topic config setting min.compaction.lag.ms \(5\) > max.compaction.lag.ms \(4\)/,
     );
   });
 

@@ -80,7 +80,10 @@ import { LogFlusher, writebackBindingDefault, type FlushedLog } from './log-flus
 // the package's index module, which CommonJS re-exports through a getter (a few ns a call), so
 // they are read once here, when the module loads, and called as plain functions.
 const {
+  controlFlagMask,
+  attributesPosition,
   decodeRecordBatch,
+  openRecordBatch,
   recordCountPosition,
   setBaseOffset,
   setMaxTimestampAndLogAppendTime,
@@ -474,6 +477,9 @@ export class Log {
         'INVALID_RECORD',
         `append to ${this.directory} carried no record batches`,
       );
+    }
+    if (options.assignOffsets && this.config.cleanupPolicy.includes('compact')) {
+      ensureEveryRecordKeyed(records, positions, this.directory);
     }
     const validated: ValidatedBatches = {
       records,
@@ -944,5 +950,30 @@ export class Log {
     this.closed = true;
     for (const segment of this.segments) segment.close();
     this.logDirectory?.detached(this, how);
+  }
+}
+
+/**
+ * Kafka's LogValidator on a compacted topic: every record of a produced batch needs a key, since
+ * the cleaner keeps records by key and a keyless one would have none to be kept by. Control
+ * batches carry no application records and are not checked. Compressed batches are inflated
+ * for the check, as Kafka does; the bytes appended stay the producer's.
+ */
+function ensureEveryRecordKeyed(
+  records: Buffer,
+  positions: readonly number[],
+  directory: string,
+): void {
+  for (const position of positions) {
+    if ((records.readInt16BE(position + attributesPosition) & controlFlagMask) !== 0) continue;
+    const { header, reader } = openRecordBatch(records, position, { verifyCrc: false });
+    for (let index = 0; index < header.recordCount; index++) {
+      if (reader.read().key === null) {
+        throw new SegmentStoreError(
+          'INVALID_RECORD',
+          `Compacted topic cannot accept message without key in topic partition ${path.basename(directory)}.`,
+        );
+      }
+    }
   }
 }

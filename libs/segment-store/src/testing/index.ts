@@ -12,10 +12,13 @@ export function temporaryDirectory(prefix = 'spool-log-'): { directory: string; 
   return { directory, remove: () => rmSync(directory, { recursive: true, force: true }) };
 }
 
-/** A producer's batch of `count` records whose values are `${label}-${index}`. */
+/**
+ * A producer's batch of `count` records whose values are `${label}-${index}`; keyless, or keyed
+ * by the same text when `keyed` (what a compacted topic requires).
+ */
 export function batchOf(
   count: number,
-  options: { label?: string; timestampMs?: number; valueSizeBytes?: number } = {},
+  options: { label?: string; timestampMs?: number; valueSizeBytes?: number; keyed?: boolean } = {},
 ): Buffer {
   const label = options.label ?? 'record';
   const timestampMs = BigInt(options.timestampMs ?? 1_700_000_000_000);
@@ -30,7 +33,8 @@ export function batchOf(
               Buffer.from(text),
               Buffer.alloc(Math.max(0, options.valueSizeBytes - text.length), 120),
             ]);
-      return { key: null, value, timestampMs: timestampMs + BigInt(index) };
+      const key = options.keyed === true ? Buffer.from(text) : null;
+      return { key, value, timestampMs: timestampMs + BigInt(index) };
     }),
   });
 }
