@@ -101,3 +101,40 @@ export function readOffsetCheckpoint(filePath: string): bigint | undefined {
 export function writeOffsetCheckpoint(filePath: string, offset: bigint): void {
   writeCheckpointFile(filePath, [offset.toString()]);
 }
+
+/**
+ * A checkpoint of one offset per partition (`<topic> <partition> <offset>`), by folder name;
+ * empty without a file. A malformed one is reported in `problems` (with `fallback`, what that
+ * means) and read as empty.
+ */
+export function readPartitionOffsets(
+  checkpointPath: string,
+  problems: string[],
+  fallback: string,
+): Map<string, bigint> {
+  const offsets = new Map<string, bigint>();
+  try {
+    for (const entry of readCheckpointFile(checkpointPath) ?? []) {
+      const match = /^(\S+) (\d+) (\d+)$/.exec(entry);
+      if (match === null) {
+        throw new CheckpointFormatError(`${checkpointPath}: bad entry ${JSON.stringify(entry)}`);
+      }
+      offsets.set(`${match[1]}-${match[2]}`, BigInt(match[3]!));
+    }
+  } catch (error) {
+    if (!(error instanceof CheckpointFormatError)) throw error;
+    problems.push(`${error.message}; ${fallback}`);
+    offsets.clear();
+  }
+  return offsets;
+}
+
+/** The entries of a per-partition checkpoint, from offsets by folder name (`<topic>-<partition>`). */
+export function partitionOffsetEntries(offsets: ReadonlyMap<string, bigint>): string[] {
+  const entries: string[] = [];
+  for (const [folder, offset] of offsets) {
+    const match = /^(.+)-(\d+)$/.exec(folder);
+    if (match !== null) entries.push(`${match[1]} ${match[2]} ${offset}`);
+  }
+  return entries;
+}

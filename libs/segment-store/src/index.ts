@@ -54,6 +54,18 @@ export {
 export { segmentFileName } from './log-segment';
 export { readPartitionTopicId, writePartitionTopicId } from './partition-metadata-file';
 
+// Log compaction: the cleaner and its per-directory checkpoint
+export {
+  type CleanerLog,
+  type CleanerLogState,
+  type CleanPassResult,
+  LogCleaner,
+  logCleanerSettingsDefault,
+  type LogCleanerSettings,
+  type LogCleanerStatistics,
+} from './cleaner/log-cleaner';
+export { CleanerCheckpoint, cleanerOffsetCheckpointFile } from './cleaner/cleaner-checkpoint';
+
 // Idempotent producers: their state, kept in step with the log, and its snapshots
 export {
   ProducerStateLog,

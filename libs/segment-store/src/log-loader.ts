@@ -17,6 +17,7 @@ import { defaultFileHandleCache } from './file-handle-cache';
 import { LeaderEpochCache } from './leader-epoch-cache';
 import { batchSizeBytesLimit, resolveLogConfig, type LogConfig } from './log-config';
 import { LogSegment } from './log-segment';
+import { recoverInterruptedSwap } from './cleaner/segment-swap';
 import type { LogOpenOptions, RecoveryReport } from './log';
 import {
   cleanShutdownFile,
@@ -44,6 +45,7 @@ export interface LoadedSegments {
     | 'bytesTruncated'
     | 'segmentsDeleted'
     | 'indexesRebuilt'
+    | 'cleanerSwap'
   >;
   /** Problems found so far, one line each; Log.open adds its own. */
   readonly problems: string[];
@@ -63,6 +65,8 @@ export async function loadSegments(
   const config = resolveLogConfig(options.config);
   const files = options.files ?? defaultFileHandleCache;
   fs.mkdirSync(directory, { recursive: true });
+  // A cleaner swap that a crash interrupted is finished or undone before segments are listed.
+  const swap = recoverInterruptedSwap(directory);
   const baseOffsets = listSegmentBaseOffsets(directory);
   const membership = options.logDirectory;
   const markerPath = path.join(directory, cleanShutdownFile);
@@ -70,7 +74,7 @@ export async function loadSegments(
   const ownMarker = fs.existsSync(markerPath);
   const clean = (ownMarker || membership?.cleanShutdown === true) && baseOffsets.length > 0;
   const createsSegment = baseOffsets.length === 0;
-  const problems: string[] = [];
+  const problems: string[] = swap.actions.map((action) => `interrupted cleaner swap: ${action}`);
   let segmentsScanned = 0;
   let batchesValid = 0;
   let bytesTruncated = 0;
@@ -180,6 +184,7 @@ export async function loadSegments(
       bytesTruncated,
       segmentsDeleted,
       indexesRebuilt,
+      cleanerSwap: swap.outcome,
     },
     problems,
     startedAtMs,

@@ -46,6 +46,6 @@ export function segmentsPastRetention(
 }
 
 /** A segment's newest record time; its file's modification time when it has no timestamps. */
-function largestTimestampOf(segment: LogSegment): number {
+export function largestTimestampOf(segment: LogSegment): number {
   return segment.maxTimestampMs >= 0 ? segment.maxTimestampMs : fs.statSync(segment.path).mtimeMs;
 }

@@ -100,6 +100,9 @@ const recoveryChunkBytes = 1024 * 1024;
 /** Header reads share one buffer: every read is synchronous and finished before the next. */
 const headerScratch = Buffer.alloc(recordBatchHeaderSizeBytes);
 
+/** The log's own files have none; the cleaner writes `.cleaned` files (cleaner/segment-swap.ts). */
+export type SegmentFileSuffix = '' | '.cleaned';
+
 export function segmentFileName(
   baseOffset: bigint,
   suffix: '.log' | '.index' | '.timeindex',
@@ -136,17 +139,18 @@ export class LogSegment {
     private readonly config: LogConfig,
     files: FileHandleCache,
     create: boolean,
+    fileSuffix: SegmentFileSuffix,
   ) {
-    const logPath = path.join(directory, segmentFileName(baseOffset, '.log'));
+    const logPath = path.join(directory, segmentFileName(baseOffset, '.log') + fileSuffix);
     this.logFile = create ? SegmentFile.create(files, logPath) : SegmentFile.open(files, logPath);
     this.offsetIndex = new OffsetIndex(
-      path.join(directory, segmentFileName(baseOffset, '.index')),
+      path.join(directory, segmentFileName(baseOffset, '.index') + fileSuffix),
       baseOffset,
       config.segmentIndexBytes,
       { create, files },
     );
     this.timeIndex = new TimeIndex(
-      path.join(directory, segmentFileName(baseOffset, '.timeindex')),
+      path.join(directory, segmentFileName(baseOffset, '.timeindex') + fileSuffix),
       baseOffset,
       config.segmentIndexBytes,
       { create, files },
@@ -156,13 +160,18 @@ export class LogSegment {
     this.offsetOfMaxTimestamp = baseOffset;
   }
 
+  /**
+   * A new, empty segment. With a file suffix (`.cleaned`), its files are the log cleaner's output
+   * (cleaner/segment-swap.ts), which only the swap renames into the log's names.
+   */
   static create(
     directory: string,
     baseOffset: bigint,
     config: LogConfig,
     files: FileHandleCache,
+    fileSuffix: SegmentFileSuffix = '',
   ): LogSegment {
-    return new LogSegment(directory, baseOffset, config, files, true);
+    return new LogSegment(directory, baseOffset, config, files, true, fileSuffix);
   }
 
   /**
@@ -175,7 +184,7 @@ export class LogSegment {
     config: LogConfig,
     files: FileHandleCache,
   ): LogSegment {
-    return new LogSegment(directory, baseOffset, config, files, false);
+    return new LogSegment(directory, baseOffset, config, files, false, '');
   }
 
   get isEmpty(): boolean {

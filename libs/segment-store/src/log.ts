@@ -66,6 +66,8 @@ import { batchInfoFromHeader, LogSegment, type BatchInfo } from './log-segment';
 import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
 import type { WritebackBinding } from './native-writeback';
 import { loadSegments } from './log-loader';
+import { codecRegistered } from './cleaner/batch-filter';
+import { swapCleanedSegment } from './cleaner/segment-swap';
 import { segmentsPastRetention } from './log-retention';
 import {
   cleanShutdownFile,
@@ -81,6 +83,7 @@ import { LogFlusher, writebackBindingDefault, type FlushedLog } from './log-flus
 // they are read once here, when the module loads, and called as plain functions.
 const {
   controlFlagMask,
+  compressionCodecMask,
   attributesPosition,
   decodeRecordBatch,
   openRecordBatch,
@@ -116,6 +119,11 @@ export interface RecoveryReport {
   /** Segments removed whole because they followed the first bad batch. */
   readonly segmentsDeleted: number;
   readonly indexesRebuilt: number;
+  /**
+   * A log cleaner's swap that a crash interrupted (cleaner/segment-swap.ts): `completed` (the
+   * cleaned segment installed), `discarded` (the old segments restored), or `none`.
+   */
+  readonly cleanerSwap: 'completed' | 'discarded' | 'none';
   readonly logStartOffset: bigint;
   readonly logEndOffset: bigint;
   readonly durationMs: number;
@@ -307,6 +315,11 @@ export class Log {
 
   get config(): LogConfig {
     return this.configValue;
+  }
+
+  /** Closed, abandoned or deleted: no call but close may be made. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /**
@@ -591,6 +604,56 @@ export class Log {
     this.flusher.markDirectoryUnsynced();
     // The closed segment will not change again: make it durable now, off the append path.
     this.flusher.flushInBackground();
+  }
+
+  /**
+   * The log's segments as they are now, oldest first, the active one last: what the log cleaner
+   * (cleaner/log-cleaner.ts) chooses from and reads. The list is a copy; the segments are the
+   * log's, and the cleaner only reads the closed ones.
+   */
+  segmentsForCleaning(): readonly LogSegment[] {
+    this.ensureOpen();
+    return [...this.segments];
+  }
+
+  /** An empty segment whose files carry the cleaner's `.cleaned` suffix (cleaner/segment-swap.ts). */
+  createCleanedSegment(baseOffset: bigint): LogSegment {
+    this.ensureOpen();
+    return LogSegment.create(this.directory, baseOffset, this.config, this.files, '.cleaned');
+  }
+
+  /**
+   * Replaces `group`, consecutive closed segments of this log, with `cleaned`, the segment the
+   * cleaner wrote from them (flushed, its `.cleaned` files durable): the swap of
+   * cleaner/segment-swap.ts, then the new segment opened under the log's names in their place.
+   * Returns false, changing nothing, when the log changed since the cleaner read the group
+   * (a truncation, retention or DeleteRecords removed one of them): the caller discards its
+   * files. Synchronous, so no append, read or truncation sees the swap half done.
+   */
+  replaceCleanedSegments(group: readonly LogSegment[], cleaned: LogSegment): boolean {
+    this.ensureOpen();
+    const first = this.segments.indexOf(group[0]!);
+    if (
+      first < 0 ||
+      first + group.length >= this.segments.length ||
+      group.some((segment, index) => this.segments[first + index] !== segment)
+    ) {
+      return false;
+    }
+    assert(cleaned.baseOffset === group[0]!.baseOffset, 'a cleaned segment keeps its base offset');
+    cleaned.close();
+    // The old segments' descriptors are let go before their files are renamed: a reader's pin
+    // keeps its own open; nothing opens them again by a path that is about to change.
+    for (const segment of group) segment.close();
+    swapCleanedSegment(
+      this.directory,
+      group.map((segment) => segment.baseOffset),
+      cleaned.baseOffset,
+    );
+    const installed = LogSegment.open(this.directory, cleaned.baseOffset, this.config, this.files);
+    installed.loadTrusted();
+    this.segments.splice(first, group.length, installed);
+    return true;
   }
 
   /**
@@ -957,7 +1020,9 @@ export class Log {
  * Kafka's LogValidator on a compacted topic: every record of a produced batch needs a key, since
  * the cleaner keeps records by key and a keyless one would have none to be kept by. Control
  * batches carry no application records and are not checked. Compressed batches are inflated
- * for the check, as Kafka does; the bytes appended stay the producer's.
+ * for the check, as Kafka does; the bytes appended stay the producer's. A batch whose codec this
+ * process lacks (the storage node registers gzip only) cannot be read and is let through: the
+ * cleaner keeps such batches whole (cleaner/batch-filter.ts, rule 6).
  */
 function ensureEveryRecordKeyed(
   records: Buffer,
@@ -966,6 +1031,8 @@ function ensureEveryRecordKeyed(
 ): void {
   for (const position of positions) {
     if ((records.readInt16BE(position + attributesPosition) & controlFlagMask) !== 0) continue;
+    if (!codecRegistered(records.readInt16BE(position + attributesPosition) & compressionCodecMask))
+      continue;
     const { header, reader } = openRecordBatch(records, position, { verifyCrc: false });
     for (let index = 0; index < header.recordCount; index++) {
       if (reader.read().key === null) {

@@ -122,6 +122,19 @@ export class ProducerStateManager {
     return this.producers.values();
   }
 
+  /**
+   * Each producer's last batch: producer id → that batch's last offset. The log cleaner keeps
+   * these batches whole, so a state rebuilt from the log knows every producer's last sequence.
+   */
+  lastBatchOffsets(): Map<bigint, bigint> {
+    const offsets = new Map<bigint, bigint>();
+    for (const entry of this.entries()) {
+      const last = entry.batches.at(-1);
+      if (last !== undefined) offsets.set(entry.producerId, last.lastOffset);
+    }
+    return offsets;
+  }
+
   clear(): void {
     this.producers.clear();
   }
