@@ -18,6 +18,9 @@
 #   go grpc plugins      grpcio-status from PyPI in a cached virtual environment, protoc-gen-go
 #                        and protoc-gen-go-grpc built like helm (google.golang.org/grpc itself
 #                        comes from the Go module proxy when the Go client is built)
+#   java, javac, mvn     the Kafka protocol codecs' byte-for-byte test runs Kafka's own serializers
+#   (default-jdk-headless, from the pinned kafka-clients jar (Maven Central, with Maven), compiled by
+#   maven)               ensure-kafka-message-codec.sh; cached outside the clone
 #   helm, k8s-strict     the chart tests; Go programs built from the Go module proxy at pinned
 #                        versions (minutes the first time, then cached outside the clone)
 #
@@ -38,6 +41,9 @@ need prometheus prometheus
 need openssl openssl
 need ip iproute2
 need unshare util-linux
+need java default-jdk-headless
+need javac default-jdk-headless
+need mvn maven
 # Debian's python3 makes virtual environments only with python3-venv (ensurepip).
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip' 2>/dev/null; then
   missing+=(python3-venv)
@@ -66,4 +72,5 @@ bash test/support/ensure-k8s-strict.sh >/dev/null
 bash test/support/ensure-grpcurl.sh >/dev/null
 bash test/support/ensure-python-grpc.sh >/dev/null
 bash test/support/ensure-go-grpc-plugins.sh >/dev/null
+bash test/support/ensure-kafka-message-codec.sh >/dev/null
 echo "install-test-tools: every tool the tests need is here" >&2

@@ -1,7 +1,7 @@
 // Emits api-messages.ts: ApiKey's names and numbers, and for every API its versions, flexible
 // versions, header versions, and the request's and response's readers, writers and defaults.
 import { apiNameOf, fileNameOf } from './naming';
-import { isEmpty, type MessageSpec } from './schema';
+import { isEmpty, type MessageSpec } from '../src/message-spec';
 
 export function emitApiMessages(messages: readonly MessageSpec[]): string {
   const requests = messages.filter((message) => message.type === 'request');

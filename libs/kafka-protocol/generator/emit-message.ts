@@ -10,7 +10,7 @@ import {
   type FieldType,
   type MessageSpec,
   type Versions,
-} from './schema';
+} from '../src/message-spec';
 import { propertyName } from './naming';
 import { versionCondition } from './versions-code';
 

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { emitApiMessages } from './emit-api-messages';
 import { emitMessage, structsOf } from './emit-message';
 import { fileNameOf } from './naming';
-import { readMessageSpec, type MessageSpec } from './schema';
+import { readMessageSpec, type MessageSpec } from '../src/message-spec';
 
 export function generate(schemasDirectory: string, outputDirectory: string): string[] {
   const messages = readdirSync(schemasDirectory)

@@ -1,5 +1,5 @@
 // Version conditions as TypeScript expressions over a `version` variable.
-import { covers, isEmpty, type Versions } from './schema';
+import { covers, isEmpty, type Versions } from '../src/message-spec';
 
 /**
  * The condition under which `versions` holds, given that `version` is within `within`; 'true' or

@@ -31,19 +31,24 @@ const ts = require('typescript');
 const workRoot = mkdtempSync(path.join(tmpdir(), 'spool-kafka-protocol-'));
 try {
   checkSchemaDigest();
-  const compiledRoot = path.join(workRoot, 'generator');
-  mkdirSync(compiledRoot);
-  for (const name of readdirSync(path.join(packageRoot, 'generator'))) {
-    if (!name.endsWith('.ts') || name.endsWith('.spec.ts')) continue;
-    const source = readFileSync(path.join(packageRoot, 'generator', name), 'utf8');
+  // The generator and the schema model it shares with the testing entry (src/message-spec.ts),
+  // compiled to CommonJS in the same layout so that their relative imports hold.
+  const sources = [
+    ...readdirSync(path.join(packageRoot, 'generator')).map((name) => path.join('generator', name)),
+    path.join('src', 'message-spec.ts'),
+  ].filter((name) => name.endsWith('.ts') && !name.endsWith('.spec.ts'));
+  for (const relative of sources) {
+    const source = readFileSync(path.join(packageRoot, relative), 'utf8');
     const { outputText } = ts.transpileModule(source, {
       compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
-      fileName: name,
+      fileName: relative,
     });
-    writeFileSync(path.join(compiledRoot, name.replace(/\.ts$/, '.js')), outputText);
+    const output = path.join(workRoot, relative.replace(/\.ts$/, '.js'));
+    mkdirSync(path.dirname(output), { recursive: true });
+    writeFileSync(output, outputText);
   }
   const outputRoot = path.join(workRoot, 'generated');
-  require(path.join(compiledRoot, 'generate.js')).generate(schemasRoot, outputRoot);
+  require(path.join(workRoot, 'generator', 'generate.js')).generate(schemasRoot, outputRoot);
   writeFileSync(path.join(outputRoot, '.gitattributes'), '* linguist-generated=true\n');
 
   if (check) {
