@@ -704,7 +704,7 @@ class MessageEmitter {
           lines.push(
             `    if (write${field.tag}) {`,
             `      writer.writeUnsignedVarint(${field.tag});`,
-            '      const tagged = new KafkaWriter();',
+            '      const tagged = new KafkaWriter({ initialSizeBytes: 64 });',
             ...this.writeField(field, value, this.label(struct, field), '      ', 'tagged'),
             '      writer.writeUnsignedVarint(tagged.sizeBytes);',
             '      writer.writeWriter(tagged);',

@@ -22,6 +22,7 @@ export class KafkaReader {
   position: number;
   /** One past the last byte of the message. */
   readonly end: number;
+  private readonly view: DataView;
 
   constructor(buffer: Buffer, position = 0, end = buffer.length) {
     if (position < 0 || end > buffer.length || position > end) {
@@ -34,6 +35,7 @@ export class KafkaReader {
     this.buffer = buffer;
     this.position = position;
     this.end = end;
+    this.view = new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
   }
 
   get remainingBytes(): number {
@@ -102,7 +104,8 @@ export class KafkaReader {
 
   readInt64(field: string): bigint {
     this.ensureRemaining(8, field);
-    const value = this.buffer.readBigInt64BE(this.position);
+    // DataView's getBigInt64 is several times faster than Buffer's readBigInt64BE.
+    const value = this.view.getBigInt64(this.position);
     this.position += 8;
     return value;
   }
@@ -123,6 +126,14 @@ export class KafkaReader {
 
   /** Kafka's unsigned varint (at most 5 bytes, a 32-bit value), as `ByteUtils.readUnsignedVarint`. */
   readUnsignedVarint(field: string): number {
+    // Most varints (lengths, tagged field counts) are one byte.
+    if (this.position < this.end) {
+      const first = this.buffer[this.position]!;
+      if (first < 0x80) {
+        this.position++;
+        return first;
+      }
+    }
     let value = 0;
     for (let shift = 0; shift < 35; shift += 7) {
       if (this.position >= this.end) {

@@ -39,21 +39,41 @@ export interface ReservedInt32 {
 export class KafkaWriter {
   private readonly sizeBytesMax: number;
   private readonly chunks: Buffer[] = [];
-  private buffer: Buffer;
+  private buffer!: Buffer;
+  private view!: DataView;
   private chunkStart = 0;
   private position = 0;
+  /** Where writing in this buffer must stop: its end, or earlier where the bound is reached. */
+  private limit = 0;
   private sealedSizeBytes = 0;
 
   constructor(options: KafkaWriterOptions = {}) {
     this.sizeBytesMax = options.sizeBytesMax ?? writerSizeBytesMaxDefault;
-    this.buffer = Buffer.allocUnsafe(
-      Math.min(options.initialSizeBytes ?? initialChunkSizeBytes, this.sizeBytesMax),
+    this.useBuffer(
+      Buffer.allocUnsafe(
+        Math.min(options.initialSizeBytes ?? initialChunkSizeBytes, this.sizeBytesMax),
+      ),
     );
   }
 
   /** The bytes written so far. */
   get sizeBytes(): number {
     return this.sealedSizeBytes + this.position - this.chunkStart;
+  }
+
+  private useBuffer(buffer: Buffer): void {
+    this.buffer = buffer;
+    this.view = new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
+    this.chunkStart = 0;
+    this.position = 0;
+    this.updateLimit();
+  }
+
+  private updateLimit(): void {
+    this.limit = Math.min(
+      this.buffer.length,
+      this.chunkStart + this.sizeBytesMax - this.sealedSizeBytes,
+    );
   }
 
   private checkBound(sizeBytes: number, field: string): void {
@@ -66,14 +86,21 @@ export class KafkaWriter {
     }
   }
 
+  /** Makes room for `sizeBytes` more: the fast path is one comparison. */
   private ensureCapacity(sizeBytes: number, field: string): void {
+    if (this.position + sizeBytes <= this.limit) return;
+    this.grow(sizeBytes, field);
+  }
+
+  private grow(sizeBytes: number, field: string): void {
     this.checkBound(sizeBytes, field);
     if (this.position + sizeBytes <= this.buffer.length) return;
     this.seal();
     const nextSizeBytes = Math.min(Math.max(this.buffer.length * 2, 256), chunkSizeBytesMax);
-    this.buffer = Buffer.allocUnsafe(Math.max(nextSizeBytes, sizeBytes));
-    this.chunkStart = 0;
-    this.position = 0;
+    const allowedSizeBytes = this.sizeBytesMax - this.sizeBytes;
+    this.useBuffer(
+      Buffer.allocUnsafe(Math.max(Math.min(nextSizeBytes, allowedSizeBytes), sizeBytes)),
+    );
   }
 
   /** Ends the current chunk; writing continues after it in the same buffer. */
@@ -122,7 +149,8 @@ export class KafkaWriter {
 
   writeInt64(value: bigint): void {
     this.ensureCapacity(8, 'int64');
-    this.buffer.writeBigInt64BE(value, this.position);
+    // DataView's setBigInt64 is several times faster than Buffer's writeBigInt64BE.
+    this.view.setBigInt64(this.position, value);
     this.position += 8;
   }
 
@@ -164,6 +192,7 @@ export class KafkaWriter {
       this.seal();
       this.chunks.push(value);
       this.sealedSizeBytes += value.length;
+      this.updateLimit();
       return;
     }
     this.ensureCapacity(value.length, field);

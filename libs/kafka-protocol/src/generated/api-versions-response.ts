@@ -290,7 +290,7 @@ function writeApiVersionsResponseStruct(writer: KafkaWriter, message: ApiVersion
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.supportedFeatures;
         tagged.writeArrayLength(elements.length, flexible);
@@ -303,14 +303,14 @@ function writeApiVersionsResponseStruct(writer: KafkaWriter, message: ApiVersion
     }
     if (write1) {
       writer.writeUnsignedVarint(1);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeInt64(message.finalizedFeaturesEpoch);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
     }
     if (write2) {
       writer.writeUnsignedVarint(2);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.finalizedFeatures;
         tagged.writeArrayLength(elements.length, flexible);
@@ -323,7 +323,7 @@ function writeApiVersionsResponseStruct(writer: KafkaWriter, message: ApiVersion
     }
     if (write3) {
       writer.writeUnsignedVarint(3);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeBool(message.zkMigrationReady);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

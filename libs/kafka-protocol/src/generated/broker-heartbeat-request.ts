@@ -126,7 +126,7 @@ function writeBrokerHeartbeatRequestStruct(writer: KafkaWriter, message: BrokerH
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.offlineLogDirs;
         tagged.writeArrayLength(elements.length, true);
@@ -139,7 +139,7 @@ function writeBrokerHeartbeatRequestStruct(writer: KafkaWriter, message: BrokerH
     }
     if (write1) {
       writer.writeUnsignedVarint(1);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       if (message.cordonedLogDirs === null) {
         if (!(version >= 2)) throw nullFieldError('BrokerHeartbeatRequest.cordonedLogDirs', version);
         tagged.writeArrayLength(-1, true);

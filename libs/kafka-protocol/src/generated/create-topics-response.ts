@@ -265,7 +265,7 @@ function writeCreatableTopicResult(writer: KafkaWriter, message: CreatableTopicR
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeInt16(message.topicConfigErrorCode);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

@@ -229,7 +229,7 @@ function writeEndQuorumEpochResponseStruct(writer: KafkaWriter, message: EndQuor
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.nodeEndpoints;
         tagged.writeArrayLength(elements.length, flexible);

@@ -437,7 +437,7 @@ function writeFetchRequestStruct(writer: KafkaWriter, message: FetchRequest, ver
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       if (message.clusterId === null && !(version >= 12)) throw nullFieldError('FetchRequest.clusterId', version);
       tagged.writeNullableString(message.clusterId, flexible, 'FetchRequest.clusterId');
       writer.writeUnsignedVarint(tagged.sizeBytes);
@@ -445,7 +445,7 @@ function writeFetchRequestStruct(writer: KafkaWriter, message: FetchRequest, ver
     }
     if (write1) {
       writer.writeUnsignedVarint(1);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeFetchRequestReplicaState(tagged, message.replicaState, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
@@ -512,14 +512,14 @@ function writeFetchRequestFetchPartition(writer: KafkaWriter, message: FetchRequ
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeUuid(message.replicaDirectoryId, 'FetchRequestFetchPartition.replicaDirectoryId');
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
     }
     if (write1) {
       writer.writeUnsignedVarint(1);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeInt64(message.highWatermark);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

@@ -517,7 +517,7 @@ function writeFetchResponseStruct(writer: KafkaWriter, message: FetchResponse, v
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.nodeEndpoints;
         tagged.writeArrayLength(elements.length, flexible);
@@ -585,21 +585,21 @@ function writeFetchResponsePartitionData(writer: KafkaWriter, message: FetchResp
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeFetchResponseEpochEndOffset(tagged, message.divergingEpoch, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
     }
     if (write1) {
       writer.writeUnsignedVarint(1);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeFetchResponseLeaderIdAndEpoch(tagged, message.currentLeader, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
     }
     if (write2) {
       writer.writeUnsignedVarint(2);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeFetchResponseSnapshotId(tagged, message.snapshotId, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

@@ -236,7 +236,7 @@ function writeFetchSnapshotRequestStruct(writer: KafkaWriter, message: FetchSnap
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeNullableString(message.clusterId, true, 'FetchSnapshotRequest.clusterId');
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);
@@ -270,7 +270,7 @@ function writeFetchSnapshotRequestPartitionSnapshot(writer: KafkaWriter, message
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       tagged.writeUuid(message.replicaDirectoryId, 'FetchSnapshotRequestPartitionSnapshot.replicaDirectoryId');
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

@@ -339,7 +339,7 @@ function writeFetchSnapshotResponseStruct(writer: KafkaWriter, message: FetchSna
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.nodeEndpoints;
         tagged.writeArrayLength(elements.length, true);
@@ -383,7 +383,7 @@ function writeFetchSnapshotResponsePartitionSnapshot(writer: KafkaWriter, messag
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeFetchSnapshotResponseLeaderIdAndEpoch(tagged, message.currentLeader, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

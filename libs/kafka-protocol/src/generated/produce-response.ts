@@ -380,7 +380,7 @@ function writeProduceResponseStruct(writer: KafkaWriter, message: ProduceRespons
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.nodeEndpoints;
         tagged.writeArrayLength(elements.length, flexible);
@@ -442,7 +442,7 @@ function writePartitionProduceResponse(writer: KafkaWriter, message: PartitionPr
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeProduceResponseLeaderIdAndEpoch(tagged, message.currentLeader, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

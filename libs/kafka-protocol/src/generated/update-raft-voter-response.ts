@@ -129,7 +129,7 @@ function writeUpdateRaftVoterResponseStruct(writer: KafkaWriter, message: Update
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       writeCurrentLeader(tagged, message.currentLeader, version);
       writer.writeUnsignedVarint(tagged.sizeBytes);
       writer.writeWriter(tagged);

@@ -234,7 +234,7 @@ function writeVoteResponseStruct(writer: KafkaWriter, message: VoteResponse, ver
     writer.writeUnsignedVarint(taggedFieldCount);
     if (write0) {
       writer.writeUnsignedVarint(0);
-      const tagged = new KafkaWriter();
+      const tagged = new KafkaWriter({ initialSizeBytes: 64 });
       {
         const elements = message.nodeEndpoints;
         tagged.writeArrayLength(elements.length, true);
