@@ -27,6 +27,7 @@ import { StorageMetrics } from './storage-metrics';
 import { ReplicationRoles } from './replica/replication-roles';
 import { startReplication } from './replica/replication-startup';
 import { startLogMaintenance } from './log-maintenance';
+import { startLogCleaner, type LogCleanerRunner } from './log-cleaner-runner';
 import { startSlowDiskTestHook } from './slow-disk-test-hook';
 import { openLogDirectory } from './log-directory-setup';
 import { appendStreams as createAppendStreams } from './append-streams';
@@ -101,6 +102,38 @@ export const storageNodeSettings = {
     min: 100,
     max: 86_400_000,
     description: 'How often retention deletes old segments (log.retention.check.interval.ms).',
+  },
+  logCleanerEnable: {
+    type: 'boolean',
+    default: true,
+    description:
+      'Run the log cleaner, which compacts topics with cleanup.policy=compact (log.cleaner.enable).',
+  },
+  logCleanerBackoffMs: {
+    type: 'integer',
+    default: 15_000,
+    min: 10,
+    max: 3_600_000,
+    description:
+      'How long the log cleaner waits after a pass that found no log to clean (log.cleaner.backoff.ms).',
+  },
+  logCleanerDedupeBufferSize: {
+    type: 'integer',
+    default: 128 * 1024 * 1024,
+    min: 1024,
+    max: 2_147_483_647,
+    description:
+      "Bytes of the cleaner's offset map, about 28 a key; a larger dirty section is cleaned over " +
+      'several passes (log.cleaner.dedupe.buffer.size). Allocated when a log is first cleaned.',
+  },
+  logCleanerIoMaxBytesPerSecond: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    description:
+      'Most bytes a second the cleaner reads and writes together; 0 is no limit ' +
+      '(log.cleaner.io.max.bytes.per.second).',
   },
   replicaLagTimeMaxMs: {
     type: 'integer',
@@ -233,6 +266,8 @@ export function startStorageNode(
       const replication = new ReplicationRoles();
       // The metrics read the replicas at scrape time; the replicas report recoveries to them.
       const replicaHolder: { manager?: ReplicaManager } = {};
+      // The cleaner starts once the logs are open; a replica removed before has nothing to forget.
+      const logCleanerHolder: { runner?: LogCleanerRunner } = {};
       const storageMetrics = new StorageMetrics(
         metrics,
         context.requestMetrics,
@@ -256,7 +291,10 @@ export function startStorageNode(
             storageMetrics.recoveryBytesTruncated.inc(bytesTruncated);
           },
           onRoleChange: (replica, change) => replication.onRoleChange(replica, change),
-          onReplicaRemoved: (replica) => replication.onRemoved(replica),
+          onReplicaRemoved: (replica) => {
+            replication.onRemoved(replica);
+            logCleanerHolder.runner?.forget(replica);
+          },
         },
         {
           logDirectory,
@@ -347,6 +385,23 @@ export function startStorageNode(
         logger: nodeLogger,
       });
       context.onShutdown(async () => stopLogMaintenance());
+      if (config.logCleanerEnable) {
+        const logCleaner = startLogCleaner(replicas, {
+          dataDirectory: config.dataDir,
+          settings: {
+            dedupeBufferSizeBytes: config.logCleanerDedupeBufferSize,
+            ioMaxBytesPerSecond:
+              config.logCleanerIoMaxBytesPerSecond === 0
+                ? Number.POSITIVE_INFINITY
+                : config.logCleanerIoMaxBytesPerSecond,
+          },
+          backoffMs: config.logCleanerBackoffMs,
+          logger: nodeLogger.child({ component: 'log-cleaner' }),
+          registry: metrics,
+        });
+        logCleanerHolder.runner = logCleaner;
+        context.onShutdown(() => logCleaner.stop());
+      }
       context.onShutdownAfterDrain(async () => {
         await dataPort.close(2_000);
         await replicas.closeAll();

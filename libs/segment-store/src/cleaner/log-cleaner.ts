@@ -125,6 +125,7 @@ export class LogCleaner {
   private bytesWrittenTotal = 0;
   private recordsRemovedTotal = 0;
   private lastPassDurationMs = 0;
+  private stopped = false;
 
   constructor(
     private readonly settings: LogCleanerSettings = logCleanerSettingsDefault,
@@ -165,7 +166,7 @@ export class LogCleaner {
     for (const folder of this.states.keys()) if (!seen.has(folder)) this.states.delete(folder);
     this.maxDirtyRatio = maxDirtyRatio;
     const chosen = chooseFilthiest(candidates);
-    if (chosen === undefined) return undefined;
+    if (chosen === undefined || this.stopped) return undefined;
     const folder = path.basename(chosen.entry.log.directory);
     try {
       const result = await this.clean(chosen.entry, chosen.range, nowMs);
@@ -191,6 +192,14 @@ export class LogCleaner {
       if (state !== undefined) this.states.set(folder, { ...state, uncleanableReason: reason });
       throw error;
     }
+  }
+
+  /**
+   * Ends a pass in progress at its next chunk (its `.cleaned` files removed, the swaps already
+   * done kept) and starts no other: the node is shutting down and its logs are about to close.
+   */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** The cleaner's view of each compacted log it saw at its last choice. */
@@ -255,7 +264,9 @@ export class LogCleaner {
         }
       }
     } catch (error) {
-      if (!(error instanceof SegmentGoneError)) throw error;
+      if (!(error instanceof SegmentGoneError) && !(error instanceof CleanerStoppedError)) {
+        throw error;
+      }
       aborted = true;
     }
     // 4.
@@ -277,6 +288,10 @@ export class LogCleaner {
     };
   }
 
+  private ensureRunning(): void {
+    if (this.stopped) throw new CleanerStoppedError('the log cleaner is stopping');
+  }
+
   /** Step 2: returns the offset below which the map knows every key's latest record. */
   private async buildOffsetMap(
     segments: readonly LogSegment[],
@@ -292,6 +307,7 @@ export class LogCleaner {
           ? 0
           : segment.positionOf(range.firstDirtyOffset);
       for await (const chunk of readSegmentChunks(segment, fromPosition, chunkBytes)) {
+        this.ensureRunning();
         io.bytesRead += chunk.bytes.length;
         for (const batch of chunk.batches) {
           if (batch.lastOffset < range.firstDirtyOffset) continue;
@@ -331,6 +347,7 @@ export class LogCleaner {
         };
         modifiedMs = Math.max(modifiedMs, fs.statSync(source.path).mtimeMs);
         for await (const chunk of readSegmentChunks(source, 0, chunkBytes)) {
+          this.ensureRunning();
           io.bytesRead += chunk.bytes.length;
           const parts: Buffer[] = [];
           for (const batch of chunk.batches) {
@@ -363,6 +380,11 @@ export class LogCleaner {
       }
     }
   }
+}
+
+/** The cleaner was stopped during a pass (LogCleaner.stop). */
+class CleanerStoppedError extends Error {
+  override readonly name = 'CleanerStoppedError';
 }
 
 /** Appends the kept batches of one chunk to the cleaned segment; returns the bytes written. */

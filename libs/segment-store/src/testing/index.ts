@@ -59,3 +59,6 @@ export function recordsOf(slices: readonly FileSlice[]): Array<{ offset: bigint;
     })),
   );
 }
+
+/** The crash test's hook into the cleaner's swap (cleaner/segment-swap.ts): where it may stop. */
+export { swapCrashStepEnvironmentVariable, swapCrashSteps } from '../cleaner/segment-swap';
