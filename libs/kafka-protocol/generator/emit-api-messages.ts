@@ -1,5 +1,6 @@
 // Emits api-messages.ts: ApiKey's names and numbers, and for every API its versions, flexible
 // versions, header versions, and the request's and response's readers, writers and defaults.
+import { lowerFirst } from './message-shape';
 import { apiNameOf, fileNameOf } from './naming';
 import { isEmpty, type MessageSpec } from '../src/message-spec';
 
@@ -89,8 +90,4 @@ export function emitApiMessages(messages: readonly MessageSpec[]): string {
 
 function listenersOf(message: MessageSpec): readonly string[] {
   return message.listeners;
-}
-
-function lowerFirst(name: string): string {
-  return name.charAt(0).toLowerCase() + name.slice(1);
 }

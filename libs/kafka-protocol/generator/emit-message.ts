@@ -1,93 +1,21 @@
-// Emits one generated file per message: an interface per struct, Kafka's defaults, and a reader
-// and writer per struct that follow the schema's versions, nullability, flexible encodings and
-// tagged fields. No closures per field and no intermediate copies: a struct's reader reads its
-// fields into locals in wire order and builds the object once, with every property present, so
-// each struct keeps one shape.
+// Emits one generated file per message: an interface per struct, Kafka's defaults, the checks of
+// default-ness that writers use for tagged and version-dependent structs, the exported reader and
+// writer, and each struct's reader (emit-read.ts) and writer (emit-write.ts). No closures per field
+// and no intermediate copies in what is emitted.
+import { isEmpty } from '../src/message-spec';
+import { emitRead } from './emit-read';
+import { emitWrite } from './emit-write';
 import {
-  intersect,
-  isEmpty,
-  type FieldSpec,
-  type FieldType,
-  type MessageSpec,
-  type Versions,
-} from '../src/message-spec';
+  describeVersions,
+  escapeComment,
+  lowerFirst,
+  MessageShape,
+  structsOf,
+  typeIsNullable,
+  type EmitContext,
+  type StructToEmit,
+} from './message-shape';
 import { propertyName } from './naming';
-import { versionCondition } from './versions-code';
-
-/** A struct to emit: its exported name, the fields, and the versions it can appear in. */
-interface StructToEmit {
-  readonly schemaName: string;
-  readonly exportedName: string;
-  readonly fields: readonly FieldSpec[];
-  readonly about: string;
-}
-
-export interface EmitContext {
-  readonly message: MessageSpec;
-  /** Schema struct name -> exported name (prefixed with the message's when reused elsewhere). */
-  readonly structNames: ReadonlyMap<string, string>;
-}
-
-/** The structs a message defines, in the order they appear, the message itself first. */
-export function structsOf(
-  message: MessageSpec,
-): { schemaName: string; fields: readonly FieldSpec[]; about: string }[] {
-  const structs: { schemaName: string; fields: readonly FieldSpec[]; about: string }[] = [];
-  const seen = new Set<string>();
-  const visit = (fields: readonly FieldSpec[]): void => {
-    for (const field of fields) {
-      const name = structNameOf(field.type);
-      if (name !== undefined && field.fields !== undefined) {
-        if (seen.has(name)) throw new Error(`${message.name}: struct ${name} is defined twice`);
-        seen.add(name);
-        structs.push({ schemaName: name, fields: field.fields, about: field.about });
-        visit(field.fields);
-      }
-    }
-  };
-  visit(message.fields);
-  for (const common of message.commonStructs) {
-    if (seen.has(common.name)) throw new Error(`${message.name}: struct ${common.name} twice`);
-    seen.add(common.name);
-    structs.push({ schemaName: common.name, fields: common.fields, about: '' });
-    visit(common.fields);
-  }
-  return structs;
-}
-
-/**
- * The structs whose default-ness writers test: those held by a struct (not array) field, and the
- * structs those hold in turn.
- */
-function structsCheckedForDefault(structs: readonly StructToEmit[]): Set<string> {
-  const bySchemaName = new Map(structs.map((struct) => [struct.schemaName, struct]));
-  const checked = new Set<string>();
-  const visit = (name: string): void => {
-    if (checked.has(name)) return;
-    checked.add(name);
-    for (const field of bySchemaName.get(name)?.fields ?? []) {
-      if (field.type.kind === 'struct') visit(field.type.name);
-    }
-  };
-  for (const struct of structs) {
-    for (const field of struct.fields) if (field.type.kind === 'struct') visit(field.type.name);
-  }
-  return checked;
-}
-
-function structNameOf(type: FieldType): string | undefined {
-  if (type.kind === 'struct') return type.name;
-  if (type.kind === 'array') return structNameOf(type.element);
-  return undefined;
-}
-
-/** Whether the field can hold null in some version (its TypeScript type includes null). */
-function typeIsNullable(field: FieldSpec): boolean {
-  return (
-    !isEmpty(field.nullableVersions) ||
-    (field.type.kind === 'primitive' && field.type.name === 'records')
-  );
-}
 
 export function emitMessage(context: EmitContext): string {
   const { message } = context;
@@ -98,17 +26,17 @@ export function emitMessage(context: EmitContext): string {
       exportedName: context.structNames.get(struct.schemaName)!,
     })),
   ];
-  const emitter = new MessageEmitter(context);
+  const shape = new MessageShape(context);
   const lines: string[] = [];
-  for (const struct of structs) lines.push(...emitter.emitInterface(struct), '');
-  for (const struct of structs) lines.push(...emitter.emitDefault(struct), '');
+  for (const struct of structs) lines.push(...emitInterface(shape, struct), '');
+  for (const struct of structs) lines.push(...emitDefault(shape, struct), '');
   const checked = structsCheckedForDefault(structs);
   for (const struct of structs) {
-    if (checked.has(struct.schemaName)) lines.push(...emitter.emitIsDefault(struct), '');
+    if (checked.has(struct.schemaName)) lines.push(...emitIsDefault(shape, struct), '');
   }
-  lines.push(...emitter.emitTopLevel(), '');
-  for (const struct of structs) lines.push(...emitter.emitRead(struct), '');
-  for (const struct of structs) lines.push(...emitter.emitWrite(struct), '');
+  lines.push(...emitTopLevel(shape), '');
+  for (const struct of structs) lines.push(...emitRead(shape, struct), '');
+  for (const struct of structs) lines.push(...emitWrite(shape, struct), '');
   while (lines[lines.length - 1] === '') lines.pop();
   const body = lines.join('\n') + '\n';
   const uses = (name: string): boolean => new RegExp(`\\b${name}\\(`).test(body);
@@ -134,647 +62,99 @@ export function emitMessage(context: EmitContext): string {
   return header.join('\n') + body;
 }
 
-function describeVersions(versions: Versions): string {
-  if (isEmpty(versions)) return 'none';
-  if (versions.highest === Infinity) return `${versions.lowest}+`;
-  return `${versions.lowest}-${versions.highest}`;
+/**
+ * The structs whose default-ness writers test: those held by a struct (not array) field, and the
+ * structs those hold in turn.
+ */
+function structsCheckedForDefault(structs: readonly StructToEmit[]): Set<string> {
+  const bySchemaName = new Map(structs.map((struct) => [struct.schemaName, struct]));
+  const checked = new Set<string>();
+  const visit = (name: string): void => {
+    if (checked.has(name)) return;
+    checked.add(name);
+    for (const field of bySchemaName.get(name)?.fields ?? []) {
+      if (field.type.kind === 'struct') visit(field.type.name);
+    }
+  };
+  for (const struct of structs) {
+    for (const field of struct.fields) if (field.type.kind === 'struct') visit(field.type.name);
+  }
+  return checked;
 }
 
-class MessageEmitter {
-  private readonly message: MessageSpec;
-  private readonly structNames: ReadonlyMap<string, string>;
-  /** The versions every condition may assume: the message's valid versions. */
-  private readonly within: Versions;
-
-  constructor(context: EmitContext) {
-    this.message = context.message;
-    this.structNames = context.structNames;
-    this.within = context.message.validVersions;
+function emitInterface(shape: MessageShape, struct: StructToEmit): string[] {
+  const lines: string[] = [];
+  if (struct.about) lines.push(`/** ${escapeComment(struct.about)} */`);
+  lines.push(`export interface ${struct.exportedName} {`);
+  for (const field of struct.fields) {
+    const type = shape.tsType(field.type) + (typeIsNullable(field) ? ' | null' : '');
+    const notes: string[] = [];
+    if (field.about) notes.push(escapeComment(field.about));
+    notes.push(`Versions ${describeVersions(field.versions)}.`);
+    if (!isEmpty(field.nullableVersions))
+      notes.push(`Nullable ${describeVersions(field.nullableVersions)}.`);
+    if (field.tag !== undefined)
+      notes.push(`Tag ${field.tag}, tagged ${describeVersions(field.taggedVersions)}.`);
+    lines.push(`  /** ${notes.join(' ')} */`, `  ${propertyName(field.name)}: ${type};`);
   }
+  lines.push('}');
+  return lines;
+}
 
-  private structName(schemaName: string): string {
-    if (schemaName === this.message.name) return schemaName;
-    const name = this.structNames.get(schemaName);
-    if (name === undefined) throw new Error(`${this.message.name}: unknown struct ${schemaName}`);
-    return name;
+function emitDefault(shape: MessageShape, struct: StructToEmit): string[] {
+  const lines = [
+    `export function default${struct.exportedName}(): ${struct.exportedName} {`,
+    '  return {',
+  ];
+  for (const field of struct.fields) {
+    lines.push(`    ${propertyName(field.name)}: ${shape.defaultExpression(field)},`);
   }
+  lines.push('  };', '}');
+  return lines;
+}
 
-  private tsType(type: FieldType): string {
-    switch (type.kind) {
-      case 'struct':
-        return this.structName(type.name);
-      case 'array': {
-        const element = this.tsType(type.element);
-        return element.includes(' ') ? `(${element})[]` : `${element}[]`;
-      }
-      case 'primitive':
-        switch (type.name) {
-          case 'bool':
-            return 'boolean';
-          case 'int64':
-            return 'bigint';
-          case 'string':
-            return 'string';
-          case 'uuid':
-          case 'bytes':
-          case 'records':
-            return 'Buffer';
-          default:
-            return 'number';
-        }
-    }
-  }
-
-  emitInterface(struct: StructToEmit): string[] {
-    const lines: string[] = [];
-    if (struct.about) lines.push(`/** ${escapeComment(struct.about)} */`);
-    lines.push(`export interface ${struct.exportedName} {`);
-    for (const field of struct.fields) {
-      const type = this.tsType(field.type) + (typeIsNullable(field) ? ' | null' : '');
-      const notes: string[] = [];
-      if (field.about) notes.push(escapeComment(field.about));
-      notes.push(`Versions ${describeVersions(field.versions)}.`);
-      if (!isEmpty(field.nullableVersions))
-        notes.push(`Nullable ${describeVersions(field.nullableVersions)}.`);
-      if (field.tag !== undefined)
-        notes.push(`Tag ${field.tag}, tagged ${describeVersions(field.taggedVersions)}.`);
-      lines.push(`  /** ${notes.join(' ')} */`, `  ${propertyName(field.name)}: ${type};`);
-    }
-    lines.push('}');
-    return lines;
-  }
-
-  /** Kafka's default for a field, as an expression that allocates a fresh value. */
-  defaultExpression(field: FieldSpec): string {
-    const text = field.defaultText;
-    const nullDefault = text === 'null' && typeIsNullable(field);
-    const type = field.type;
-    if (type.kind === 'array') return nullDefault ? 'null' : '[]';
-    if (type.kind === 'struct')
-      return nullDefault ? 'null' : `default${this.structName(type.name)}()`;
-    switch (type.name) {
-      case 'bool':
-        return text === 'true' ? 'true' : 'false';
-      case 'int8':
-      case 'int16':
-      case 'uint16':
-      case 'int32':
-      case 'uint32':
-        return text === undefined ? '0' : String(Number(parseInteger(text, field.name)));
-      case 'int64':
-        return text === undefined ? '0n' : `${parseInteger(text, field.name)}n`;
-      case 'float64':
-        return text === undefined ? '0' : String(Number(text));
-      case 'string':
-        return nullDefault ? 'null' : JSON.stringify(text ?? '');
-      case 'uuid':
-        return 'Buffer.alloc(16)';
-      case 'bytes':
-        return nullDefault ? 'null' : 'Buffer.alloc(0)';
-      case 'records':
-        return 'null';
-    }
-  }
-
-  /** An expression that is true when `value` differs from the field's default. */
-  private nonDefaultCondition(field: FieldSpec, value: string): string {
-    const defaultValue = this.defaultExpression(field);
-    const type = field.type;
-    if (defaultValue === 'null') return `${value} !== null`;
-    if (type.kind === 'array') {
-      return typeIsNullable(field)
-        ? `(${value} === null || ${value}.length !== 0)`
-        : `${value}.length !== 0`;
-    }
-    if (type.kind === 'struct') {
-      const check = `!isDefault${this.structName(type.name)}(${value})`;
-      return typeIsNullable(field) ? `(${value} === null || ${check})` : check;
-    }
-    switch (type.name) {
-      case 'uuid':
-        return `!isZeroUuid(${value})`;
-      case 'bytes':
-        return typeIsNullable(field)
-          ? `(${value} === null || ${value}.length !== 0)`
-          : `${value}.length !== 0`;
-      case 'float64':
-        return `!Object.is(${value}, ${defaultValue})`;
-      default:
-        return `${value} !== ${defaultValue}`;
-    }
-  }
-
-  emitDefault(struct: StructToEmit): string[] {
-    const lines = [
-      `export function default${struct.exportedName}(): ${struct.exportedName} {`,
-      '  return {',
-    ];
-    for (const field of struct.fields) {
-      lines.push(`    ${propertyName(field.name)}: ${this.defaultExpression(field)},`);
-    }
-    lines.push('  };', '}');
-    return lines;
-  }
-
-  /** Whether every field of the struct holds its default: a tagged struct is then left out. */
-  emitIsDefault(struct: StructToEmit): string[] {
-    const conditions = struct.fields.map((field) =>
-      this.nonDefaultCondition(field, `message.${propertyName(field.name)}`),
-    );
-    const lines = [
-      `export function isDefault${struct.exportedName}(message: ${struct.exportedName}): boolean {`,
-    ];
-    if (conditions.length === 0) {
-      lines[0] = lines[0]!.replace('(message:', '(_message:');
-      lines.push('  return true;');
-    } else {
-      lines.push(
-        '  return !(',
-        conditions.map((condition) => `    ${condition}`).join(' ||\n'),
-        '  );',
-      );
-    }
-    lines.push('}');
-    return lines;
-  }
-
-  emitTopLevel(): string[] {
-    const name = this.message.name;
-    const { lowest, highest } = this.message.validVersions;
-    const highestText = highest === Infinity ? 'Infinity' : String(highest);
-    return [
-      `/** The versions of ${name} that Kafka's schema defines. */`,
-      `export const ${lowerFirst(name)}Versions = { lowest: ${lowest}, highest: ${highestText} } as const;`,
-      '',
-      `export function read${name}(reader: KafkaReader, version: number): ${name} {`,
-      `  if (version < ${lowest} || version > ${highestText}) {`,
-      `    throw unsupportedVersionError('${name}', version, ${lowest}, ${highestText});`,
-      '  }',
-      `  return read${name}Struct(reader, version);`,
-      '}',
-      '',
-      `export function write${name}(writer: KafkaWriter, message: ${name}, version: number): void {`,
-      `  if (version < ${lowest} || version > ${highestText}) {`,
-      `    throw unsupportedVersionError('${name}', version, ${lowest}, ${highestText});`,
-      '  }',
-      `  write${name}Struct(writer, message, version);`,
-      '}',
-    ];
-  }
-
-  private flexibleCondition(): string {
-    return versionCondition(this.message.flexibleVersions, this.within);
-  }
-
-  /** The expression for whether a field is written in the flexible encoding. */
-  private fieldFlexible(field: FieldSpec): string {
-    if (field.flexibleVersions !== undefined) {
-      return versionCondition(
-        intersect(field.flexibleVersions, this.message.flexibleVersions),
-        this.within,
-      );
-    }
-    const flexible = this.flexibleCondition();
-    return flexible === 'true' || flexible === 'false' ? flexible : 'flexible';
-  }
-
-  private label(struct: StructToEmit, field: FieldSpec): string {
-    return `'${struct.exportedName}.${propertyName(field.name)}'`;
-  }
-
-  private functionName(struct: StructToEmit, verb: 'read' | 'write'): string {
-    return struct.exportedName === this.message.name
-      ? `${verb}${struct.exportedName}Struct`
-      : `${verb}${struct.exportedName}`;
-  }
-
-  // ----- reading -----
-
-  /** An expression reading one value of a primitive or struct type (never an array). */
-  private readValue(type: FieldType, nullable: string, flexible: string, label: string): string {
-    if (type.kind === 'array') throw new Error('arrays are read by statements');
-    if (type.kind === 'struct') {
-      const read = `read${this.structName(type.name)}(reader, version)`;
-      if (nullable === 'false') return read;
-      const present = `reader.readStructPresent(${label}) ? ${read} : null`;
-      return nullable === 'true' ? present : `(${nullable} ? (${present}) : ${read})`;
-    }
-    switch (type.name) {
-      case 'bool':
-        return `reader.readBool(${label})`;
-      case 'int8':
-        return `reader.readInt8(${label})`;
-      case 'int16':
-        return `reader.readInt16(${label})`;
-      case 'uint16':
-        return `reader.readUint16(${label})`;
-      case 'int32':
-        return `reader.readInt32(${label})`;
-      case 'uint32':
-        return `reader.readUint32(${label})`;
-      case 'int64':
-        return `reader.readInt64(${label})`;
-      case 'float64':
-        return `reader.readFloat64(${label})`;
-      case 'uuid':
-        return `reader.readUuid(${label})`;
-      case 'string':
-      case 'bytes':
-      case 'records': {
-        const kind = type.name === 'string' ? 'String' : 'Bytes';
-        const nullableMethod = type.name === 'records' ? 'Records' : `Nullable${kind}`;
-        const nullableRead = `reader.read${nullableMethod}(${label}, ${flexible})`;
-        const plainRead = `reader.read${kind}(${label}, ${flexible})`;
-        if (nullable === 'true') return nullableRead;
-        if (nullable === 'false') return plainRead;
-        return `(${nullable} ? ${nullableRead} : ${plainRead})`;
-      }
-    }
-  }
-
-  /** Statements that read a field's value into `target`. */
-  private readInto(field: FieldSpec, target: string, label: string, indent: string): string[] {
-    const nullable = versionCondition(field.nullableVersions, this.within);
-    const flexible = this.fieldFlexible(field);
-    const type = field.type;
-    if (type.kind !== 'array') {
-      return [`${indent}${target} = ${this.readValue(type, nullable, flexible, label)};`];
-    }
-    const elementType = this.tsType(type.element);
-    const element = this.readValue(type.element, 'false', flexible, label);
-    const fill = [
-      `const elements: ${elementType}[] = [];`,
-      `for (let index = 0; index < length; index++) elements.push(${element});`,
-      `${target} = elements;`,
-    ];
-    if (nullable === 'false') {
-      return [
-        `${indent}{`,
-        `${indent}  const length = reader.readArrayLength(${label}, ${flexible}, false);`,
-        ...fill.map((line) => `${indent}  ${line}`),
-        `${indent}}`,
-      ];
-    }
-    return [
-      `${indent}{`,
-      `${indent}  const length = reader.readArrayLength(${label}, ${flexible}, ${nullable});`,
-      `${indent}  if (length < 0) {`,
-      `${indent}    ${target} = null;`,
-      `${indent}  } else {`,
-      ...fill.map((line) => `${indent}    ${line}`),
-      `${indent}  }`,
-      `${indent}}`,
-    ];
-  }
-
-  emitRead(struct: StructToEmit): string[] {
-    const name = struct.exportedName;
-    const lines = [
-      `function ${this.functionName(struct, 'read')}(reader: KafkaReader, version: number): ${name} {`,
-    ];
-    const flexible = this.flexibleCondition();
-    const tagged = struct.fields.filter((field) => field.tag !== undefined);
-    if (flexible !== 'false') lines.push(`  const flexible = ${flexible};`);
-    for (const field of struct.fields) {
-      if (field.tag !== undefined) continue;
-      const local = `$${propertyName(field.name)}`;
-      const type = this.tsType(field.type) + (typeIsNullable(field) ? ' | null' : '');
-      const present = versionCondition(field.versions, this.within);
-      const label = this.label(struct, field);
-      if (present === 'true' && field.type.kind !== 'array') {
-        lines.push(...this.readInto(field, `const ${local}: ${type}`, label, '  '));
-        continue;
-      }
-      if (present === 'true') {
-        lines.push(`  let ${local}: ${type};`, ...this.readInto(field, local, label, '  '));
-        continue;
-      }
-      lines.push(`  let ${local}: ${type} = ${this.defaultExpression(field)};`);
-      if (present === 'false') continue;
-      if (present === 'true') {
-        lines.push(...this.readInto(field, local, label, '  '));
-      } else {
-        lines.push(`  if (${present}) {`, ...this.readInto(field, local, label, '    '), '  }');
-      }
-    }
-    lines.push(`  const message: ${name} = {`);
-    for (const field of struct.fields) {
-      const property = propertyName(field.name);
-      lines.push(
-        field.tag === undefined
-          ? `    ${property}: $${property},`
-          : `    ${property}: ${this.defaultExpression(field)},`,
-      );
-    }
-    lines.push('  };');
-    if (flexible !== 'false') {
-      lines.push(
-        '  if (flexible) {',
-        `    const taggedFieldCount = reader.readUnsignedVarint('${name} tagged fields');`,
-        '    for (let index = 0; index < taggedFieldCount; index++) {',
-        tagged.length === 0
-          ? `      reader.readUnsignedVarint('${name} tag');`
-          : `      const tag = reader.readUnsignedVarint('${name} tag');`,
-        `      const sizeBytes = reader.readUnsignedVarint('${name} tagged field size');`,
-      );
-      if (tagged.length === 0) {
-        lines.push(`      reader.skip(sizeBytes, '${name} unknown tagged field');`);
-      } else {
-        lines.push('      const start = reader.position;', '      switch (tag) {');
-        for (const field of [...tagged].sort((left, right) => left.tag! - right.tag!)) {
-          const present = versionCondition(
-            intersect(field.versions, field.taggedVersions),
-            this.within,
-          );
-          const label = this.label(struct, field);
-          lines.push(`        case ${field.tag}:`);
-          const read = this.readInto(
-            field,
-            `message.${propertyName(field.name)}`,
-            label,
-            '            ',
-          );
-          if (present === 'true') {
-            lines.push(...read.map((line) => line.slice(2)));
-          } else {
-            lines.push(
-              `          if (${present}) {`,
-              ...read,
-              '          } else {',
-              `            reader.skip(sizeBytes, ${label});`,
-              '          }',
-            );
-          }
-          lines.push(
-            `          reader.endTaggedField(start, sizeBytes, ${label});`,
-            '          break;',
-          );
-        }
-        lines.push(
-          '        default:',
-          `          reader.skip(sizeBytes, '${name} unknown tagged field');`,
-          '      }',
-        );
-      }
-      lines.push('    }', '  }');
-    }
-    lines.push('  return message;', '}');
-    return markUnusedVersion(lines);
-  }
-
-  // ----- writing -----
-
-  /**
-   * Statements writing one value (never an array) held in `value`. `nullable` is 'never' when the
-   * value's type has no null, else the condition under which null may be written.
-   */
-  private writeValue(
-    type: FieldType,
-    value: string,
-    nullable: string,
-    flexible: string,
-    label: string,
-    indent: string,
-    writer: string,
-  ): string[] {
-    if (type.kind === 'array') throw new Error('arrays are written by writeField');
-    const nullCheck =
-      nullable === 'never' || nullable === 'true'
-        ? []
-        : [
-            `${indent}if (${value} === null${nullable === 'false' ? '' : ` && !(${nullable})`}) throw nullFieldError(${label}, version);`,
-          ];
-    if (type.kind === 'struct') {
-      const write = `write${this.structName(type.name)}(${writer}, ${value}, version);`;
-      if (nullable === 'never') return [`${indent}${write}`];
-      const withMarker = [
-        `if (${value} === null) {`,
-        `  ${writer}.writeInt8(-1);`,
-        `} else {`,
-        `  ${writer}.writeInt8(1);`,
-        `  ${write}`,
-        `}`,
-      ];
-      const withoutMarker = [
-        `if (${value} === null) throw nullFieldError(${label}, version);`,
-        write,
-      ];
-      if (nullable === 'true') return withMarker.map((line) => indent + line);
-      if (nullable === 'false') return withoutMarker.map((line) => indent + line);
-      return [
-        `${indent}if (${nullable}) {`,
-        ...withMarker.map((line) => `${indent}  ${line}`),
-        `${indent}} else {`,
-        ...withoutMarker.map((line) => `${indent}  ${line}`),
-        `${indent}}`,
-      ];
-    }
-    switch (type.name) {
-      case 'bool':
-        return [`${indent}${writer}.writeBool(${value});`];
-      case 'int8':
-        return [`${indent}${writer}.writeInt8(${value});`];
-      case 'int16':
-        return [`${indent}${writer}.writeInt16(${value});`];
-      case 'uint16':
-        return [`${indent}${writer}.writeUint16(${value});`];
-      case 'int32':
-        return [`${indent}${writer}.writeInt32(${value});`];
-      case 'uint32':
-        return [`${indent}${writer}.writeUint32(${value});`];
-      case 'int64':
-        return [`${indent}${writer}.writeInt64(${value});`];
-      case 'float64':
-        return [`${indent}${writer}.writeFloat64(${value});`];
-      case 'uuid':
-        return [`${indent}${writer}.writeUuid(${value}, ${label});`];
-      case 'string':
-      case 'bytes':
-      case 'records': {
-        const kind = type.name === 'string' ? 'String' : 'Bytes';
-        const method =
-          type.name === 'records' ? 'Records' : nullable === 'never' ? kind : `Nullable${kind}`;
-        return [
-          ...nullCheck,
-          `${indent}${writer}.write${method}(${value}, ${flexible}, ${label});`,
-        ];
-      }
-    }
-  }
-
-  private writeField(
-    field: FieldSpec,
-    value: string,
-    label: string,
-    indent: string,
-    writer: string,
-  ): string[] {
-    const nullable = typeIsNullable(field)
-      ? versionCondition(field.nullableVersions, this.within)
-      : 'never';
-    const flexible = this.fieldFlexible(field);
-    const type = field.type;
-    if (type.kind !== 'array')
-      return this.writeValue(type, value, nullable, flexible, label, indent, writer);
-    const lines: string[] = [];
-    if (nullable !== 'never') {
-      lines.push(`${indent}if (${value} === null) {`);
-      if (nullable !== 'true')
-        lines.push(`${indent}  if (!(${nullable})) throw nullFieldError(${label}, version);`);
-      lines.push(`${indent}  ${writer}.writeArrayLength(-1, ${flexible});`, `${indent}} else {`);
-    } else {
-      lines.push(`${indent}{`);
-    }
+/** Whether every field of the struct holds its default: a tagged struct is then left out. */
+function emitIsDefault(shape: MessageShape, struct: StructToEmit): string[] {
+  const conditions = struct.fields.map((field) =>
+    shape.nonDefaultCondition(field, `message.${propertyName(field.name)}`),
+  );
+  const lines = [
+    `export function isDefault${struct.exportedName}(message: ${struct.exportedName}): boolean {`,
+  ];
+  if (conditions.length === 0) {
+    lines[0] = lines[0]!.replace('(message:', '(_message:');
+    lines.push('  return true;');
+  } else {
     lines.push(
-      `${indent}  const elements = ${value};`,
-      `${indent}  ${writer}.writeArrayLength(elements.length, ${flexible});`,
-      `${indent}  for (let index = 0; index < elements.length; index++) {`,
-      ...this.writeValue(
-        type.element,
-        'elements[index]!',
-        'never',
-        flexible,
-        label,
-        `${indent}    `,
-        writer,
-      ),
-      `${indent}  }`,
-      `${indent}}`,
+      '  return !(',
+      conditions.map((condition) => `    ${condition}`).join(' ||\n'),
+      '  );',
     );
-    return lines;
   }
-
-  emitWrite(struct: StructToEmit): string[] {
-    const name = struct.exportedName;
-    const lines = [
-      `function ${this.functionName(struct, 'write')}(writer: KafkaWriter, message: ${name}, version: number): void {`,
-    ];
-    const flexible = this.flexibleCondition();
-    if (flexible !== 'false') lines.push(`  const flexible = ${flexible};`);
-    for (const field of struct.fields) {
-      if (field.tag !== undefined) continue;
-      const value = `message.${propertyName(field.name)}`;
-      const label = this.label(struct, field);
-      const present = versionCondition(field.versions, this.within);
-      const absentCheck = field.ignorable
-        ? []
-        : [
-            `if (${this.nonDefaultCondition(field, value)}) throw unsupportedFieldError(${label}, version);`,
-          ];
-      if (present === 'true') {
-        lines.push(...this.writeField(field, value, label, '  ', 'writer'));
-      } else if (present === 'false') {
-        lines.push(...absentCheck.map((line) => `  ${line}`));
-      } else {
-        lines.push(
-          `  if (${present}) {`,
-          ...this.writeField(field, value, label, '    ', 'writer'),
-        );
-        if (absentCheck.length > 0)
-          lines.push('  } else {', ...absentCheck.map((line) => `    ${line}`));
-        lines.push('  }');
-      }
-    }
-    const tagged = [...struct.fields.filter((field) => field.tag !== undefined)].sort(
-      (left, right) => left.tag! - right.tag!,
-    );
-    if (flexible !== 'false') {
-      if (tagged.length === 0) {
-        lines.push('  if (flexible) writer.writeUnsignedVarint(0);');
-      } else {
-        lines.push('  if (flexible) {', '    let taggedFieldCount = 0;');
-        for (const field of tagged) {
-          const present = versionCondition(
-            intersect(field.versions, field.taggedVersions),
-            this.within,
-          );
-          const value = `message.${propertyName(field.name)}`;
-          const condition =
-            present === 'true'
-              ? this.nonDefaultCondition(field, value)
-              : `${present} && ${this.nonDefaultCondition(field, value)}`;
-          lines.push(
-            `    const write${field.tag} = ${condition};`,
-            `    if (write${field.tag}) taggedFieldCount++;`,
-          );
-        }
-        lines.push('    writer.writeUnsignedVarint(taggedFieldCount);');
-        for (const field of tagged) {
-          const value = `message.${propertyName(field.name)}`;
-          lines.push(
-            `    if (write${field.tag}) {`,
-            `      writer.writeUnsignedVarint(${field.tag});`,
-            '      const tagged = new KafkaWriter({ initialSizeBytes: 64 });',
-            ...this.writeField(field, value, this.label(struct, field), '      ', 'tagged'),
-            '      writer.writeUnsignedVarint(tagged.sizeBytes);',
-            '      writer.writeWriter(tagged);',
-            '    }',
-          );
-        }
-        lines.push('  }');
-      }
-      // Tagged fields the version lacks: Kafka refuses to drop a non-default one.
-      for (const field of tagged) {
-        if (field.ignorable) continue;
-        const present = versionCondition(
-          intersect(field.versions, field.taggedVersions),
-          this.within,
-        );
-        if (present === 'true') continue;
-        const value = `message.${propertyName(field.name)}`;
-        const condition = present === 'false' ? 'true' : `!(${present})`;
-        lines.push(
-          `  if (${condition} && ${this.nonDefaultCondition(field, value)}) throw unsupportedFieldError(${this.label(struct, field)}, version);`,
-        );
-      }
-    } else {
-      for (const field of tagged) {
-        if (field.ignorable) continue;
-        const value = `message.${propertyName(field.name)}`;
-        lines.push(
-          `  if (${this.nonDefaultCondition(field, value)}) throw unsupportedFieldError(${this.label(struct, field)}, version);`,
-        );
-      }
-    }
-    lines.push('}');
-    return markUnusedVersion(lines);
-  }
+  lines.push('}');
+  return lines;
 }
 
-/** A parameter (`reader`, `version`...) that a function's body never reads gets a `_` prefix. */
-function markUnusedVersion(lines: string[]): string[] {
-  const body = lines
-    .slice(1)
-    .map((line) => line.replace(/'[^']*'/g, "''"))
-    .join('\n');
-  let signature = lines[0]!;
-  for (const parameter of ['reader', 'writer', 'message', 'version']) {
-    if (!new RegExp(`(?<![$\\w.])${parameter}\\b(?!:)`).test(body)) {
-      signature = signature
-        .replace(`(${parameter}: `, `(_${parameter}: `)
-        .replace(` ${parameter}: `, ` _${parameter}: `);
-    }
-  }
-  return [signature, ...lines.slice(1)];
-}
-
-function lowerFirst(name: string): string {
-  return name.charAt(0).toLowerCase() + name.slice(1);
-}
-
-function escapeComment(text: string): string {
-  return text.replace(/\*\//g, '* /');
-}
-
-/** An integer default as Kafka writes them: decimal, 0x hex or 0-prefixed octal, maybe negative. */
-function parseInteger(text: string, context: string): bigint {
-  const match = /^(-?)(0x[0-9a-fA-F]+|0[0-7]+|\d+)$/.exec(text.trim());
-  if (!match) throw new Error(`${context}: default '${text}' is not an integer`);
-  const digits = match[2]!;
-  const magnitude = digits.startsWith('0x')
-    ? BigInt(digits)
-    : digits.length > 1 && digits.startsWith('0')
-      ? BigInt(`0o${digits.slice(1)}`)
-      : BigInt(digits);
-  return match[1] === '-' ? -magnitude : magnitude;
+function emitTopLevel(shape: MessageShape): string[] {
+  const name = shape.message.name;
+  const { lowest, highest } = shape.message.validVersions;
+  const highestText = highest === Infinity ? 'Infinity' : String(highest);
+  return [
+    `/** The versions of ${name} that Kafka's schema defines. */`,
+    `export const ${lowerFirst(name)}Versions = { lowest: ${lowest}, highest: ${highestText} } as const;`,
+    '',
+    `export function read${name}(reader: KafkaReader, version: number): ${name} {`,
+    `  if (version < ${lowest} || version > ${highestText}) {`,
+    `    throw unsupportedVersionError('${name}', version, ${lowest}, ${highestText});`,
+    '  }',
+    `  return read${name}Struct(reader, version);`,
+    '}',
+    '',
+    `export function write${name}(writer: KafkaWriter, message: ${name}, version: number): void {`,
+    `  if (version < ${lowest} || version > ${highestText}) {`,
+    `    throw unsupportedVersionError('${name}', version, ${lowest}, ${highestText});`,
+    '  }',
+    `  write${name}Struct(writer, message, version);`,
+    '}',
+  ];
 }

@@ -3,7 +3,8 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { emitApiMessages } from './emit-api-messages';
-import { emitMessage, structsOf } from './emit-message';
+import { emitMessage } from './emit-message';
+import { structsOf } from './message-shape';
 import { fileNameOf } from './naming';
 import { readMessageSpec, type MessageSpec } from '../src/message-spec';
 
