@@ -104,7 +104,7 @@ const expectedPaths = [
 
 /** Flags the help must name, by hand, for the commands that parse their own line. */
 const selfParsedFlags: Readonly<Record<string, readonly string[]>> = {
-  dev: ['data-dir', 'gateway-port', 'nodes', 'coordinators', 'restart', 'profile-dir'],
+  dev: ['data-dir', 'gateway-port', 'kafka-port', 'nodes', 'coordinators', 'restart', 'profile-dir'],
   // The services' settings come from libs/common; these are common to all and one of each.
   controller: ['grpc-port', 'metrics-port', 'log-level', 'metadata-path'],
   'storage-node': ['grpc-port', 'metrics-port', 'log-level', 'controller-addresses'],

@@ -127,7 +127,7 @@ function prometheusBinary(): string {
 async function startCluster(): Promise<void> {
   dev = spawn(
     process.execPath,
-    [cliEntryPoint, 'dev', '--gateway-port', '0', '--data-dir', dataDirectory],
+    [cliEntryPoint, 'dev', '--gateway-port', '0', '--kafka-port', '0', '--data-dir', dataDirectory],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },

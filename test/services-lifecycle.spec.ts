@@ -100,7 +100,9 @@ afterAll(async () => {
 });
 
 function argsFor(name: ServiceName): string[] {
-  if (name === 'gateway' || name === 'coordinator')
+  if (name === 'gateway')
+    return ['--controller-addresses', `127.0.0.1:${controller!.grpcPort}`, '--kafka-port', '0'];
+  if (name === 'coordinator')
     return ['--controller-addresses', `127.0.0.1:${controller!.grpcPort}`];
   if (name !== 'storage-node') return [];
   return [

@@ -57,6 +57,8 @@ class DevProcess {
         '3',
         '--gateway-port',
         '0',
+        '--kafka-port',
+        '0',
         '--data-dir',
         dataDirectory,
       ].concat(extraArguments),

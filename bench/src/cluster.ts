@@ -23,6 +23,10 @@ const commandOutputBytesMax = 64 * 1024 * 1024;
 const gatewayPort = 19290 + Math.floor(Math.random() * 500);
 /** Where the cluster's gateway listens, for load generators in this process. */
 export const gatewayAddress = `127.0.0.1:${gatewayPort}`;
+/** The gateway's Kafka listener, beside its gRPC port. */
+const kafkaPort = gatewayPort + 1000;
+/** Where Kafka clients bootstrap. */
+export const kafkaBootstrapAddress = `127.0.0.1:${kafkaPort}`;
 
 /**
  * The V8 flags the `spool` command runs with (apps/cli/src/node-flags.ts): the bench client and
@@ -133,6 +137,8 @@ export async function startCluster(nodes: number): Promise<BenchCluster> {
       dataDirectory,
       '--gateway-port',
       String(gatewayPort),
+      '--kafka-port',
+      String(kafkaPort),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

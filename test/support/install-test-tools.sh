@@ -13,6 +13,8 @@
 #   ip (iproute2)        the fault suite builds network namespaces
 #   unshare (util-linux) the image-contents test gives each imitated pod a PID namespace
 #   python3-venv         the record-level API's Python client runs in a virtual environment
+#   kcat                 the Kafka listener's tests: an unmodified librdkafka client (metadata,
+#                        produce, consume) against the gateway's Kafka port
 #   grpcurl              the record-level API's reflection and shell tests; built like helm
 #   python grpcio,       the record-level API's client tests: grpcio, grpcio-tools and
 #   go grpc plugins      grpcio-status from PyPI in a cached virtual environment, protoc-gen-go
@@ -44,6 +46,7 @@ need unshare util-linux
 need java default-jdk-headless
 need javac default-jdk-headless
 need mvn maven
+need kcat kcat
 # Debian's python3 makes virtual environments only with python3-venv (ensurepip).
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip' 2>/dev/null; then
   missing+=(python3-venv)

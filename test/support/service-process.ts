@@ -63,7 +63,15 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const { child, exited, stdout, stderr } = spawnService(
     name,
-    ['--grpc-port', '0', '--metrics-port', '0', ...defaultStateArgs(name, argv), ...argv],
+    [
+      '--grpc-port',
+      '0',
+      '--metrics-port',
+      '0',
+      ...(name === 'gateway' ? ['--kafka-port', '0'] : []),
+      ...defaultStateArgs(name, argv),
+      ...argv,
+    ],
     env,
   );
   const deadline = Date.now() + startTimeoutMs;

@@ -35,7 +35,7 @@ export interface SpoolDevProcess {
 export const spoolDevReadyTimeoutMsDefault = 30_000;
 
 /**
- * Starts `spool dev <args> --gateway-port 0 --data-dir <a new temporary folder>` and waits until
+ * Starts `spool dev <args> --gateway-port 0 --kafka-port 0 --data-dir <a new temporary folder>` and waits until
  * it is ready. `env` adds to the environment (settings reach every process through it).
  */
 export async function startSpoolDev(
@@ -54,6 +54,8 @@ export async function startSpoolDev(
       'dev',
       ...args,
       '--gateway-port',
+      '0',
+      '--kafka-port',
       '0',
       '--data-dir',
       dataDirectory,

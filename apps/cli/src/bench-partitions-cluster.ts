@@ -72,7 +72,7 @@ export class BenchDevCluster {
         'dev',
         ...['--nodes', String(options.storageNodeCount)],
         ...['--data-dir', options.dataDirectory],
-        ...['--gateway-port', '0'],
+        ...['--gateway-port', '0', '--kafka-port', '0'],
         ...['--restart', options.restartPolicy],
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },

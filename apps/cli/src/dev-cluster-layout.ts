@@ -9,7 +9,7 @@ import type { DevOptions } from './dev-options';
  * the stop; and `<data-dir>/cluster.json`, the published state of every process.
  *
  * Ports: each process binds free ports (0) the first time, except the gateway, which binds
- * --gateway-port; a restart binds the very ports the process had, so the controller's address
+ * --gateway-port and --kafka-port; a restart binds the very ports the process had, so the controller's address
  * the others were given, the gateway's address clients use and cluster.json all stay valid.
  */
 
@@ -18,6 +18,8 @@ export interface ServicePorts {
   readonly metrics: number;
   /** data: the storage node's replica and consumer fetch port. */
   readonly data?: number;
+  /** kafka: the gateway's Kafka listener. */
+  readonly kafka?: number;
 }
 
 export interface ProcessPlan {
@@ -50,6 +52,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
   const portArguments = (ports: ServicePorts): string[] => [
     ...['--grpc-port', String(ports.grpc), '--metrics-port', String(ports.metrics)],
     ...(ports.data === undefined ? [] : ['--data-port', String(ports.data)]),
+    ...(ports.kafka === undefined ? [] : ['--kafka-port', String(ports.kafka)]),
   ];
   const controller: ProcessPlan = {
     role: 'controller',
@@ -90,7 +93,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     role: 'gateway',
     id: 0,
     name: processName('gateway', 0),
-    requestedPorts: { grpc: options.gatewayPort, metrics: 0 },
+    requestedPorts: { grpc: options.gatewayPort, metrics: 0, kafka: options.kafkaPort },
     orphanStopDelayMs: 0,
     serviceArguments: (controllerAddress, ports) => [
       ...portArguments(ports),

@@ -161,6 +161,7 @@ class DevRun {
       `spool dev: ${processCount} processes ready in ${elapsed}, ` +
         `${partitionsInSync} partition${partitionsInSync === 1 ? '' : 's'} in sync\n` +
         `  gateway   ${this.supervisor.gatewayAddress}\n` +
+        `  kafka     ${this.supervisor.kafkaBootstrapAddress} (bootstrap.servers)\n` +
         `  cluster   ${this.supervisor.clusterFilePath} (every process's pid and ports)\n` +
         `  restart   ${this.options.restartPolicy} (a process that exits ` +
         `${this.options.restartPolicy === 'never' ? 'stays down' : 'is restarted'})\n` +

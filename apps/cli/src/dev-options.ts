@@ -16,6 +16,8 @@ export interface DevOptions {
   readonly dataDirectory: string;
   /** gatewayPort: the gateway's gRPC port, kept across its restarts; 0 picks a free one once. */
   readonly gatewayPort: number;
+  /** kafkaPort: the gateway's Kafka listener, kept across its restarts; 0 picks one once. */
+  readonly kafkaPort: number;
   readonly storageNodeCount: number;
   readonly coordinatorCount: number;
   readonly restartPolicy: RestartPolicy;
@@ -29,7 +31,9 @@ const coordinatorCountMax = 8;
 
 export const devHelp: CommandHelp = {
   path: ['dev'],
-  usage: 'spool dev [--nodes N] [--coordinators N] [--gateway-port PORT] [--data-dir DIR] ...',
+  usage:
+    'spool dev [--nodes N] [--coordinators N] [--gateway-port PORT] [--kafka-port PORT] ' +
+    '[--data-dir DIR] ...',
   summary:
     'Start a whole local cluster as separate processes and keep it running (Ctrl-C stops it).',
   details: [
@@ -39,7 +43,8 @@ export const devHelp: CommandHelp = {
     'after a back-off (0.5 s, doubling to 30 s, reset after 30 s of stable running) with the',
     'same id, data and ports; the rest keeps serving.',
     '"ready" is printed once every partition is in sync (ISR = replicas); the ports of every',
-    'process are in <data-dir>/cluster.json, kept current across restarts.',
+    'process are in <data-dir>/cluster.json, kept current across restarts (the gateway\'s',
+    'Kafka listener as ports.kafka).',
     'Ctrl-C stops the gateway and coordinators, then the storage nodes (controlled shutdown),',
     'then the controller; a second Ctrl-C kills everything at once (exit 1).',
   ],
@@ -55,6 +60,14 @@ export const devHelp: CommandHelp = {
       valueName: 'PORT',
       default: '9090',
       description: "the gateway's gRPC port, where clients connect; 0 picks a free one",
+    },
+    'kafka-port': {
+      type: 'string',
+      valueName: 'PORT',
+      default: '9092',
+      description:
+        "the gateway's Kafka listener, where Kafka clients bootstrap (bootstrap.servers " +
+        'localhost:9092); 0 picks a free one',
     },
     nodes: {
       type: 'string',
@@ -104,6 +117,7 @@ export function parseDevOptions(argv: readonly string[]): DevOptions {
   return {
     dataDirectory: path.resolve(dataDirectory),
     gatewayPort: integerValue('gateway-port', values['gateway-port'] as string, 0, 65_535),
+    kafkaPort: integerValue('kafka-port', values['kafka-port'] as string, 0, 65_535),
     storageNodeCount: integerValue('nodes', values.nodes as string, 1, storageNodeCountMax),
     coordinatorCount: integerValue(
       'coordinators',

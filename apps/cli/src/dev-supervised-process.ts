@@ -173,12 +173,14 @@ export class SupervisedProcess {
     this.startedAtMs = Date.now();
     child.stdin!.on('error', () => {});
     let dataPort: number | undefined;
+    let kafkaPort: number | undefined;
     const prefix = `[${this.name}] `;
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       this.settings.stdout.write(`${prefix}${line}\n`);
       if (this.stateValue !== 'starting' || child !== this.child) return;
       const record = parseLogRecord(line);
       if (record?.dataPort !== undefined) dataPort = record.dataPort;
+      if (record?.kafkaPort !== undefined) kafkaPort = record.kafkaPort;
       if (
         record?.event === 'started' &&
         record.grpcPort !== undefined &&
@@ -188,6 +190,7 @@ export class SupervisedProcess {
           grpc: record.grpcPort,
           metrics: record.metricsPort,
           ...(dataPort === undefined ? {} : { data: dataPort }),
+          ...(kafkaPort === undefined ? {} : { kafka: kafkaPort }),
         });
       }
     });
@@ -276,6 +279,7 @@ interface LogRecord {
   readonly grpcPort?: number;
   readonly metricsPort?: number;
   readonly dataPort?: number;
+  readonly kafkaPort?: number;
 }
 
 /** A service's JSON log line, or undefined for anything else (printed as it came). */

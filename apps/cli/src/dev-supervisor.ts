@@ -60,6 +60,11 @@ export class DevSupervisor {
     return `127.0.0.1:${this.processOf('gateway').ports?.grpc}`;
   }
 
+  /** Where Kafka clients bootstrap: the gateway's Kafka listener. */
+  get kafkaBootstrapAddress(): string {
+    return `localhost:${this.processOf('gateway').ports?.kafka}`;
+  }
+
   /** The controller first: everyone else is given its address. Rejects if any start fails. */
   async startAll(): Promise<void> {
     this.publishing = true;

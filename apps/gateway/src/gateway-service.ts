@@ -18,6 +18,10 @@ import { BrokerResources } from './broker-resources';
 import { ConsumeStreams } from './consume-streams';
 import { CoordinatorRouter } from './coordinator-router';
 import { gatewayHandlers } from './gateway-handlers';
+import { groupHandlers } from './group-handlers';
+import { createKafkaApis } from './kafka/kafka-apis';
+import { KafkaClusterView } from './kafka/kafka-cluster-view';
+import { startKafkaListener } from './kafka/kafka-listener-setup';
 import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
 import { createMetadataLink } from './metadata-link';
@@ -106,6 +110,47 @@ export const gatewaySettings = {
     description:
       'Requests of one PublishStream unanswered at once; at the bound the gateway stops ' +
       'reading the stream until one is answered.',
+  },
+  kafkaPort: {
+    type: 'integer',
+    default: 9092,
+    min: 0,
+    max: 65535,
+    description:
+      "Port of the Kafka protocol listener, where Kafka clients bootstrap (bootstrap.servers); " +
+      '0 picks a free one.',
+  },
+  kafkaAdvertisedHost: {
+    type: 'string',
+    default: '',
+    description:
+      "Host Kafka clients are told to connect to (Kafka's advertised.listeners): the name of " +
+      'the Service or load balancer in front of the gateways; empty means advertised.host.',
+  },
+  kafkaAdvertisedPort: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: 65535,
+    description: 'Port Kafka clients are told to connect to; 0 means the bound kafka.port.',
+  },
+  kafkaSocketRequestMaxBytes: {
+    type: 'integer',
+    default: 100 * 1024 * 1024,
+    min: 1024,
+    max: 1024 * 1024 * 1024,
+    description:
+      "Largest Kafka request accepted (Kafka's socket.request.max.bytes); a larger size " +
+      'prefix closes the connection before anything is allocated for it.',
+  },
+  kafkaInFlightRequestsMax: {
+    type: 'integer',
+    default: 32,
+    min: 1,
+    max: 10_000,
+    description:
+      'Requests of one Kafka connection read and not yet answered; at the bound the gateway ' +
+      'stops reading the connection until one is answered.',
   },
   subscribeStreamsMax: {
     type: 'integer',
@@ -204,6 +249,34 @@ export function startGateway(
         }),
       );
 
+      // The Kafka listener: the same routes, leaders and coordinators as the gRPC calls above.
+      let kafkaBoundPort = 0;
+      const kafkaView = new KafkaClusterView(link, () => ({
+        host: config.kafkaAdvertisedHost !== '' ? config.kafkaAdvertisedHost : context.advertisedHost,
+        port: config.kafkaAdvertisedPort !== 0 ? config.kafkaAdvertisedPort : kafkaBoundPort,
+      }));
+      const storageClient = (brokerId: number) => storageClients.get(brokerId)?.client;
+      const kafka = await startKafkaListener(config, {
+        logger,
+        metrics,
+        onShutdown: (step) => context.onShutdown(step),
+        handler: createKafkaApis({
+          view: kafkaView,
+          produce: {
+            link,
+            appendPipeline: (brokerId) => storageClients.get(brokerId)?.appends,
+            admission,
+            logger,
+          },
+          fetch: { link, fetcher, fetchMaxBytes: config.fetchMaxBytes },
+          offsets: { link, storageClient },
+          initProducerId: (request) => groupHandlers(coordinators).initProducerId(request),
+          requestMetrics: context.requestMetrics,
+          logger: logger.child({ component: 'kafka' }),
+        }),
+      });
+      kafkaBoundPort = kafka.port;
+
       // The record-level API runs the SDK inside the gateway, connected to the gateway itself
       // once it listens: its partitioner, batching, idempotent producer and group membership
       // are the SDK's own.
@@ -248,6 +321,7 @@ export function startGateway(
       link.start();
       void link.firstSnapshotApplied.then(() => {
         readiness.satisfy('metadata');
+        kafkaView.learnClusterId(logger);
         logger.info(
           {
             metadataVersion: link.metadata.version.toString(),

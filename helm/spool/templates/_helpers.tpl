@@ -66,7 +66,7 @@ helm.sh/chart: {{ include "spool.chart" .root }}
   "controller" (dict "grpc" 9093 "metrics" 9193)
   "storage-node" (dict "grpc" 9092 "metrics" 9192 "data" 9292)
   "coordinator" (dict "grpc" 9094 "metrics" 9194)
-  "gateway" (dict "grpc" 9090 "metrics" 9190)
+  "gateway" (dict "grpc" 9090 "metrics" 9190 "kafka" 9092)
 -}}
 {{- toJson $ports -}}
 {{- end -}}
@@ -216,5 +216,25 @@ livenessProbe:
 {{- end -}}
 {{- if and .Values.rackAwareness.topologyKey (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
 {{- fail "rackAwareness.topologyKey needs a ServiceAccount that may get nodes: set serviceAccount.create or serviceAccount.name" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The host Kafka clients are told to connect to: gateway.kafka.advertisedHost, else the
+gateway Service's name inside the cluster. */}}
+{{- define "spool.kafkaAdvertisedHost" -}}
+{{- if .Values.gateway.kafka.advertisedHost -}}
+{{- .Values.gateway.kafka.advertisedHost -}}
+{{- else -}}
+{{- printf "%s-gateway.%s" (include "spool.fullname" .) (include "spool.serviceDomain" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The port Kafka clients are told to connect to: gateway.kafka.advertisedPort, else the
+Service's Kafka port. */}}
+{{- define "spool.kafkaAdvertisedPort" -}}
+{{- if .Values.gateway.kafka.advertisedPort -}}
+{{- .Values.gateway.kafka.advertisedPort -}}
+{{- else -}}
+{{- .Values.gateway.service.kafkaPort -}}
 {{- end -}}
 {{- end -}}

@@ -1,0 +1,40 @@
+/**
+ * The Kafka APIs this gateway serves, each on the part of the gateway that serves the same gRPC
+ * call, registered with the versions it implements: ApiVersions advertises exactly these.
+ */
+import type { Logger, RequestMetrics } from '@spool/common';
+import type { InitProducerIdRequest, InitProducerIdResponse } from '@spool/protocol';
+import type { FetchDependencies } from '../fetch-handler';
+import type { OffsetDependencies } from '../offset-handlers';
+import type { ProduceDependencies } from '../produce-handler';
+import { KafkaApiDispatcher } from './kafka-api-dispatcher';
+import { apiVersionsApi } from './kafka-api-versions';
+import type { KafkaClusterView } from './kafka-cluster-view';
+import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
+import { fetchApi } from './kafka-fetch';
+import { listOffsetsApi } from './kafka-list-offsets';
+import { metadataApi } from './kafka-metadata';
+import { produceApi } from './kafka-produce';
+
+export interface KafkaApiDependencies {
+  readonly view: KafkaClusterView;
+  readonly produce: ProduceDependencies;
+  readonly fetch: FetchDependencies;
+  readonly offsets: OffsetDependencies;
+  readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
+  readonly requestMetrics: RequestMetrics;
+  readonly logger: Logger;
+}
+
+export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDispatcher {
+  const { view } = dependencies;
+  const dispatcher = new KafkaApiDispatcher(dependencies.requestMetrics);
+  dispatcher.register(apiVersionsApi(dispatcher));
+  dispatcher.register(metadataApi(view));
+  dispatcher.register(produceApi(view, dependencies.produce, dependencies.logger));
+  dispatcher.register(fetchApi(view, dependencies.fetch));
+  dispatcher.register(listOffsetsApi(dependencies.offsets));
+  dispatcher.register(findCoordinatorApi(view));
+  dispatcher.register(initProducerIdApi(dependencies.initProducerId));
+  return dispatcher;
+}

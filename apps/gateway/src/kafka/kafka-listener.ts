@@ -1,0 +1,110 @@
+// The gateway's Kafka listener: a plain TCP server on --kafka-port whose connections speak
+// Kafka's wire protocol (kafka-connection.ts), served by the Kafka APIs (kafka-apis.ts).
+//
+// Shutdown, close(drainTimeoutMs):
+// 1. Stop accepting connections.
+// 2. Every connection drains: it reads nothing more, aborts its long polls, writes the responses
+//    already done, then ends.
+// 3. Connections still open after drainTimeoutMs are destroyed.
+import { SpoolError, type Logger } from '@spool/common';
+import net from 'node:net';
+import { KafkaConnection, type KafkaRequestHandler } from './kafka-connection';
+import type { KafkaListenerMetrics } from './kafka-listener-metrics';
+
+/** Kafka's connections.max.idle.ms default: 10 minutes. */
+export const kafkaConnectionsMaxIdleMsDefault = 600_000;
+/** Connections beyond this are refused: each holds up to its in-flight requests' buffers. */
+export const kafkaConnectionsMaxDefault = 10_000;
+
+export interface KafkaListenerOptions {
+  readonly logger: Logger;
+  readonly handler: KafkaRequestHandler;
+  readonly metrics: KafkaListenerMetrics;
+  /** socket.request.max.bytes. */
+  readonly requestBytesMax: number;
+  readonly inFlightRequestsMax: number;
+  readonly connectionsMaxIdleMs?: number;
+  readonly connectionsMax?: number;
+}
+
+export class KafkaListener {
+  private readonly server: net.Server;
+  private readonly connections = new Set<KafkaConnection>();
+  private readonly logger: Logger;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: KafkaListenerOptions) {
+    this.logger = options.logger.child({ component: 'kafka' });
+    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.server.maxConnections = options.connectionsMax ?? kafkaConnectionsMaxDefault;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Starts listening; resolves with the bound port (useful with port 0). */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException): void => {
+        reject(
+          new SpoolError(
+            'LISTEN_FAILED',
+            `cannot listen for Kafka clients on ${host}:${port} (setting kafka.port): ` +
+              `${error.code ?? ''} ${error.message}`,
+            { cause: error },
+          ),
+        );
+      };
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        this.server.on('error', (error) => this.logger.error({ err: error }, 'kafka listener error'));
+        resolve((this.server.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops as the header's steps say; later calls return the same promise. */
+  close(drainTimeoutMs: number): Promise<void> {
+    this.closing ??= this.closeOnce(drainTimeoutMs);
+    return this.closing;
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.closing !== undefined) {
+      socket.destroy();
+      return;
+    }
+    const { metrics } = this.options;
+    const connection = new KafkaConnection(socket, {
+      logger: this.logger,
+      handler: this.options.handler,
+      requestBytesMax: this.options.requestBytesMax,
+      inFlightRequestsMax: this.options.inFlightRequestsMax,
+      connectionsMaxIdleMs: this.options.connectionsMaxIdleMs ?? kafkaConnectionsMaxIdleMsDefault,
+      onRefused: () => metrics.connectionsRefused.inc(),
+    });
+    this.connections.add(connection);
+    metrics.connectionsAccepted.inc();
+    void connection.closed.then(() => this.connections.delete(connection));
+  }
+
+  private async closeOnce(drainTimeoutMs: number): Promise<void> {
+    const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const connections = [...this.connections];
+    for (const connection of connections) connection.drain();
+    const closed = Promise.all(connections.map((connection) => connection.closed));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), drainTimeoutMs);
+    });
+    const drained = await Promise.race([closed.then(() => true), timedOut]);
+    clearTimeout(timer);
+    if (!drained) {
+      this.logger.warn({ drainTimeoutMs }, 'Kafka connections did not drain in time');
+      for (const connection of connections) connection.close('the drain timeout passed');
+    }
+    await Promise.all([stopped, closed]);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Produce: the Kafka request becomes the gateway's own produce (produce-handler.ts): the same
+ * admission bound, routing, leader append streams and retries after a leader change, the record
+ * batches passed through unread; the leader checks them (CRC, sizes, idempotent sequence) and
+ * writes them as they came.
+ *
+ * 1. acks 0, 1 and -1 are the gRPC path's none, leader and all; any other value is
+ *    INVALID_REQUIRED_ACKS for every partition, nothing written.
+ * 2. From version 13 topics are named by id; an id the cluster does not know is UNKNOWN_TOPIC_ID.
+ * 3. With acks=0 no response is sent, as Kafka sends none; errors are only logged.
+ */
+import type { Logger } from '@spool/common';
+import {
+  type PartitionProduceResponse,
+  type ProduceRequest,
+  type ProduceResponse,
+  defaultPartitionProduceResponse,
+  defaultProduceResponse,
+  readProduceRequest,
+  writeProduceResponse,
+} from '@spool/kafka-protocol';
+import { Acks, type PartitionBatches } from '@spool/protocol';
+import { type ProduceDependencies, handleProduce } from '../produce-handler';
+import type { KafkaApi } from './kafka-api-dispatcher';
+import type { KafkaClusterView } from './kafka-cluster-view';
+import { KafkaErrorNumber, kafkaErrorOf } from './kafka-errors';
+
+const produceApiKey = 0;
+/** The first version that names topics by id (KIP-516). */
+const topicIdsVersion = 13;
+
+const acksOf: ReadonlyMap<number, Acks> = new Map([
+  [0, Acks.ACKS_NONE],
+  [1, Acks.ACKS_LEADER],
+  [-1, Acks.ACKS_ALL],
+]);
+
+export function produceApi(
+  view: KafkaClusterView,
+  dependencies: ProduceDependencies,
+  logger: Logger,
+): KafkaApi<ProduceRequest, ProduceResponse> {
+  return {
+    apiKey: produceApiKey,
+    minVersion: 3,
+    maxVersion: 13,
+    read: readProduceRequest,
+    write: writeProduceResponse,
+    serve: async (request, version, context) => {
+      const acks = acksOf.get(request.acks);
+      // Point 2: each partition's topic name, or the error that keeps it from being sent.
+      const partitions = request.topicData.flatMap((topic) => {
+        const name = version >= topicIdsVersion ? view.topicNameOf(topic.topicId) : topic.name;
+        return topic.partitionData.map((partition) => ({ topic, partition, name }));
+      });
+      const sendable = partitions.filter(
+        (entry) => acks !== undefined && entry.name !== undefined,
+      );
+      const answered = await handleProduce(
+        {
+          partitions: sendable.map(
+            (entry): PartitionBatches => ({
+              topic: entry.name!,
+              partition: entry.partition.index,
+              records: entry.partition.records ?? Buffer.alloc(0),
+            }),
+          ),
+          acks: acks ?? Acks.ACKS_LEADER,
+          timeoutMs: request.timeoutMs,
+        },
+        context.peer,
+        dependencies,
+      );
+      const results = new Map(sendable.map((entry, index) => [entry, answered.results[index]!]));
+      if (acks === Acks.ACKS_NONE) {
+        // Point 3.
+        for (const result of answered.results) {
+          if (result.error !== undefined) {
+            logger.debug(
+              { topic: result.topic, partition: result.partition, error: result.error.code },
+              'acks=0 produce failed',
+            );
+          }
+        }
+        return undefined;
+      }
+      return {
+        ...defaultProduceResponse(),
+        responses: request.topicData.map((topic) => ({
+          name: topic.name,
+          topicId: topic.topicId,
+          partitionResponses: partitions
+            .filter((entry) => entry.topic === topic)
+            .map((entry): PartitionProduceResponse => {
+              const result = results.get(entry);
+              const base: PartitionProduceResponse = {
+                ...defaultPartitionProduceResponse(),
+                index: entry.partition.index,
+                baseOffset: -1n,
+              };
+              if (acks === undefined) {
+                return {
+                  ...base,
+                  errorCode: KafkaErrorNumber.InvalidRequiredAcks,
+                  errorMessage: `acks ${request.acks} is not one of 0, 1, -1`,
+                };
+              }
+              if (result === undefined) {
+                return {
+                  ...base,
+                  errorCode: KafkaErrorNumber.UnknownTopicId,
+                  errorMessage: `no topic has id ${entry.topic.topicId.toString('hex')}`,
+                };
+              }
+              return {
+                ...base,
+                ...kafkaErrorOf(result.error),
+                baseOffset: result.baseOffset,
+                logAppendTimeMs: result.logAppendTimeMs,
+                logStartOffset: result.logStartOffset,
+              };
+            }),
+        })),
+      };
+    },
+  };
+}
