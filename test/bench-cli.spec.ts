@@ -67,7 +67,18 @@ describe('spool bench against spool dev', () => {
     async () => {
       dev = spawn(
         process.execPath,
-        [cliEntryPoint, 'dev', '--nodes', '1', '--gateway-port', '0', '--kafka-port', '0', '--data-dir', dataDirectory],
+        [
+          cliEntryPoint,
+          'dev',
+          '--nodes',
+          '1',
+          '--gateway-port',
+          '0',
+          '--kafka-port',
+          '0',
+          '--data-dir',
+          dataDirectory,
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let devOutput = '';

@@ -150,7 +150,18 @@ function writeProgram(folder: string, moduleSystem: 'module' | 'commonjs', heade
 async function startCluster(): Promise<string> {
   dev = spawn(
     process.execPath,
-    [cliEntryPoint, 'dev', '--nodes', '1', '--gateway-port', '0', '--kafka-port', '0', '--data-dir', dataDirectory],
+    [
+      cliEntryPoint,
+      'dev',
+      '--nodes',
+      '1',
+      '--gateway-port',
+      '0',
+      '--kafka-port',
+      '0',
+      '--data-dir',
+      dataDirectory,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   dev.stdout!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));

@@ -43,7 +43,7 @@ export const devHelp: CommandHelp = {
     'after a back-off (0.5 s, doubling to 30 s, reset after 30 s of stable running) with the',
     'same id, data and ports; the rest keeps serving.',
     '"ready" is printed once every partition is in sync (ISR = replicas); the ports of every',
-    'process are in <data-dir>/cluster.json, kept current across restarts (the gateway\'s',
+    "process are in <data-dir>/cluster.json, kept current across restarts (the gateway's",
     'Kafka listener as ports.kafka).',
     'Ctrl-C stops the gateway and coordinators, then the storage nodes (controlled shutdown),',
     'then the controller; a second Ctrl-C kills everything at once (exit 1).',

@@ -117,7 +117,7 @@ export const gatewaySettings = {
     min: 0,
     max: 65535,
     description:
-      "Port of the Kafka protocol listener, where Kafka clients bootstrap (bootstrap.servers); " +
+      'Port of the Kafka protocol listener, where Kafka clients bootstrap (bootstrap.servers); ' +
       '0 picks a free one.',
   },
   kafkaAdvertisedHost: {
@@ -252,7 +252,8 @@ export function startGateway(
       // The Kafka listener: the same routes, leaders and coordinators as the gRPC calls above.
       let kafkaBoundPort = 0;
       const kafkaView = new KafkaClusterView(link, () => ({
-        host: config.kafkaAdvertisedHost !== '' ? config.kafkaAdvertisedHost : context.advertisedHost,
+        host:
+          config.kafkaAdvertisedHost !== '' ? config.kafkaAdvertisedHost : context.advertisedHost,
         port: config.kafkaAdvertisedPort !== 0 ? config.kafkaAdvertisedPort : kafkaBoundPort,
       }));
       const storageClient = (brokerId: number) => storageClients.get(brokerId)?.client;

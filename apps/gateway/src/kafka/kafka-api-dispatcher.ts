@@ -81,7 +81,9 @@ export class KafkaApiDispatcher implements KafkaRequestHandler {
     const minVersion = Math.max(api.minVersion, message.validVersions.min);
     const maxVersion = Math.min(api.maxVersion, schemaMaxVersion);
     if (minVersion > maxVersion) {
-      throw new Error(`${message.name}: versions ${api.minVersion}-${api.maxVersion} not in schema`);
+      throw new Error(
+        `${message.name}: versions ${api.minVersion}-${api.maxVersion} not in schema`,
+      );
     }
     this.apis.set(api.apiKey, {
       ...(api as unknown as AnyKafkaApi),
@@ -101,7 +103,11 @@ export class KafkaApiDispatcher implements KafkaRequestHandler {
   serve(frame: KafkaRequestFrame, context: KafkaRequestContext): Promise<KafkaResponseFrame> {
     const api = this.apis.get(frame.apiKey);
     // Point 1.
-    if (api === undefined || frame.apiVersion < api.minVersion || frame.apiVersion > api.maxVersion) {
+    if (
+      api === undefined ||
+      frame.apiVersion < api.minVersion ||
+      frame.apiVersion > api.maxVersion
+    ) {
       if (frame.apiKey === apiVersionsApiKey) {
         return Promise.resolve(this.unsupportedApiVersions(frame.correlationId));
       }
@@ -119,13 +125,19 @@ export class KafkaApiDispatcher implements KafkaRequestHandler {
     let clientId: string | null;
     let request: unknown;
     try {
-      clientId = readRequestHeader(reader, requestHeaderVersion(message, frame.apiVersion)).clientId;
+      clientId = readRequestHeader(
+        reader,
+        requestHeaderVersion(message, frame.apiVersion),
+      ).clientId;
       request = api.read(reader, frame.apiVersion);
     } catch (error) {
       if (!(error instanceof KafkaProtocolError)) throw error;
-      throw new KafkaRequestRefused(`${api.name} v${frame.apiVersion} is malformed: ${error.message}`, {
-        cause: error,
-      });
+      throw new KafkaRequestRefused(
+        `${api.name} v${frame.apiVersion} is malformed: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
     }
     return this.answer(api, frame, request, { ...context, clientId });
   }

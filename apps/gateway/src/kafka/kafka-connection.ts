@@ -185,9 +185,7 @@ export class KafkaConnection {
   }
 
   private hasRoom(): boolean {
-    return (
-      this.slots.length < this.options.inFlightRequestsMax && !this.socket.writableNeedDrain
-    );
+    return this.slots.length < this.options.inFlightRequestsMax && !this.socket.writableNeedDrain;
   }
 
   private start(bytes: Buffer): void {

@@ -60,14 +60,12 @@ export function fetchApi(
       const fetchable = wanted.filter((entry) => entry.name !== undefined);
       const fetched = await handleFetch(
         {
-          partitions: fetchable.map(
-            (entry): FetchPartition => ({
-              topic: entry.name!,
-              partition: entry.partition.partition,
-              fetchOffset: entry.partition.fetchOffset,
-              partitionMaxBytes: entry.partition.partitionMaxBytes,
-            }),
-          ),
+          partitions: fetchable.map((entry): FetchPartition => ({
+            topic: entry.name!,
+            partition: entry.partition.partition,
+            fetchOffset: entry.partition.fetchOffset,
+            partitionMaxBytes: entry.partition.partitionMaxBytes,
+          })),
           maxWaitMs: request.maxWaitMs,
           minBytes: request.minBytes,
           maxBytes: request.maxBytes,

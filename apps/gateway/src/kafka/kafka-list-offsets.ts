@@ -49,14 +49,13 @@ export function listOffsetsApi(
       const askable = wanted.filter((entry) => entry.spec !== undefined);
       const answered = await handleListOffsets(
         {
-          partitions: askable.map(
-            (entry): ListOffsetsPartition => ({
-              topic: entry.topic.name,
-              partition: entry.partition.partitionIndex,
-              spec: entry.spec!,
-              timestampMs: entry.spec === OffsetSpec.OFFSET_SPEC_TIMESTAMP ? entry.partition.timestamp : 0n,
-            }),
-          ),
+          partitions: askable.map((entry): ListOffsetsPartition => ({
+            topic: entry.topic.name,
+            partition: entry.partition.partitionIndex,
+            spec: entry.spec!,
+            timestampMs:
+              entry.spec === OffsetSpec.OFFSET_SPEC_TIMESTAMP ? entry.partition.timestamp : 0n,
+          })),
         },
         dependencies,
       );

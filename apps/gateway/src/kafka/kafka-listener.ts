@@ -59,7 +59,9 @@ export class KafkaListener {
       this.server.once('error', onError);
       this.server.listen(port, host, () => {
         this.server.off('error', onError);
-        this.server.on('error', (error) => this.logger.error({ err: error }, 'kafka listener error'));
+        this.server.on('error', (error) =>
+          this.logger.error({ err: error }, 'kafka listener error'),
+        );
         resolve((this.server.address() as net.AddressInfo).port);
       });
     });

@@ -53,18 +53,14 @@ export function produceApi(
         const name = version >= topicIdsVersion ? view.topicNameOf(topic.topicId) : topic.name;
         return topic.partitionData.map((partition) => ({ topic, partition, name }));
       });
-      const sendable = partitions.filter(
-        (entry) => acks !== undefined && entry.name !== undefined,
-      );
+      const sendable = partitions.filter((entry) => acks !== undefined && entry.name !== undefined);
       const answered = await handleProduce(
         {
-          partitions: sendable.map(
-            (entry): PartitionBatches => ({
-              topic: entry.name!,
-              partition: entry.partition.index,
-              records: entry.partition.records ?? Buffer.alloc(0),
-            }),
-          ),
+          partitions: sendable.map((entry): PartitionBatches => ({
+            topic: entry.name!,
+            partition: entry.partition.index,
+            records: entry.partition.records ?? Buffer.alloc(0),
+          })),
           acks: acks ?? Acks.ACKS_LEADER,
           timeoutMs: request.timeoutMs,
         },
