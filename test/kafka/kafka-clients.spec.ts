@@ -1,0 +1,262 @@
+// Proves that unmodified Kafka clients work against the gateway's Kafka listener on a `spool dev`
+// cluster (3 storage nodes): kcat (librdkafka) lists the cluster and topic, produces keyed
+// records and consumes them back; a KafkaJS idempotent producer's records (key, value, headers,
+// timestamp) are read by the SDK at the offsets KafkaJS was told, and records the SDK produced
+// are read by kcat with the same key, value, headers, timestamp and offset. Bad input on raw
+// sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
+// not served) closes only that connection: the gateway stays up, serves the next client, and
+// nothing is written.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { Spool, type Admin, type ConsumedMessage } from '@spool/client';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
+
+const partitionCount = 6;
+const kcatTimeoutMs = 20_000;
+
+let dev: SpoolDevProcess | undefined;
+let spool: Spool;
+let admin: Admin;
+let bootstrap: string;
+let kafkaPort: number;
+
+/** Runs kcat with `args` (stdin from `input`), resolving with its stdout; fails on a non-0 exit. */
+function kcat(args: readonly string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'kcat',
+      ['-b', bootstrap, ...args],
+      { timeout: kcatTimeoutMs },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`kcat ${args.join(' ')} failed: ${error.message}\n${stderr}`));
+        else resolve(stdout);
+      },
+    );
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+/** The high watermark of every partition of `topic`, through the SDK. */
+async function endOffsets(topic: string): Promise<string[]> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return offsets
+    .sort((left, right) => left.partition - right.partition)
+    .map((entry) => String(entry.high));
+}
+
+/** Reads `count` records of `topic` from the beginning through the SDK. */
+async function consumeWithSdk(topic: string, count: number): Promise<ConsumedMessage[]> {
+  const consumer = spool.consumer({ requestTimeoutMs: 5_000 });
+  const messages: ConsumedMessage[] = [];
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        messages.push({
+          ...message,
+          key: message.key === null ? null : Buffer.from(message.key),
+          value: message.value === null ? null : Buffer.from(message.value),
+          headers: message.headers.map((header) => ({
+            key: header.key,
+            value: header.value === null ? null : Buffer.from(header.value),
+          })),
+        });
+      },
+    });
+    await vi.waitFor(() => expect(messages.length).toBeGreaterThanOrEqual(count), {
+      timeout: 20_000,
+      interval: 50,
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return messages;
+}
+
+/** Sends `bytes` on a new connection; resolves once the gateway closed it, with what it sent. */
+function sendRaw(bytes: Buffer, endAfterWrite = false): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(kafkaPort, '127.0.0.1');
+    const received: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the gateway did not close the connection within 10 s'));
+    }, 10_000);
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(received));
+    });
+    socket.write(bytes, () => {
+      if (endAfterWrite) socket.end();
+    });
+  });
+}
+
+/** A request frame: size, apiKey, apiVersion, correlationId, then `body`. */
+function frame(apiKey: number, apiVersion: number, correlationId: number, body: Buffer): Buffer {
+  const header = Buffer.alloc(12);
+  header.writeInt32BE(8 + body.length, 0);
+  header.writeInt16BE(apiKey, 4);
+  header.writeInt16BE(apiVersion, 6);
+  header.writeInt32BE(correlationId, 8);
+  return Buffer.concat([header, body]);
+}
+
+beforeAll(async () => {
+  dev = await startSpoolDev(['--nodes', '3']);
+  const gateway = dev.processes.find((entry) => entry.role === 'gateway')!;
+  kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
+  expect(kafkaPort).toBeGreaterThan(0);
+  bootstrap = `localhost:${kafkaPort}`;
+  spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'kafka-clients-spec' });
+  admin = spool.admin({ requestTimeoutMs: 10_000 });
+  await admin.createTopics({
+    topics: ['kcat', 'from-kafkajs', 'from-sdk', 'bad-input'].map((topic) => ({
+      topic,
+      numPartitions: partitionCount,
+      replicationFactor: 3,
+    })),
+  });
+});
+
+afterAll(async () => {
+  try {
+    await admin?.disconnect();
+  } finally {
+    await dev?.stop();
+  }
+});
+
+describe('Kafka clients against the gateway', () => {
+  it('kcat lists the cluster: the gateway as broker 0, the topic with its partitions', async () => {
+    const listing = await kcat(['-L', '-t', 'kcat']);
+    expect(listing).toContain(`1 brokers:\n  broker 0 at 127.0.0.1:${kafkaPort}`);
+    expect(listing).toContain(`topic "kcat" with ${partitionCount} partitions:`);
+    for (let partition = 0; partition < partitionCount; partition++) {
+      expect(listing).toMatch(
+        new RegExp(`partition ${partition}, leader 0, replicas: \\d,\\d,\\d`),
+      );
+    }
+  });
+
+  it('kcat produces keyed records and consumes every one of them back', async () => {
+    const lines = Array.from({ length: 30 }, (_, index) => `key-${index}:value-${index}`);
+    await kcat(['-P', '-t', 'kcat', '-K:'], `${lines.join('\n')}\n`);
+    const consumed = await kcat(['-C', '-t', 'kcat', '-e', '-q', '-f', '%k:%s\n']);
+    expect(consumed.trim().split('\n').sort()).toEqual([...lines].sort());
+    const total = (await endOffsets('kcat')).reduce((sum, offset) => sum + Number(offset), 0);
+    expect(total).toBe(lines.length);
+  });
+
+  it('a KafkaJS idempotent producer writes what the SDK reads, at the offsets it was told', async () => {
+    const kafka = new Kafka({
+      brokers: [bootstrap],
+      clientId: 'kafkajs-spec',
+      logLevel: logLevel.NOTHING,
+    });
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const timestamp = String(Date.now() - 60_000);
+    const messages = Array.from({ length: 12 }, (_, index) => ({
+      key: `kafkajs-${index}`,
+      value: `value-${index}`,
+      timestamp,
+      headers: { origin: 'kafkajs', index: String(index) },
+    }));
+    let sent;
+    try {
+      sent = await producer.send({ topic: 'from-kafkajs', acks: -1, messages });
+    } finally {
+      await producer.disconnect();
+    }
+    expect(sent.every((result) => result.errorCode === 0)).toBe(true);
+    const consumed = await consumeWithSdk('from-kafkajs', messages.length);
+    expect(consumed).toHaveLength(messages.length);
+    for (const message of messages) {
+      const record = consumed.find((entry) => entry.key?.toString() === message.key)!;
+      expect(record.value?.toString()).toBe(message.value);
+      expect(record.timestamp).toBe(BigInt(timestamp));
+      expect(record.headers.map((header) => [header.key, header.value?.toString()])).toEqual(
+        Object.entries(message.headers),
+      );
+      // KafkaJS learns each partition's base offset; records of one partition follow it in order.
+      const partitionResult = sent.find((result) => result.partition === record.partition)!;
+      expect(record.offset).toBeGreaterThanOrEqual(BigInt(partitionResult.baseOffset!));
+    }
+  });
+
+  it('kcat reads what the SDK produced: key, value, headers, timestamp and offset', async () => {
+    const producer = spool.producer({ lingerMs: 1 });
+    const timestamp = Date.now() - 120_000;
+    let produced;
+    try {
+      produced = await producer.send({
+        topic: 'from-sdk',
+        messages: Array.from({ length: 8 }, (_, index) => ({
+          key: `sdk-${index}`,
+          value: `value-${index}`,
+          timestamp: BigInt(timestamp),
+          headers: [{ key: 'origin', value: 'sdk' }],
+        })),
+      });
+    } finally {
+      await producer.disconnect();
+    }
+    const consumed = await kcat([
+      ...['-C', '-t', 'from-sdk', '-e', '-q'],
+      ...['-f', '%p|%o|%k|%s|%T|%h\n'],
+    ]);
+    const lines = consumed.trim().split('\n').sort();
+    const expected = produced
+      .map(
+        (metadata, index) =>
+          `${metadata.partition}|${metadata.offset}|sdk-${index}|value-${index}|${timestamp}|origin=sdk`,
+      )
+      .sort();
+    expect(lines).toEqual(expected);
+  });
+
+  it('closes a connection on bad input, stays up and writes nothing', async () => {
+    const before = await endOffsets('bad-input');
+    // A Produce v9 whose body is cut short: the connection closes and nothing is appended.
+    const produce = frame(0, 9, 1, Buffer.from([0, 0, 0, 0x10, 0x61]));
+    const cases: Array<[string, Buffer]> = [
+      ['random bytes', randomBytes(4096)],
+      ['a 2 GiB size prefix', Buffer.from([0x7f, 0xff, 0xff, 0xff, 0, 1, 2, 3])],
+      ['a negative size prefix', Buffer.from([0x80, 0, 0, 0, 0, 1, 2, 3])],
+      ['a truncated Produce', produce],
+      ['an unknown API key', frame(9999, 0, 2, Buffer.alloc(4))],
+      ['a Metadata version not served', frame(3, 200, 3, Buffer.alloc(4))],
+    ];
+    for (const [name, bytes] of cases) {
+      const answer = await sendRaw(bytes);
+      expect(answer.length, name).toBe(0);
+    }
+    // A frame that never completes: the client gives up; the gateway keeps nothing of it.
+    await sendRaw(Buffer.from([0, 0, 0, 100, 0, 3, 0, 1]), true);
+    // ApiVersions at a version not served is answered, at v0, with UNSUPPORTED_VERSION (35).
+    const apiVersions = await new Promise<Buffer>((resolve, reject) => {
+      const socket = net.connect(kafkaPort, '127.0.0.1', () => {
+        socket.write(frame(18, 99, 7, Buffer.alloc(2)));
+      });
+      socket.once('data', (chunk: Buffer) => {
+        socket.destroy();
+        resolve(chunk);
+      });
+      socket.once('error', reject);
+    });
+    expect(apiVersions.readInt32BE(4)).toBe(7);
+    expect(apiVersions.readInt16BE(8)).toBe(35);
+    expect(apiVersions.readInt32BE(10)).toBeGreaterThan(0);
+    // The gateway is up and serves the next client; nothing was written.
+    expect(await kcat(['-L', '-t', 'bad-input'])).toContain('topic "bad-input"');
+    expect(await endOffsets('bad-input')).toEqual(before);
+    const gateway = dev!.processes.find((entry) => entry.role === 'gateway')!;
+    expect(() => process.kill(gateway.pid, 0)).not.toThrow();
+  });
+});
