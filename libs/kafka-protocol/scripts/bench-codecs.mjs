@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Times the hot paths of the Kafka listener's codecs on the built package (build it first):
-// reading a ProduceRequest and writing a FetchResponse (with its size prefix, as a frame), for a
-// few partition counts and record sizes, in microseconds of CPU per message.
+// reading a ProduceRequest, writing a ProduceResponse frame (size prefix, header, body), and
+// writing a FetchResponse frame for a few partition counts and record sizes, in microseconds of
+// CPU per message.
 //   node libs/kafka-protocol/scripts/bench-codecs.mjs
 import { createRequire } from 'node:module';
 
@@ -54,6 +55,23 @@ function time(label, count, run) {
   const microseconds = (used.user + used.system) / count;
   console.log(`${label.padEnd(44)} ${microseconds.toFixed(2).padStart(8)} µs/message`);
 }
+
+const produceResponse = kafka.defaultProduceResponse();
+produceResponse.responses = [
+  {
+    ...kafka.defaultTopicProduceResponse(),
+    name: 'orders',
+    partitionResponses: [{ ...kafka.defaultPartitionProduceResponse(), baseOffset: 100n }],
+  },
+];
+time('ProduceResponse v11 frame write, 1 partition', 500_000, () => {
+  const writer = new kafka.KafkaWriter();
+  const size = writer.reserveInt32();
+  kafka.writeResponseHeader(writer, { correlationId: 5 }, 1);
+  kafka.writeProduceResponse(writer, produceResponse, 11);
+  writer.setInt32(size, writer.sizeBytes - 4);
+  return writer.toBuffers();
+});
 
 for (const [partitions, recordsSizeBytes] of [
   [6, 200],

@@ -3,8 +3,12 @@ import { stringSizeBytesMax } from './kafka-reader';
 
 /** Kafka's socket.request.max.bytes: no request or response this process writes is larger. */
 export const writerSizeBytesMaxDefault = 100 * 1024 * 1024;
-/** The first buffer's size: most requests and responses fit in it. */
-const initialChunkSizeBytes = 4096;
+/**
+ * The first buffer's size: most responses fit in it, and Node.js hands buffers under 4 KiB out of
+ * its shared pool (a ProduceResponse frame took 1.6 µs of CPU with a 4 KiB first buffer, 0.7-1.0
+ * with 512 B).
+ */
+const initialChunkSizeBytes = 512;
 /** Buffers grow by doubling up to this size, so a large message takes few allocations. */
 const chunkSizeBytesMax = 1024 * 1024;
 /**
