@@ -11,7 +11,7 @@ import { CatalogError, type ErrorCode } from '@spool/errors';
 export const KafkaProtocolErrorCode = {
   /** The bytes are truncated or malformed: a length past the end, a null where none is allowed. */
   InvalidRequest: 'INVALID_REQUEST',
-  /** The version is outside the schema's, or a field the version lacks holds a non-default value. */
+  /** A version outside the schema's, or a field the version lacks holding a non-default value. */
   UnsupportedVersion: 'UNSUPPORTED_VERSION',
   /** The message would be larger than the writer's bound. */
   MessageTooLarge: 'MESSAGE_TOO_LARGE',

@@ -136,7 +136,7 @@ describe('ProduceRequest', () => {
 });
 
 describe('tagged fields', () => {
-  it('leaves a tagged struct out while it holds its default, and writes it when it does not', () => {
+  it('leaves a tagged struct out while it holds its default, and writes it otherwise', () => {
     const plain = encode(writeFetchResponse, fetchResponse(), 12);
     const withLeader = fetchResponse();
     withLeader.responses[0]!.partitions[0]!.currentLeader = { leaderId: 3, leaderEpoch: 5 };

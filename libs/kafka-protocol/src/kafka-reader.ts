@@ -1,6 +1,6 @@
 import { KafkaProtocolError, KafkaProtocolErrorCode } from './errors';
 
-/** Kafka's bound on a string's UTF-8 length, in both encodings (Java's generated readers check it). */
+/** Kafka's bound on a string's UTF-8 length in both encodings (its generated readers check it). */
 export const stringSizeBytesMax = 0x7fff;
 
 /**
@@ -124,7 +124,7 @@ export class KafkaReader {
     return value;
   }
 
-  /** Kafka's unsigned varint (at most 5 bytes, a 32-bit value), as `ByteUtils.readUnsignedVarint`. */
+  /** Kafka's unsigned varint (at most 5 bytes, 32 bits), as `ByteUtils.readUnsignedVarint`. */
   readUnsignedVarint(field: string): number {
     // Most varints (lengths, tagged field counts) are one byte.
     if (this.position < this.end) {

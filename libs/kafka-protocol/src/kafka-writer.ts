@@ -258,7 +258,7 @@ export class KafkaWriter {
     this.writeLength(length, flexible, false);
   }
 
-  /** Appends everything another writer holds (a tagged field's value, written to learn its size). */
+  /** Appends all another writer holds (a tagged field's value, written to learn its size). */
   writeWriter(other: KafkaWriter): void {
     for (const chunk of other.toBuffers()) this.writeRaw(chunk);
   }

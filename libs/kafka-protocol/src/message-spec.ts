@@ -97,7 +97,7 @@ export interface MessageSpec {
   readonly fileName: string;
 }
 
-/** Removes `//` and `/* *\/` comments outside strings (Jackson's ALLOW_COMMENTS, as Kafka parses). */
+/** Removes `//` and `/* *\/` comments outside strings (Jackson's ALLOW_COMMENTS, as Kafka does). */
 export function stripJsonComments(text: string): string {
   let result = '';
   let index = 0;
