@@ -22,6 +22,8 @@ const topic = (
     partition: index,
     leaderEpoch: 0,
     offline: partition.leaderId < 0,
+    addingReplicas: [],
+    removingReplicas: [],
     ...partition,
   })),
 });

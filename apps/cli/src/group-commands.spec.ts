@@ -365,6 +365,8 @@ class StubGateway {
               isr: [1],
               partitionEpoch: 0,
               offline: false,
+              addingReplicas: [],
+              removingReplicas: [],
             })),
           },
         })),

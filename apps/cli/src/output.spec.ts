@@ -20,6 +20,8 @@ const message: ConsumedMessage = {
   headers: [{ key: 'h', value: Buffer.from('x') }],
 };
 
+const notMoving = { addingReplicas: [], removingReplicas: [] };
+
 const topic: TopicDescription = {
   name: 't',
   topicId: 'id-1',
@@ -32,9 +34,10 @@ const topic: TopicDescription = {
       replicas: [0, 1, 2],
       isr: [0, 1, 2],
       offline: false,
+      ...notMoving,
     },
-    { partition: 1, leaderId: 1, leaderEpoch: 0, replicas: [1, 2, 0], isr: [1], offline: false },
-    { partition: 2, leaderId: -1, leaderEpoch: 4, replicas: [2], isr: [], offline: true },
+    { partition: 1, leaderId: 1, leaderEpoch: 0, replicas: [1, 2, 0], isr: [1], offline: false, ...notMoving },
+    { partition: 2, leaderId: -1, leaderEpoch: 4, replicas: [2], isr: [], offline: true, ...notMoving },
   ],
   configEntries: [
     { name: 'retention.ms', value: '1000', isDefault: false },

@@ -14,6 +14,7 @@ import { CoordinatorLifecycle } from './coordinator-lifecycle';
 import type { ControllerMetrics } from './controller-metrics';
 import type { MetadataWriter } from './metadata-writer';
 import { runAutomaticElections } from './partition-commands';
+import { completeReassignments } from './reassignment-commands';
 import { resolvePendingTopicChanges } from './topic-changes';
 
 export interface ActiveControllerSettings {
@@ -38,6 +39,8 @@ export class ActiveController {
   private lastPreferredElectionMs = Date.now();
   /** The election inputs (electionInputsKey) of the last scan that elected nothing. */
   private settledElectionInputs: string | undefined;
+  /** The same key for the last scan that completed no reassignment. */
+  private settledReassignmentInputs: string | undefined;
 
   constructor(
     state: ClusterState,
@@ -96,6 +99,12 @@ export class ActiveController {
       this.context.state.revision,
       this.context.liveBrokerIds(),
     );
+    if (electionInputs !== this.settledReassignmentInputs) {
+      // A move completes once its target is in the ISR; usually right after the leader's
+      // AlterPartition, here when that attempt failed or this controller took over midway.
+      const completed = await completeReassignments(this.context);
+      this.settledReassignmentInputs = completed === 0 ? electionInputs : undefined;
+    }
     if (!preferredDue && electionInputs === this.settledElectionInputs) return;
     const elected = await runAutomaticElections(this.context, this.brokers, {
       preferred: preferredDue,

@@ -41,6 +41,24 @@ export class ControllerMetrics {
       },
     });
     new Gauge({
+      name: 'spool_reassigning_partitions',
+      help:
+        "Partitions with a reassignment in progress (Kafka's ReassigningPartitions), as seen by " +
+        'the active controller.',
+      registers: [registry],
+      collect() {
+        const state = view();
+        if (state === undefined) return;
+        let reassigning = 0;
+        for (const partition of state.allPartitions()) {
+          const record = partition.record;
+          if ((record.addingReplicas?.length ?? 0) + (record.removingReplicas?.length ?? 0) > 0)
+            reassigning++;
+        }
+        this.set(reassigning);
+      },
+    });
+    new Gauge({
       name: 'spool_brokers',
       help: 'Registered brokers by state (alive or fenced), as seen by the active controller.',
       labelNames: ['state'],

@@ -25,6 +25,10 @@ import {
   describeConfigsHandler,
   alterConfigsHandler,
 } from './controller-rpc/topic-handlers';
+import {
+  alterPartitionReassignmentsHandler,
+  listPartitionReassignmentsHandler,
+} from './controller-rpc/reassignment-handlers';
 import { watchMetadataHandler } from './controller-rpc/watch-metadata-handler';
 import type { ControllerAccess } from './controller-rpc/controller-access';
 
@@ -49,5 +53,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     coordinatorHeartbeat: coordinatorHeartbeatHandler(role),
     ensureOffsetsTopic: ensureOffsetsTopicHandler(role),
     watchMetadata: watchMetadataHandler(role, publisher),
+    alterPartitionReassignments: alterPartitionReassignmentsHandler(role),
+    listPartitionReassignments: listPartitionReassignmentsHandler(role),
   };
 }

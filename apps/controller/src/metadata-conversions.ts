@@ -36,6 +36,8 @@ export function partitionMetadataOf(partition: PartitionState): PartitionMetadat
     isr: [...partition.record.isr],
     partitionEpoch: partition.record.partitionEpoch,
     offline: partition.record.leader === -1,
+    addingReplicas: [...(partition.record.addingReplicas ?? [])],
+    removingReplicas: [...(partition.record.removingReplicas ?? [])],
   };
 }
 

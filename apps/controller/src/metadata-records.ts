@@ -64,6 +64,14 @@ export interface PartitionRecord {
   readonly leaderEpoch: number;
   /** Bumped by every change; AlterPartition compares against it. */
   readonly partitionEpoch: number;
+  /**
+   * A reassignment in progress (Kafka's PartitionRecord.addingReplicas and removingReplicas,
+   * KIP-455): `replicas` is then the target followed by the replicas being removed. Both absent
+   * (never empty lists) when the partition is not moving, and in records written before they
+   * existed. See partition-reassignment.ts.
+   */
+  readonly addingReplicas?: readonly number[];
+  readonly removingReplicas?: readonly number[];
 }
 
 export interface ClusterRecord {
@@ -174,6 +182,13 @@ export function decodePartitionRecord(bytes: Buffer): PartitionRecord {
     !Number.isInteger(value['partitionEpoch'])
   ) {
     throw new Error('partition record is missing fields');
+  }
+  for (const field of ['addingReplicas', 'removingReplicas']) {
+    const list = value[field];
+    if (list === undefined) continue;
+    if (!isIntegerList(list) || !list.every((id) => (value['replicas'] as number[]).includes(id))) {
+      throw new Error(`partition record has ${field} that are not a list of its replicas`);
+    }
   }
   return value as unknown as PartitionRecord;
 }

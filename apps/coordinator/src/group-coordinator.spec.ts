@@ -44,6 +44,8 @@ function topic(name: string, partitions: number, internal = false): TopicMetadat
       isr: [0],
       partitionEpoch: 0,
       offline: false,
+      addingReplicas: [],
+      removingReplicas: [],
     })),
   };
 }

@@ -12,6 +12,8 @@ import { callOnce } from '@spool/common';
 import type {
   AlterConfigsRequest,
   AlterConfigsResponse,
+  AlterPartitionReassignmentsRequest,
+  AlterPartitionReassignmentsResponse,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
   CreateTopicsRequest,
@@ -24,6 +26,8 @@ import type {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  ListPartitionReassignmentsRequest,
+  ListPartitionReassignmentsResponse,
   ListTopicsRequest,
   ListTopicsResponse,
 } from '@spool/protocol';
@@ -118,6 +122,24 @@ export function adminHandlers(link: MetadataLink) {
     describeCluster: (request: DescribeClusterRequest): Promise<DescribeClusterResponse> =>
       link.channel.call((client) =>
         callOnce(client, client.describeCluster, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
+      ),
+
+    alterPartitionReassignments: (
+      request: AlterPartitionReassignmentsRequest,
+    ): Promise<AlterPartitionReassignmentsResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.alterPartitionReassignments, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
+      ),
+
+    listPartitionReassignments: (
+      request: ListPartitionReassignmentsRequest,
+    ): Promise<ListPartitionReassignmentsResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.listPartitionReassignments, request, {
           deadlineMs: controllerCallDeadlineMs,
         }),
       ),

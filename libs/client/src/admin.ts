@@ -24,6 +24,12 @@ import {
   type TopicGroupOffsets,
 } from './group-admin';
 import { listOffsets } from './list-offsets';
+import {
+  alterPartitionReassignments,
+  listPartitionReassignments,
+  type OngoingPartitionReassignment,
+  type PartitionReassignmentInput,
+} from './partition-reassignments';
 
 /**
  * The admin client, named as KafkaJS's: topics, partitions, configs, the cluster and offsets,
@@ -57,6 +63,9 @@ export interface PartitionDescription {
   readonly replicas: readonly number[];
   readonly isr: readonly number[];
   readonly offline: boolean;
+  /** A reassignment in progress: replicas being added and removed (both empty otherwise). */
+  readonly addingReplicas: readonly number[];
+  readonly removingReplicas: readonly number[];
 }
 
 export interface TopicDescription {
@@ -298,6 +307,25 @@ export class Admin {
     if (failures.length > 0) throw topicsError('create partitions', failures);
   }
 
+  /**
+   * Moves partitions to new replica sets, or cancels moves with replicas null (Kafka's
+   * alterPartitionReassignments). Throws naming every refused partition.
+   */
+  async alterPartitionReassignments(request: {
+    topics: readonly PartitionReassignmentInput[];
+  }): Promise<void> {
+    this.lifecycle.ensureOpen('alter partition reassignments');
+    await alterPartitionReassignments(this.connection, request.topics, this.callOptions());
+  }
+
+  /** The reassignments in progress, of the given topics or of all (Kafka's list...). */
+  async listPartitionReassignments(
+    request: { topics?: readonly string[] } = {},
+  ): Promise<OngoingPartitionReassignment[]> {
+    this.lifecycle.ensureOpen('list partition reassignments');
+    return listPartitionReassignments(this.connection, request.topics, this.callOptions());
+  }
+
   /** Each partition's log start offset (low) and high watermark (high and offset). */
   async fetchTopicOffsets(topic: string): Promise<PartitionOffsets[]> {
     const partitions = await this.partitionsOf(topic);
@@ -435,6 +463,8 @@ function toTopicDescription(topic: TopicMetadata): TopicDescription {
         replicas: partition.replicas,
         isr: partition.isr,
         offline: partition.offline,
+        addingReplicas: partition.addingReplicas,
+        removingReplicas: partition.removingReplicas,
       }))
       .sort((left, right) => left.partition - right.partition),
     configEntries: topic.configs.map(toConfigEntry),

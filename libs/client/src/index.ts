@@ -45,6 +45,10 @@ export {
   type TopicToCreate,
 } from './admin';
 export type {
+  OngoingPartitionReassignment,
+  PartitionReassignmentInput,
+} from './partition-reassignments';
+export type {
   AcksSetting,
   AdminOptions,
   CompressionName,

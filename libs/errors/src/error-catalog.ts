@@ -120,6 +120,7 @@ const definitions = {
     false,
     'Replication factor is below 1 or larger than the number of available brokers.',
   ),
+  INVALID_REPLICA_ASSIGNMENT: kafka(39, false, 'Replica assignment is invalid.'),
   INVALID_CONFIG: kafka(40, false, 'Configuration is invalid.'),
   // NotControllerException: the active controller answers the same request.
   NOT_CONTROLLER: kafka(41, true, 'This is not the correct controller for this cluster.'),
@@ -170,6 +171,7 @@ const definitions = {
     false,
     'This record has failed the validation on broker and hence will be rejected.',
   ),
+  NO_REASSIGNMENT_IN_PROGRESS: kafka(85, false, 'No partition reassignment is in progress.'),
   THROTTLING_QUOTA_EXCEEDED: kafka(89, true, 'The throttling quota has been exceeded.'),
   INVALID_UPDATE_VERSION: kafka(95, false, 'The given update version was invalid.'),
   DUPLICATE_BROKER_REGISTRATION: kafka(101, false, 'This broker ID is already in use.'),

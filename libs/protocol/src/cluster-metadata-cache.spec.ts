@@ -17,6 +17,8 @@ const topic = (name: string, leaderId: number) => ({
       isr: [0, 1],
       partitionEpoch: 1,
       offline: false,
+      addingReplicas: [],
+      removingReplicas: [],
     },
   ],
   configs: [{ name: 'min.insync.replicas', value: '2', isDefault: false }],

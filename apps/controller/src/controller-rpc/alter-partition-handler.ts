@@ -6,7 +6,13 @@ import type {
   AlterPartitionTopicResult,
 } from '@spool/protocol';
 import { partitionMetadataOf } from '../metadata-conversions';
-import { alterPartitions, type AlterPartitionItem } from '../partition-commands';
+import type { ControllerContext } from '../controller-context';
+import {
+  alterPartitions,
+  type AlterPartitionItem,
+  type AlterPartitionResult,
+} from '../partition-commands';
+import { completeReassignments } from '../reassignment-commands';
 import { protoError, type ControllerAccess } from './controller-access';
 
 /**
@@ -21,6 +27,31 @@ function requireInt32(value: number, field: string, min: number): void {
       'INVALID_REQUEST',
       `${field} is ${value}; it must be an integer of at least ${min}`,
     );
+  }
+}
+
+/**
+ * A replica that joined the ISR may complete its partition's move. The completion is its own
+ * write after the ISR change, not part of it: the leader applies AlterPartition's answer
+ * directly, and must learn of a new leader or replica set from the metadata stream. A failure is
+ * logged, not answered: maintenance completes the move on its next round.
+ */
+async function completeReassignmentsAfter(
+  context: ControllerContext,
+  results: readonly AlterPartitionResult[],
+): Promise<void> {
+  const changed = results.flatMap((result) =>
+    result.error === undefined && result.partition.record.addingReplicas !== undefined
+      ? [context.state.topics.get(result.item.topic)?.partitions.get(result.item.partition)]
+      : [],
+  );
+  try {
+    await completeReassignments(
+      context,
+      changed.filter((partition) => partition !== undefined),
+    );
+  } catch (error) {
+    context.logger.warn({ err: error }, 'completing reassignments failed; maintenance retries');
   }
 }
 
@@ -43,13 +74,15 @@ export function alterPartitionHandler(role: ControllerAccess) {
     const { controller } = await role.requireActive();
     let results;
     try {
-      results = await controller.queue.run(() =>
-        alterPartitions(controller.context, controller.brokers, {
+      results = await controller.queue.run(async () => {
+        const altered = await alterPartitions(controller.context, controller.brokers, {
           brokerId: request.brokerId,
           brokerEpoch: request.brokerEpoch,
           partitions,
-        }),
-      );
+        });
+        await completeReassignmentsAfter(controller.context, altered);
+        return altered;
+      });
     } catch (error) {
       if (
         !(error instanceof SpoolError) ||

@@ -40,6 +40,8 @@ export function testTopic(
       isr: leaderId >= 0 ? [leaderId] : [],
       partitionEpoch: 1,
       offline: leaderId < 0,
+      addingReplicas: [],
+      removingReplicas: [],
     })),
   };
 }

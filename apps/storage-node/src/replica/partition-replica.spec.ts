@@ -1,6 +1,8 @@
 // Proves that a replica hosted as leader computes its high watermark at once from its stale
 // checkpoint and its ISR: a node restarted after kill -9 that leads a partition alone must
-// answer a retried duplicate's acks=all wait without waiting for an append or a follower.
+// answer a retried duplicate's acks=all wait without waiting for an append or a follower. And
+// that a leader whose replica set changes within its term (a reassignment) tracks the added
+// follower's fetches and forgets the removed one.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -65,5 +67,18 @@ describe('PartitionReplica', () => {
     const log = await logWithStaleCheckpoint(20, 6n);
     const replica = hosted(log, 1, [0, 1]);
     expect(replica.highWatermark).toBe(6n);
+  });
+
+  it('as leader, tracks a replica added within the term and forgets a removed one', async () => {
+    const log = await logWithStaleCheckpoint(20, 20n);
+    const replica = hosted(log, 0, [0, 1]);
+    replica.applyAssignment(
+      { leaderId: 0, leaderEpoch: 1, partitionEpoch: 2, replicas: [0, 2], isr: [0, 1] },
+      Date.now(),
+    );
+    expect([...replica.followers.keys()]).toEqual([2]);
+    replica.recordFollowerFetch(2, 20n, 1_000);
+    expect(replica.followers.get(2)?.logEndOffset).toBe(20n);
+    expect(replica.followerLastCaughtUpTimeMs(2, 1_000)).toBe(1_000);
   });
 });

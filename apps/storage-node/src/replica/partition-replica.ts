@@ -128,6 +128,8 @@ export class PartitionReplica {
     const epochChanged = assignment.leaderEpoch !== previous.leaderEpoch;
     if (this.role === ReplicaRole.Leader && (epochChanged || previousRole !== ReplicaRole.Leader)) {
       this.resetFollowers(nowMs);
+    } else if (this.role === ReplicaRole.Leader) {
+      this.updateFollowers(nowMs);
     }
     if (this.role === ReplicaRole.Leader) this.maybeAdvanceHighWatermark();
     this.wake();
@@ -139,6 +141,28 @@ export class PartitionReplica {
     this.followers.clear();
     for (const replica of this.assignment.replicas) {
       if (replica === this.localBrokerId) continue;
+      this.followers.set(replica, {
+        logEndOffset: -1n,
+        lastCaughtUpTimeMs: nowMs,
+        lastFetchTimeMs: 0,
+        lastFetchLeaderLogEndOffset: -1n,
+        fetchSession: undefined,
+      });
+    }
+  }
+
+  /**
+   * The replica set changed within the term (a reassignment adds or removes replicas, as Kafka's
+   * Partition.updateAssignmentAndIsr): new followers are tracked from their first fetch on, so
+   * they can catch up and join the ISR; followers that left are forgotten. The others keep
+   * their positions.
+   */
+  private updateFollowers(nowMs: number): void {
+    for (const replica of this.followers.keys()) {
+      if (!this.assignment.replicas.includes(replica)) this.followers.delete(replica);
+    }
+    for (const replica of this.assignment.replicas) {
+      if (replica === this.localBrokerId || this.followers.has(replica)) continue;
       this.followers.set(replica, {
         logEndOffset: -1n,
         lastCaughtUpTimeMs: nowMs,

@@ -535,6 +535,8 @@ export class FakeGateway {
         isr: [1],
         partitionEpoch: 0,
         offline: false,
+        addingReplicas: [],
+        removingReplicas: [],
       })),
     };
   }

@@ -151,6 +151,13 @@ export interface PartitionMetadata {
   partitionEpoch: number;
   /** Set when the partition has no live leader. */
   offline: boolean;
+  /**
+   * A reassignment in progress (Kafka's PartitionRecord, KIP-455): replicas being added, which
+   * catch up as followers, and replicas that leave once every target replica is in the ISR.
+   * `replicas` holds both while the partition moves; the target is replicas minus removing.
+   */
+  addingReplicas: number[];
+  removingReplicas: number[];
 }
 
 export interface TopicMetadata {
@@ -573,6 +580,8 @@ function createBasePartitionMetadata(): PartitionMetadata {
     isr: [],
     partitionEpoch: 0,
     offline: false,
+    addingReplicas: [],
+    removingReplicas: [],
   };
 }
 
@@ -609,6 +618,20 @@ export const PartitionMetadata: MessageFns<PartitionMetadata> = {
     }
     if (message.offline !== false) {
       writer.uint32(64).bool(message.offline);
+    }
+    if (message.addingReplicas.length !== 0) {
+      writer.uint32(74).fork();
+      for (const v of message.addingReplicas) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.removingReplicas.length !== 0) {
+      writer.uint32(82).fork();
+      for (const v of message.removingReplicas) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -710,6 +733,42 @@ export const PartitionMetadata: MessageFns<PartitionMetadata> = {
             message.offline = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag === 72) {
+              message.addingReplicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 74) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.addingReplicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 10: {
+            if (tag === 80) {
+              message.removingReplicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 82) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.removingReplicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -744,6 +803,16 @@ export const PartitionMetadata: MessageFns<PartitionMetadata> = {
         ? globalThis.Number(object.partition_epoch)
         : 0,
       offline: isSet(object.offline) ? globalThis.Boolean(object.offline) : false,
+      addingReplicas: globalThis.Array.isArray(object?.addingReplicas)
+        ? object.addingReplicas.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.adding_replicas)
+        ? object.adding_replicas.map((e: any) => globalThis.Number(e))
+        : [],
+      removingReplicas: globalThis.Array.isArray(object?.removingReplicas)
+        ? object.removingReplicas.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.removing_replicas)
+        ? object.removing_replicas.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -773,6 +842,12 @@ export const PartitionMetadata: MessageFns<PartitionMetadata> = {
     if (message.offline !== false) {
       obj.offline = message.offline;
     }
+    if (message.addingReplicas?.length) {
+      obj.addingReplicas = message.addingReplicas.map((e) => Math.round(e));
+    }
+    if (message.removingReplicas?.length) {
+      obj.removingReplicas = message.removingReplicas.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -789,6 +864,8 @@ export const PartitionMetadata: MessageFns<PartitionMetadata> = {
     message.isr = object.isr?.map((e) => e) || [];
     message.partitionEpoch = object.partitionEpoch ?? 0;
     message.offline = object.offline ?? false;
+    message.addingReplicas = object.addingReplicas?.map((e) => e) || [];
+    message.removingReplicas = object.removingReplicas?.map((e) => e) || [];
     return message;
   },
 };

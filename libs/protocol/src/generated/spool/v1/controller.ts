@@ -331,6 +331,64 @@ export interface EnsureOffsetsTopicResponse {
   topic: TopicMetadata | undefined;
 }
 
+export interface AlterPartitionReassignmentsRequest {
+  topics: ReassignableTopic[];
+}
+
+export interface ReassignableTopic {
+  name: string;
+  partitions: ReassignablePartition[];
+}
+
+export interface ReassignablePartition {
+  partition: number;
+  /** The target replica set, preferred leader first. Empty only with cancel. */
+  replicas: number[];
+  /**
+   * Cancels the partition's reassignment in progress (Kafka's null replicas): the original
+   * replica set comes back and the added replicas leave.
+   */
+  cancel: boolean;
+}
+
+export interface AlterPartitionReassignmentsResponse {
+  /** Set when the whole request was refused (a malformed request). */
+  error: Error | undefined;
+  topics: ReassignableTopicResult[];
+}
+
+export interface ReassignableTopicResult {
+  name: string;
+  partitions: ReassignablePartitionResult[];
+}
+
+export interface ReassignablePartitionResult {
+  partition: number;
+  error: Error | undefined;
+}
+
+export interface ListPartitionReassignmentsRequest {
+  /** The topics to look at; empty lists every reassignment in progress. */
+  topics: string[];
+}
+
+export interface ListPartitionReassignmentsResponse {
+  topics: OngoingTopicReassignment[];
+}
+
+export interface OngoingTopicReassignment {
+  name: string;
+  partitions: OngoingPartitionReassignment[];
+}
+
+export interface OngoingPartitionReassignment {
+  partition: number;
+  /** The whole replica set while moving: the target, then the replicas being removed. */
+  replicas: number[];
+  addingReplicas: number[];
+  removingReplicas: number[];
+}
+
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
   return { brokerId: 0, rack: "", endpoints: [], incarnationId: "" };
 }
@@ -4636,6 +4694,948 @@ export const EnsureOffsetsTopicResponse: MessageFns<EnsureOffsetsTopicResponse> 
   },
 };
 
+function createBaseAlterPartitionReassignmentsRequest(): AlterPartitionReassignmentsRequest {
+  return { topics: [] };
+}
+
+export const AlterPartitionReassignmentsRequest: MessageFns<AlterPartitionReassignmentsRequest> = {
+  encode(message: AlterPartitionReassignmentsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.topics) {
+      ReassignableTopic.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionReassignmentsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionReassignmentsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topics.push(ReassignableTopic.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionReassignmentsRequest {
+    return {
+      topics: globalThis.Array.isArray(object?.topics)
+        ? object.topics.map((e: any) => ReassignableTopic.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterPartitionReassignmentsRequest): unknown {
+    const obj: any = {};
+    if (message.topics?.length) {
+      obj.topics = message.topics.map((e) => ReassignableTopic.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionReassignmentsRequest>, I>>(
+    base?: I,
+  ): AlterPartitionReassignmentsRequest {
+    return AlterPartitionReassignmentsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionReassignmentsRequest>, I>>(
+    object: I,
+  ): AlterPartitionReassignmentsRequest {
+    const message = createBaseAlterPartitionReassignmentsRequest();
+    message.topics = object.topics?.map((e) => ReassignableTopic.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReassignableTopic(): ReassignableTopic {
+  return { name: "", partitions: [] };
+}
+
+export const ReassignableTopic: MessageFns<ReassignableTopic> = {
+  encode(message: ReassignableTopic, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.partitions) {
+      ReassignablePartition.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReassignableTopic {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReassignableTopic();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(ReassignablePartition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReassignableTopic {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => ReassignablePartition.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReassignableTopic): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => ReassignablePartition.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReassignableTopic>, I>>(base?: I): ReassignableTopic {
+    return ReassignableTopic.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReassignableTopic>, I>>(object: I): ReassignableTopic {
+    const message = createBaseReassignableTopic();
+    message.name = object.name ?? "";
+    message.partitions = object.partitions?.map((e) => ReassignablePartition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReassignablePartition(): ReassignablePartition {
+  return { partition: 0, replicas: [], cancel: false };
+}
+
+export const ReassignablePartition: MessageFns<ReassignablePartition> = {
+  encode(message: ReassignablePartition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.replicas.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.replicas) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.cancel !== false) {
+      writer.uint32(24).bool(message.cancel);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReassignablePartition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReassignablePartition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.replicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.replicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cancel = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReassignablePartition {
+    return {
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      replicas: globalThis.Array.isArray(object?.replicas) ? object.replicas.map((e: any) => globalThis.Number(e)) : [],
+      cancel: isSet(object.cancel) ? globalThis.Boolean(object.cancel) : false,
+    };
+  },
+
+  toJSON(message: ReassignablePartition): unknown {
+    const obj: any = {};
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.replicas?.length) {
+      obj.replicas = message.replicas.map((e) => Math.round(e));
+    }
+    if (message.cancel !== false) {
+      obj.cancel = message.cancel;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReassignablePartition>, I>>(base?: I): ReassignablePartition {
+    return ReassignablePartition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReassignablePartition>, I>>(object: I): ReassignablePartition {
+    const message = createBaseReassignablePartition();
+    message.partition = object.partition ?? 0;
+    message.replicas = object.replicas?.map((e) => e) || [];
+    message.cancel = object.cancel ?? false;
+    return message;
+  },
+};
+
+function createBaseAlterPartitionReassignmentsResponse(): AlterPartitionReassignmentsResponse {
+  return { error: undefined, topics: [] };
+}
+
+export const AlterPartitionReassignmentsResponse: MessageFns<AlterPartitionReassignmentsResponse> = {
+  encode(message: AlterPartitionReassignmentsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.topics) {
+      ReassignableTopicResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterPartitionReassignmentsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterPartitionReassignmentsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topics.push(ReassignableTopicResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterPartitionReassignmentsResponse {
+    return {
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      topics: globalThis.Array.isArray(object?.topics)
+        ? object.topics.map((e: any) => ReassignableTopicResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterPartitionReassignmentsResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.topics?.length) {
+      obj.topics = message.topics.map((e) => ReassignableTopicResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterPartitionReassignmentsResponse>, I>>(
+    base?: I,
+  ): AlterPartitionReassignmentsResponse {
+    return AlterPartitionReassignmentsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterPartitionReassignmentsResponse>, I>>(
+    object: I,
+  ): AlterPartitionReassignmentsResponse {
+    const message = createBaseAlterPartitionReassignmentsResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.topics = object.topics?.map((e) => ReassignableTopicResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReassignableTopicResult(): ReassignableTopicResult {
+  return { name: "", partitions: [] };
+}
+
+export const ReassignableTopicResult: MessageFns<ReassignableTopicResult> = {
+  encode(message: ReassignableTopicResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.partitions) {
+      ReassignablePartitionResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReassignableTopicResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReassignableTopicResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(ReassignablePartitionResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReassignableTopicResult {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => ReassignablePartitionResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReassignableTopicResult): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => ReassignablePartitionResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReassignableTopicResult>, I>>(base?: I): ReassignableTopicResult {
+    return ReassignableTopicResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReassignableTopicResult>, I>>(object: I): ReassignableTopicResult {
+    const message = createBaseReassignableTopicResult();
+    message.name = object.name ?? "";
+    message.partitions = object.partitions?.map((e) => ReassignablePartitionResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReassignablePartitionResult(): ReassignablePartitionResult {
+  return { partition: 0, error: undefined };
+}
+
+export const ReassignablePartitionResult: MessageFns<ReassignablePartitionResult> = {
+  encode(message: ReassignablePartitionResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReassignablePartitionResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReassignablePartitionResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReassignablePartitionResult {
+    return {
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: ReassignablePartitionResult): unknown {
+    const obj: any = {};
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReassignablePartitionResult>, I>>(base?: I): ReassignablePartitionResult {
+    return ReassignablePartitionResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReassignablePartitionResult>, I>>(object: I): ReassignablePartitionResult {
+    const message = createBaseReassignablePartitionResult();
+    message.partition = object.partition ?? 0;
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    return message;
+  },
+};
+
+function createBaseListPartitionReassignmentsRequest(): ListPartitionReassignmentsRequest {
+  return { topics: [] };
+}
+
+export const ListPartitionReassignmentsRequest: MessageFns<ListPartitionReassignmentsRequest> = {
+  encode(message: ListPartitionReassignmentsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.topics) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPartitionReassignmentsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPartitionReassignmentsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topics.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPartitionReassignmentsRequest {
+    return {
+      topics: globalThis.Array.isArray(object?.topics) ? object.topics.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ListPartitionReassignmentsRequest): unknown {
+    const obj: any = {};
+    if (message.topics?.length) {
+      obj.topics = message.topics;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPartitionReassignmentsRequest>, I>>(
+    base?: I,
+  ): ListPartitionReassignmentsRequest {
+    return ListPartitionReassignmentsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPartitionReassignmentsRequest>, I>>(
+    object: I,
+  ): ListPartitionReassignmentsRequest {
+    const message = createBaseListPartitionReassignmentsRequest();
+    message.topics = object.topics?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseListPartitionReassignmentsResponse(): ListPartitionReassignmentsResponse {
+  return { topics: [] };
+}
+
+export const ListPartitionReassignmentsResponse: MessageFns<ListPartitionReassignmentsResponse> = {
+  encode(message: ListPartitionReassignmentsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.topics) {
+      OngoingTopicReassignment.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPartitionReassignmentsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPartitionReassignmentsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topics.push(OngoingTopicReassignment.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPartitionReassignmentsResponse {
+    return {
+      topics: globalThis.Array.isArray(object?.topics)
+        ? object.topics.map((e: any) => OngoingTopicReassignment.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListPartitionReassignmentsResponse): unknown {
+    const obj: any = {};
+    if (message.topics?.length) {
+      obj.topics = message.topics.map((e) => OngoingTopicReassignment.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPartitionReassignmentsResponse>, I>>(
+    base?: I,
+  ): ListPartitionReassignmentsResponse {
+    return ListPartitionReassignmentsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPartitionReassignmentsResponse>, I>>(
+    object: I,
+  ): ListPartitionReassignmentsResponse {
+    const message = createBaseListPartitionReassignmentsResponse();
+    message.topics = object.topics?.map((e) => OngoingTopicReassignment.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseOngoingTopicReassignment(): OngoingTopicReassignment {
+  return { name: "", partitions: [] };
+}
+
+export const OngoingTopicReassignment: MessageFns<OngoingTopicReassignment> = {
+  encode(message: OngoingTopicReassignment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.partitions) {
+      OngoingPartitionReassignment.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OngoingTopicReassignment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOngoingTopicReassignment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(OngoingPartitionReassignment.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OngoingTopicReassignment {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => OngoingPartitionReassignment.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: OngoingTopicReassignment): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => OngoingPartitionReassignment.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OngoingTopicReassignment>, I>>(base?: I): OngoingTopicReassignment {
+    return OngoingTopicReassignment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OngoingTopicReassignment>, I>>(object: I): OngoingTopicReassignment {
+    const message = createBaseOngoingTopicReassignment();
+    message.name = object.name ?? "";
+    message.partitions = object.partitions?.map((e) => OngoingPartitionReassignment.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseOngoingPartitionReassignment(): OngoingPartitionReassignment {
+  return { partition: 0, replicas: [], addingReplicas: [], removingReplicas: [] };
+}
+
+export const OngoingPartitionReassignment: MessageFns<OngoingPartitionReassignment> = {
+  encode(message: OngoingPartitionReassignment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.partition !== 0) {
+      writer.uint32(8).int32(message.partition);
+    }
+    if (message.replicas.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.replicas) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.addingReplicas.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.addingReplicas) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.removingReplicas.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.removingReplicas) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OngoingPartitionReassignment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOngoingPartitionReassignment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.replicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.replicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.addingReplicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.addingReplicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 4: {
+            if (tag === 32) {
+              message.removingReplicas.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.removingReplicas.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OngoingPartitionReassignment {
+    return {
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      replicas: globalThis.Array.isArray(object?.replicas) ? object.replicas.map((e: any) => globalThis.Number(e)) : [],
+      addingReplicas: globalThis.Array.isArray(object?.addingReplicas)
+        ? object.addingReplicas.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.adding_replicas)
+        ? object.adding_replicas.map((e: any) => globalThis.Number(e))
+        : [],
+      removingReplicas: globalThis.Array.isArray(object?.removingReplicas)
+        ? object.removingReplicas.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.removing_replicas)
+        ? object.removing_replicas.map((e: any) => globalThis.Number(e))
+        : [],
+    };
+  },
+
+  toJSON(message: OngoingPartitionReassignment): unknown {
+    const obj: any = {};
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.replicas?.length) {
+      obj.replicas = message.replicas.map((e) => Math.round(e));
+    }
+    if (message.addingReplicas?.length) {
+      obj.addingReplicas = message.addingReplicas.map((e) => Math.round(e));
+    }
+    if (message.removingReplicas?.length) {
+      obj.removingReplicas = message.removingReplicas.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OngoingPartitionReassignment>, I>>(base?: I): OngoingPartitionReassignment {
+    return OngoingPartitionReassignment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OngoingPartitionReassignment>, I>>(object: I): OngoingPartitionReassignment {
+    const message = createBaseOngoingPartitionReassignment();
+    message.partition = object.partition ?? 0;
+    message.replicas = object.replicas?.map((e) => e) || [];
+    message.addingReplicas = object.addingReplicas?.map((e) => e) || [];
+    message.removingReplicas = object.removingReplicas?.map((e) => e) || [];
+    return message;
+  },
+};
+
 /**
  * The active controller owns cluster metadata: brokers, topics, partitions, leaders, ISR and
  * epochs. A standby answers every call with NOT_CONTROLLER and the active controller's address.
@@ -4830,6 +5830,37 @@ export const ControllerServiceService = {
       Buffer.from(EnsureOffsetsTopicResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EnsureOffsetsTopicResponse => EnsureOffsetsTopicResponse.decode(value),
   },
+  /**
+   * Moves partitions to new replica sets, or cancels moves in progress (Kafka's
+   * AlterPartitionReassignments, KIP-455). Each partition is checked and answered on its own.
+   */
+  alterPartitionReassignments: {
+    path: "/spool.v1.ControllerService/AlterPartitionReassignments" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterPartitionReassignmentsRequest): Buffer =>
+      Buffer.from(AlterPartitionReassignmentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterPartitionReassignmentsRequest =>
+      AlterPartitionReassignmentsRequest.decode(value),
+    responseSerialize: (value: AlterPartitionReassignmentsResponse): Buffer =>
+      Buffer.from(AlterPartitionReassignmentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterPartitionReassignmentsResponse =>
+      AlterPartitionReassignmentsResponse.decode(value),
+  },
+  /** The reassignments in progress (Kafka's ListPartitionReassignments). */
+  listPartitionReassignments: {
+    path: "/spool.v1.ControllerService/ListPartitionReassignments" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPartitionReassignmentsRequest): Buffer =>
+      Buffer.from(ListPartitionReassignmentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPartitionReassignmentsRequest =>
+      ListPartitionReassignmentsRequest.decode(value),
+    responseSerialize: (value: ListPartitionReassignmentsResponse): Buffer =>
+      Buffer.from(ListPartitionReassignmentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPartitionReassignmentsResponse =>
+      ListPartitionReassignmentsResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -4867,6 +5898,13 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
    * min(3, registered brokers), offsets.topic.num.partitions partitions).
    */
   ensureOffsetsTopic: handleUnaryCall<EnsureOffsetsTopicRequest, EnsureOffsetsTopicResponse>;
+  /**
+   * Moves partitions to new replica sets, or cancels moves in progress (Kafka's
+   * AlterPartitionReassignments, KIP-455). Each partition is checked and answered on its own.
+   */
+  alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
+  /** The reassignments in progress (Kafka's ListPartitionReassignments). */
+  listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -5121,6 +6159,41 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EnsureOffsetsTopicResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Moves partitions to new replica sets, or cancels moves in progress (Kafka's
+   * AlterPartitionReassignments, KIP-455). Each partition is checked and answered on its own.
+   */
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  /** The reassignments in progress (Kafka's ListPartitionReassignments). */
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
   ): ClientUnaryCall;
 }
 

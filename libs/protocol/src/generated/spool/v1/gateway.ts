@@ -24,6 +24,8 @@ import { Acks, acksFromJSON, acksToJSON, Error } from "./common";
 import {
   AlterConfigsRequest,
   AlterConfigsResponse,
+  AlterPartitionReassignmentsRequest,
+  AlterPartitionReassignmentsResponse,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
   CreateTopicsRequest,
@@ -36,6 +38,8 @@ import {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  ListPartitionReassignmentsRequest,
+  ListPartitionReassignmentsResponse,
   ListTopicsRequest,
   ListTopicsResponse,
 } from "./controller";
@@ -1351,6 +1355,32 @@ export const GatewayServiceService = {
       Buffer.from(DescribeClusterResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DescribeClusterResponse => DescribeClusterResponse.decode(value),
   },
+  alterPartitionReassignments: {
+    path: "/spool.v1.GatewayService/AlterPartitionReassignments" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterPartitionReassignmentsRequest): Buffer =>
+      Buffer.from(AlterPartitionReassignmentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterPartitionReassignmentsRequest =>
+      AlterPartitionReassignmentsRequest.decode(value),
+    responseSerialize: (value: AlterPartitionReassignmentsResponse): Buffer =>
+      Buffer.from(AlterPartitionReassignmentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterPartitionReassignmentsResponse =>
+      AlterPartitionReassignmentsResponse.decode(value),
+  },
+  listPartitionReassignments: {
+    path: "/spool.v1.GatewayService/ListPartitionReassignments" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPartitionReassignmentsRequest): Buffer =>
+      Buffer.from(ListPartitionReassignmentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPartitionReassignmentsRequest =>
+      ListPartitionReassignmentsRequest.decode(value),
+    responseSerialize: (value: ListPartitionReassignmentsResponse): Buffer =>
+      Buffer.from(ListPartitionReassignmentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPartitionReassignmentsResponse =>
+      ListPartitionReassignmentsResponse.decode(value),
+  },
   deleteRecords: {
     path: "/spool.v1.GatewayService/DeleteRecords" as const,
     requestStream: false as const,
@@ -1470,6 +1500,8 @@ export interface GatewayServiceServer extends UntypedServiceImplementation {
   describeConfigs: handleUnaryCall<DescribeConfigsRequest, DescribeConfigsResponse>;
   alterConfigs: handleUnaryCall<AlterConfigsRequest, AlterConfigsResponse>;
   describeCluster: handleUnaryCall<DescribeClusterRequest, DescribeClusterResponse>;
+  alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
+  listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
   deleteRecords: handleUnaryCall<DeleteRecordsRequest, DeleteRecordsResponse>;
   consumerGroupHeartbeat: handleUnaryCall<ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse>;
   offsetCommit: handleUnaryCall<OffsetCommitRequest, OffsetCommitResponse>;
@@ -1668,6 +1700,36 @@ export interface GatewayServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DescribeClusterResponse) => void,
+  ): ClientUnaryCall;
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  alterPartitionReassignments(
+    request: AlterPartitionReassignmentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  listPartitionReassignments(
+    request: ListPartitionReassignmentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
   ): ClientUnaryCall;
   deleteRecords(
     request: DeleteRecordsRequest,
