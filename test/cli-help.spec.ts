@@ -95,6 +95,8 @@ const expectedPaths = [
   'bench partitions',
   'cluster',
   'cluster status',
+  'partitions',
+  'partitions reassign',
   'dev',
   'controller',
   'storage-node',
@@ -121,6 +123,7 @@ const handListedFlags: Readonly<Record<string, readonly string[]>> = {
   'bench seek': ['topic', 'reads'],
   'bench partitions': ['create', 'partitions', 'nodes', 'idle-seconds', 'timeout-seconds', 'json'],
   'group reset-offsets': ['topic', 'to-earliest', 'to-latest', 'to-datetime', 'to-offset'],
+  'partitions reassign': ['generate', 'execute', 'verify', 'cancel', 'topics', 'brokers', 'plan'],
 };
 
 const listings = listCommands();

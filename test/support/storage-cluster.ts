@@ -21,23 +21,41 @@ export class StorageTestCluster {
     readonly controller: ServiceProcess,
     readonly admin: ControllerTestClient,
     private readonly nodeArgs: readonly string[],
+    /** Every controller the nodes know (the first is `controller`), for HA setups. */
+    readonly controllers: readonly ServiceProcess[] = [controller],
   ) {}
 
+  /**
+   * `controllers`: controllers the test started itself (several on etcd, for failover); the
+   * nodes are given all their addresses and `stop` kills them too. One is started otherwise.
+   */
   static async start(
     nodeCount: number,
-    options: { controllerArgs?: string[]; nodeArgs?: string[] } = {},
+    options: {
+      controllerArgs?: string[];
+      nodeArgs?: string[];
+      controllers?: ServiceProcess[];
+    } = {},
   ): Promise<StorageTestCluster> {
-    const controller = await startServiceProcess('controller', [
-      '--broker-session-timeout-ms',
-      '3000',
-      ...(options.controllerArgs ?? []),
-    ]);
+    const controllers = options.controllers ?? [
+      await startServiceProcess('controller', [
+        '--broker-session-timeout-ms',
+        '3000',
+        ...(options.controllerArgs ?? []),
+      ]),
+    ];
+    const controller = controllers[0]!;
     const admin = new ControllerTestClient(`127.0.0.1:${controller.grpcPort}`);
-    const cluster = new StorageTestCluster(controller, admin, options.nodeArgs ?? []);
+    const cluster = new StorageTestCluster(controller, admin, options.nodeArgs ?? [], controllers);
     await Promise.all(
       Array.from({ length: nodeCount }, (_, brokerId) => cluster.startNode(brokerId)),
     );
     return cluster;
+  }
+
+  /** Every controller's address, comma-separated, as the services' flag takes them. */
+  get controllerAddresses(): string {
+    return this.controllers.map((controller) => `127.0.0.1:${controller.grpcPort}`).join(',');
   }
 
   dataDirOf(brokerId: number): string {
@@ -59,7 +77,7 @@ export class StorageTestCluster {
       '--data-port',
       '0',
       '--controller-addresses',
-      `127.0.0.1:${this.controller.grpcPort}`,
+      this.controllerAddresses,
       '--broker-heartbeat-interval-ms',
       '250',
       ...this.nodeArgs,
@@ -150,8 +168,10 @@ export class StorageTestCluster {
       node.process.child.kill('SIGKILL');
       await node.process.exited;
     }
-    this.controller.child.kill('SIGKILL');
-    await this.controller.exited;
+    for (const controller of this.controllers) {
+      controller.child.kill('SIGKILL');
+      await controller.exited;
+    }
   }
 }
 

@@ -21,6 +21,11 @@ import {
 import { consumeHelp, runConsumeCommand } from './consume-command';
 import { runDevCluster } from './dev-cluster';
 import { groupHelp, groupSubcommandHelps, runGroupCommand } from './group-commands';
+import {
+  partitionsHelp,
+  partitionsSubcommandHelps,
+  runPartitionsCommand,
+} from './partitions-command';
 import { produceHelp, runProduceCommand } from './produce-command';
 import { runTopicCommand, topicHelp, topicSubcommandHelps } from './topic-commands';
 
@@ -65,6 +70,7 @@ const commands: Readonly<Record<string, Command>> = {
   consume: gatewayCommand(consumeHelp, runConsumeCommand),
   bench: gatewayCommand(benchHelp, runBenchCommand, benchSubcommandHelps),
   cluster: gatewayCommand(clusterHelp, runClusterCommand, clusterSubcommandHelps),
+  partitions: gatewayCommand(partitionsHelp, runPartitionsCommand, partitionsSubcommandHelps),
   dev: {
     summary: 'Start a whole local cluster as separate processes (Ctrl-C stops it).',
     // A bad flag is a usage error (exit 2) whichever parser found it.

@@ -97,8 +97,8 @@ const subcommands: AdminSubcommands = {
       path: ['topic', 'describe'],
       usage: 'spool topic describe NAME',
       summary:
-        "A topic's partitions (leader, epoch, replicas, ISR, state) and its configs set apart " +
-        'from the defaults.',
+        "A topic's partitions (leader, epoch, replicas, ISR, state, a reassignment in progress) " +
+        'and its configs set apart from the defaults.',
       flags: {},
       examples: ['spool topic describe orders'],
     },
@@ -190,8 +190,12 @@ export function runTopicCommand(context: CommandContext): Promise<number> {
 
 export function formatTopicDescription(topic: TopicDescription): string {
   const header = `topic ${topic.name}  id ${topic.topicId}  partitions ${topic.partitions.length}\n`;
+  // The reassignment column only while some partition moves, so the usual table stays as it was.
+  const moving = topic.partitions.some(
+    (partition) => partition.addingReplicas.length + partition.removingReplicas.length > 0,
+  );
   const table = formatTable(
-    ['PARTITION', 'LEADER', 'EPOCH', 'REPLICAS', 'ISR', 'STATE'],
+    ['PARTITION', 'LEADER', 'EPOCH', 'REPLICAS', 'ISR', 'STATE', ...(moving ? ['MOVING'] : [])],
     topic.partitions.map((partition) => [
       partition.partition,
       partition.leaderId,
@@ -199,6 +203,7 @@ export function formatTopicDescription(topic: TopicDescription): string {
       formatIds(partition.replicas),
       formatIds(partition.isr),
       partitionState(partition),
+      ...(moving ? [formatMove(partition)] : []),
     ]),
   );
   const configs = topic.configEntries.filter((entry) => !entry.isDefault);
@@ -207,6 +212,22 @@ export function formatTopicDescription(topic: TopicDescription): string {
       ? ''
       : `configs: ${configs.map((entry) => `${entry.name}=${entry.value}`).join(', ')}\n`;
   return `${header}${table}${configText}`;
+}
+
+/** A move in progress as `adding 4 removing 1`, or `-`. */
+function formatMove(partition: {
+  readonly addingReplicas: readonly number[];
+  readonly removingReplicas: readonly number[];
+}): string {
+  const parts = [
+    ...(partition.addingReplicas.length > 0
+      ? [`adding ${formatIds(partition.addingReplicas)}`]
+      : []),
+    ...(partition.removingReplicas.length > 0
+      ? [`removing ${formatIds(partition.removingReplicas)}`]
+      : []),
+  ];
+  return parts.length === 0 ? '-' : parts.join(' ');
 }
 
 export type PartitionState = 'online' | 'offline' | 'under-replicated';
