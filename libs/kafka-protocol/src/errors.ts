@@ -74,3 +74,19 @@ export function unsupportedVersionError(
     `version ${version} is outside the schema's versions ${lowest} to ${highest}`,
   );
 }
+
+/**
+ * `error` as a KafkaProtocolError: itself if it is one, else (a RangeError from a Buffer write of a
+ * value that does not fit its field, a TypeError from a value of the wrong type) wrapped, so that
+ * a codec never throws anything else.
+ */
+export function asKafkaProtocolError(error: unknown, messageName: string): KafkaProtocolError {
+  if (error instanceof KafkaProtocolError) return error;
+  return new KafkaProtocolError(
+    KafkaProtocolErrorCode.InvalidRequest,
+    messageName,
+    `a value does not fit its field: ${error instanceof Error ? error.message : String(error)}`,
+    undefined,
+    { cause: error },
+  );
+}

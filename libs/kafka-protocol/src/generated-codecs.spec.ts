@@ -190,6 +190,16 @@ describe('nullability', () => {
     expect(readConsumerGroupHeartbeatResponse(new KafkaReader(absent), 0)).toEqual(response);
   });
 
+  it('refuses a value that does not fit its field with a KafkaProtocolError', () => {
+    const request = produceRequest();
+    request.acks = 70_000;
+    expect(() => encode(writeProduceRequest, request, 9)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST', field: 'ProduceRequest' }),
+    );
+    const wrongType = { ...produceRequest(), timeoutMs: 5n as unknown as number };
+    expect(() => encode(writeProduceRequest, wrongType, 9)).toThrow(KafkaProtocolError);
+  });
+
   it('refuses null in a field that is not nullable', () => {
     const request = produceRequest();
     (request.topicData[0] as { name: string | null }).name = null;

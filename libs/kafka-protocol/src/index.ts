@@ -2,6 +2,7 @@
 // codecs generated from Kafka's own message schemas (schemas/, pinned to the kafka-clients jar):
 // one interface, default, reader and writer per message and struct, and the table of APIs.
 export {
+  asKafkaProtocolError,
   KafkaProtocolError,
   KafkaProtocolErrorCode,
   nullFieldError,

@@ -2,7 +2,7 @@
 // AbortedTxn: versions 0-0, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AbortedTxn {
   /** The producer id associated with the aborted transaction Versions 0+. */
   producerId: bigint;
@@ -26,18 +26,32 @@ export function defaultAbortedTxn(): AbortedTxn {
 /** The versions of AbortedTxn that Kafka's schema defines. */
 export const abortedTxnVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AbortedTxn; anything wrong with the input is a KafkaProtocolError. */
 export function readAbortedTxn(reader: KafkaReader, version: number): AbortedTxn {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AbortedTxn', version, 0, 0);
   }
-  return readAbortedTxnStruct(reader, version);
+  try {
+    return readAbortedTxnStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AbortedTxn');
+  }
 }
 
+/**
+ * Writes AbortedTxn; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAbortedTxn(writer: KafkaWriter, message: AbortedTxn, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AbortedTxn', version, 0, 0);
   }
-  writeAbortedTxnStruct(writer, message, version);
+  try {
+    writeAbortedTxnStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AbortedTxn');
+  }
 }
 
 function readAbortedTxnStruct(reader: KafkaReader, _version: number): AbortedTxn {

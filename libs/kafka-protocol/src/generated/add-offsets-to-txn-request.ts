@@ -2,7 +2,7 @@
 // AddOffsetsToTxnRequest: versions 0-4, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AddOffsetsToTxnRequest {
   /** The transactional id corresponding to the transaction. Versions 0+. */
   transactionalId: string;
@@ -26,18 +26,32 @@ export function defaultAddOffsetsToTxnRequest(): AddOffsetsToTxnRequest {
 /** The versions of AddOffsetsToTxnRequest that Kafka's schema defines. */
 export const addOffsetsToTxnRequestVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads AddOffsetsToTxnRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAddOffsetsToTxnRequest(reader: KafkaReader, version: number): AddOffsetsToTxnRequest {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('AddOffsetsToTxnRequest', version, 0, 4);
   }
-  return readAddOffsetsToTxnRequestStruct(reader, version);
+  try {
+    return readAddOffsetsToTxnRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddOffsetsToTxnRequest');
+  }
 }
 
+/**
+ * Writes AddOffsetsToTxnRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddOffsetsToTxnRequest(writer: KafkaWriter, message: AddOffsetsToTxnRequest, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('AddOffsetsToTxnRequest', version, 0, 4);
   }
-  writeAddOffsetsToTxnRequestStruct(writer, message, version);
+  try {
+    writeAddOffsetsToTxnRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddOffsetsToTxnRequest');
+  }
 }
 
 function readAddOffsetsToTxnRequestStruct(reader: KafkaReader, version: number): AddOffsetsToTxnRequest {

@@ -2,7 +2,7 @@
 // AddOffsetsToTxnResponse: versions 0-4, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AddOffsetsToTxnResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -20,18 +20,32 @@ export function defaultAddOffsetsToTxnResponse(): AddOffsetsToTxnResponse {
 /** The versions of AddOffsetsToTxnResponse that Kafka's schema defines. */
 export const addOffsetsToTxnResponseVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads AddOffsetsToTxnResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAddOffsetsToTxnResponse(reader: KafkaReader, version: number): AddOffsetsToTxnResponse {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('AddOffsetsToTxnResponse', version, 0, 4);
   }
-  return readAddOffsetsToTxnResponseStruct(reader, version);
+  try {
+    return readAddOffsetsToTxnResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddOffsetsToTxnResponse');
+  }
 }
 
+/**
+ * Writes AddOffsetsToTxnResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddOffsetsToTxnResponse(writer: KafkaWriter, message: AddOffsetsToTxnResponse, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('AddOffsetsToTxnResponse', version, 0, 4);
   }
-  writeAddOffsetsToTxnResponseStruct(writer, message, version);
+  try {
+    writeAddOffsetsToTxnResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddOffsetsToTxnResponse');
+  }
 }
 
 function readAddOffsetsToTxnResponseStruct(reader: KafkaReader, version: number): AddOffsetsToTxnResponse {

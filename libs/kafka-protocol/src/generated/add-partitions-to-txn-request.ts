@@ -2,7 +2,7 @@
 // AddPartitionsToTxnRequest: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface AddPartitionsToTxnRequest {
   /** List of transactions to add partitions to. Versions 4+. */
   transactions: AddPartitionsToTxnTransaction[];
@@ -67,18 +67,32 @@ export function defaultAddPartitionsToTxnTopic(): AddPartitionsToTxnTopic {
 /** The versions of AddPartitionsToTxnRequest that Kafka's schema defines. */
 export const addPartitionsToTxnRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads AddPartitionsToTxnRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAddPartitionsToTxnRequest(reader: KafkaReader, version: number): AddPartitionsToTxnRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('AddPartitionsToTxnRequest', version, 0, 5);
   }
-  return readAddPartitionsToTxnRequestStruct(reader, version);
+  try {
+    return readAddPartitionsToTxnRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddPartitionsToTxnRequest');
+  }
 }
 
+/**
+ * Writes AddPartitionsToTxnRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddPartitionsToTxnRequest(writer: KafkaWriter, message: AddPartitionsToTxnRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('AddPartitionsToTxnRequest', version, 0, 5);
   }
-  writeAddPartitionsToTxnRequestStruct(writer, message, version);
+  try {
+    writeAddPartitionsToTxnRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddPartitionsToTxnRequest');
+  }
 }
 
 function readAddPartitionsToTxnRequestStruct(reader: KafkaReader, version: number): AddPartitionsToTxnRequest {

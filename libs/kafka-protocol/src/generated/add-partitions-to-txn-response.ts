@@ -2,7 +2,7 @@
 // AddPartitionsToTxnResponse: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface AddPartitionsToTxnResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -69,18 +69,32 @@ export function defaultAddPartitionsToTxnPartitionResult(): AddPartitionsToTxnPa
 /** The versions of AddPartitionsToTxnResponse that Kafka's schema defines. */
 export const addPartitionsToTxnResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads AddPartitionsToTxnResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAddPartitionsToTxnResponse(reader: KafkaReader, version: number): AddPartitionsToTxnResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('AddPartitionsToTxnResponse', version, 0, 5);
   }
-  return readAddPartitionsToTxnResponseStruct(reader, version);
+  try {
+    return readAddPartitionsToTxnResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddPartitionsToTxnResponse');
+  }
 }
 
+/**
+ * Writes AddPartitionsToTxnResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddPartitionsToTxnResponse(writer: KafkaWriter, message: AddPartitionsToTxnResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('AddPartitionsToTxnResponse', version, 0, 5);
   }
-  writeAddPartitionsToTxnResponseStruct(writer, message, version);
+  try {
+    writeAddPartitionsToTxnResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddPartitionsToTxnResponse');
+  }
 }
 
 function readAddPartitionsToTxnResponseStruct(reader: KafkaReader, version: number): AddPartitionsToTxnResponse {

@@ -2,7 +2,7 @@
 // AddRaftVoterRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface AddRaftVoterRequest {
   /** The cluster id. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -50,18 +50,32 @@ export function defaultAddRaftVoterRequestListener(): AddRaftVoterRequestListene
 /** The versions of AddRaftVoterRequest that Kafka's schema defines. */
 export const addRaftVoterRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AddRaftVoterRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAddRaftVoterRequest(reader: KafkaReader, version: number): AddRaftVoterRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AddRaftVoterRequest', version, 0, 1);
   }
-  return readAddRaftVoterRequestStruct(reader, version);
+  try {
+    return readAddRaftVoterRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddRaftVoterRequest');
+  }
 }
 
+/**
+ * Writes AddRaftVoterRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddRaftVoterRequest(writer: KafkaWriter, message: AddRaftVoterRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AddRaftVoterRequest', version, 0, 1);
   }
-  writeAddRaftVoterRequestStruct(writer, message, version);
+  try {
+    writeAddRaftVoterRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddRaftVoterRequest');
+  }
 }
 
 function readAddRaftVoterRequestStruct(reader: KafkaReader, version: number): AddRaftVoterRequest {

@@ -2,7 +2,7 @@
 // AddRaftVoterResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AddRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultAddRaftVoterResponse(): AddRaftVoterResponse {
 /** The versions of AddRaftVoterResponse that Kafka's schema defines. */
 export const addRaftVoterResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AddRaftVoterResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAddRaftVoterResponse(reader: KafkaReader, version: number): AddRaftVoterResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AddRaftVoterResponse', version, 0, 1);
   }
-  return readAddRaftVoterResponseStruct(reader, version);
+  try {
+    return readAddRaftVoterResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddRaftVoterResponse');
+  }
 }
 
+/**
+ * Writes AddRaftVoterResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAddRaftVoterResponse(writer: KafkaWriter, message: AddRaftVoterResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AddRaftVoterResponse', version, 0, 1);
   }
-  writeAddRaftVoterResponseStruct(writer, message, version);
+  try {
+    writeAddRaftVoterResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AddRaftVoterResponse');
+  }
 }
 
 function readAddRaftVoterResponseStruct(reader: KafkaReader, _version: number): AddRaftVoterResponse {

@@ -2,7 +2,7 @@
 // AllocateProducerIdsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AllocateProducerIdsRequest {
   /** The ID of the requesting broker. Versions 0+. */
   brokerId: number;
@@ -20,18 +20,32 @@ export function defaultAllocateProducerIdsRequest(): AllocateProducerIdsRequest 
 /** The versions of AllocateProducerIdsRequest that Kafka's schema defines. */
 export const allocateProducerIdsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AllocateProducerIdsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAllocateProducerIdsRequest(reader: KafkaReader, version: number): AllocateProducerIdsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AllocateProducerIdsRequest', version, 0, 0);
   }
-  return readAllocateProducerIdsRequestStruct(reader, version);
+  try {
+    return readAllocateProducerIdsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AllocateProducerIdsRequest');
+  }
 }
 
+/**
+ * Writes AllocateProducerIdsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAllocateProducerIdsRequest(writer: KafkaWriter, message: AllocateProducerIdsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AllocateProducerIdsRequest', version, 0, 0);
   }
-  writeAllocateProducerIdsRequestStruct(writer, message, version);
+  try {
+    writeAllocateProducerIdsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AllocateProducerIdsRequest');
+  }
 }
 
 function readAllocateProducerIdsRequestStruct(reader: KafkaReader, _version: number): AllocateProducerIdsRequest {

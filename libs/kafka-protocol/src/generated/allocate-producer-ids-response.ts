@@ -2,7 +2,7 @@
 // AllocateProducerIdsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AllocateProducerIdsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -26,18 +26,32 @@ export function defaultAllocateProducerIdsResponse(): AllocateProducerIdsRespons
 /** The versions of AllocateProducerIdsResponse that Kafka's schema defines. */
 export const allocateProducerIdsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AllocateProducerIdsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAllocateProducerIdsResponse(reader: KafkaReader, version: number): AllocateProducerIdsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AllocateProducerIdsResponse', version, 0, 0);
   }
-  return readAllocateProducerIdsResponseStruct(reader, version);
+  try {
+    return readAllocateProducerIdsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AllocateProducerIdsResponse');
+  }
 }
 
+/**
+ * Writes AllocateProducerIdsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAllocateProducerIdsResponse(writer: KafkaWriter, message: AllocateProducerIdsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AllocateProducerIdsResponse', version, 0, 0);
   }
-  writeAllocateProducerIdsResponseStruct(writer, message, version);
+  try {
+    writeAllocateProducerIdsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AllocateProducerIdsResponse');
+  }
 }
 
 function readAllocateProducerIdsResponseStruct(reader: KafkaReader, _version: number): AllocateProducerIdsResponse {

@@ -2,7 +2,7 @@
 // AlterClientQuotasRequest: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterClientQuotasRequest {
   /** The quota configuration entries to alter. Versions 0+. */
   entries: AlterClientQuotasRequestEntryData[];
@@ -68,18 +68,32 @@ export function defaultOpData(): OpData {
 /** The versions of AlterClientQuotasRequest that Kafka's schema defines. */
 export const alterClientQuotasRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AlterClientQuotasRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterClientQuotasRequest(reader: KafkaReader, version: number): AlterClientQuotasRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterClientQuotasRequest', version, 0, 1);
   }
-  return readAlterClientQuotasRequestStruct(reader, version);
+  try {
+    return readAlterClientQuotasRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterClientQuotasRequest');
+  }
 }
 
+/**
+ * Writes AlterClientQuotasRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterClientQuotasRequest(writer: KafkaWriter, message: AlterClientQuotasRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterClientQuotasRequest', version, 0, 1);
   }
-  writeAlterClientQuotasRequestStruct(writer, message, version);
+  try {
+    writeAlterClientQuotasRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterClientQuotasRequest');
+  }
 }
 
 function readAlterClientQuotasRequestStruct(reader: KafkaReader, version: number): AlterClientQuotasRequest {

@@ -2,7 +2,7 @@
 // AlterClientQuotasResponse: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterClientQuotasResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -53,18 +53,32 @@ export function defaultAlterClientQuotasResponseEntityData(): AlterClientQuotasR
 /** The versions of AlterClientQuotasResponse that Kafka's schema defines. */
 export const alterClientQuotasResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AlterClientQuotasResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterClientQuotasResponse(reader: KafkaReader, version: number): AlterClientQuotasResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterClientQuotasResponse', version, 0, 1);
   }
-  return readAlterClientQuotasResponseStruct(reader, version);
+  try {
+    return readAlterClientQuotasResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterClientQuotasResponse');
+  }
 }
 
+/**
+ * Writes AlterClientQuotasResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterClientQuotasResponse(writer: KafkaWriter, message: AlterClientQuotasResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterClientQuotasResponse', version, 0, 1);
   }
-  writeAlterClientQuotasResponseStruct(writer, message, version);
+  try {
+    writeAlterClientQuotasResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterClientQuotasResponse');
+  }
 }
 
 function readAlterClientQuotasResponseStruct(reader: KafkaReader, version: number): AlterClientQuotasResponse {

@@ -2,7 +2,7 @@
 // AlterConfigsRequest: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterConfigsRequest {
   /** The updates for each resource. Versions 0+. */
   resources: AlterConfigsRequestAlterConfigsResource[];
@@ -53,18 +53,32 @@ export function defaultAlterConfigsRequestAlterableConfig(): AlterConfigsRequest
 /** The versions of AlterConfigsRequest that Kafka's schema defines. */
 export const alterConfigsRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads AlterConfigsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterConfigsRequest(reader: KafkaReader, version: number): AlterConfigsRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('AlterConfigsRequest', version, 0, 2);
   }
-  return readAlterConfigsRequestStruct(reader, version);
+  try {
+    return readAlterConfigsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterConfigsRequest');
+  }
 }
 
+/**
+ * Writes AlterConfigsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterConfigsRequest(writer: KafkaWriter, message: AlterConfigsRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('AlterConfigsRequest', version, 0, 2);
   }
-  writeAlterConfigsRequestStruct(writer, message, version);
+  try {
+    writeAlterConfigsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterConfigsRequest');
+  }
 }
 
 function readAlterConfigsRequestStruct(reader: KafkaReader, version: number): AlterConfigsRequest {

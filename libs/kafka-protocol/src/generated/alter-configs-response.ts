@@ -2,7 +2,7 @@
 // AlterConfigsResponse: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterConfigsResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -41,18 +41,32 @@ export function defaultAlterConfigsResponseAlterConfigsResourceResponse(): Alter
 /** The versions of AlterConfigsResponse that Kafka's schema defines. */
 export const alterConfigsResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads AlterConfigsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterConfigsResponse(reader: KafkaReader, version: number): AlterConfigsResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('AlterConfigsResponse', version, 0, 2);
   }
-  return readAlterConfigsResponseStruct(reader, version);
+  try {
+    return readAlterConfigsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterConfigsResponse');
+  }
 }
 
+/**
+ * Writes AlterConfigsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterConfigsResponse(writer: KafkaWriter, message: AlterConfigsResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('AlterConfigsResponse', version, 0, 2);
   }
-  writeAlterConfigsResponseStruct(writer, message, version);
+  try {
+    writeAlterConfigsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterConfigsResponse');
+  }
 }
 
 function readAlterConfigsResponseStruct(reader: KafkaReader, version: number): AlterConfigsResponse {

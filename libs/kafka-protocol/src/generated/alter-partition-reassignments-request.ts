@@ -2,7 +2,7 @@
 // AlterPartitionReassignmentsRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface AlterPartitionReassignmentsRequest {
   /** The time in ms to wait for the request to complete. Versions 0+. */
   timeoutMs: number;
@@ -53,18 +53,32 @@ export function defaultReassignablePartition(): ReassignablePartition {
 /** The versions of AlterPartitionReassignmentsRequest that Kafka's schema defines. */
 export const alterPartitionReassignmentsRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AlterPartitionReassignmentsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterPartitionReassignmentsRequest(reader: KafkaReader, version: number): AlterPartitionReassignmentsRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterPartitionReassignmentsRequest', version, 0, 1);
   }
-  return readAlterPartitionReassignmentsRequestStruct(reader, version);
+  try {
+    return readAlterPartitionReassignmentsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionReassignmentsRequest');
+  }
 }
 
+/**
+ * Writes AlterPartitionReassignmentsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterPartitionReassignmentsRequest(writer: KafkaWriter, message: AlterPartitionReassignmentsRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterPartitionReassignmentsRequest', version, 0, 1);
   }
-  writeAlterPartitionReassignmentsRequestStruct(writer, message, version);
+  try {
+    writeAlterPartitionReassignmentsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionReassignmentsRequest');
+  }
 }
 
 function readAlterPartitionReassignmentsRequestStruct(reader: KafkaReader, version: number): AlterPartitionReassignmentsRequest {

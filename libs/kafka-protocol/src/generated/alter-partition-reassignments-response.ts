@@ -2,7 +2,7 @@
 // AlterPartitionReassignmentsResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterPartitionReassignmentsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -62,18 +62,32 @@ export function defaultReassignablePartitionResponse(): ReassignablePartitionRes
 /** The versions of AlterPartitionReassignmentsResponse that Kafka's schema defines. */
 export const alterPartitionReassignmentsResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads AlterPartitionReassignmentsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterPartitionReassignmentsResponse(reader: KafkaReader, version: number): AlterPartitionReassignmentsResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterPartitionReassignmentsResponse', version, 0, 1);
   }
-  return readAlterPartitionReassignmentsResponseStruct(reader, version);
+  try {
+    return readAlterPartitionReassignmentsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionReassignmentsResponse');
+  }
 }
 
+/**
+ * Writes AlterPartitionReassignmentsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterPartitionReassignmentsResponse(writer: KafkaWriter, message: AlterPartitionReassignmentsResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('AlterPartitionReassignmentsResponse', version, 0, 1);
   }
-  writeAlterPartitionReassignmentsResponseStruct(writer, message, version);
+  try {
+    writeAlterPartitionReassignmentsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionReassignmentsResponse');
+  }
 }
 
 function readAlterPartitionReassignmentsResponseStruct(reader: KafkaReader, version: number): AlterPartitionReassignmentsResponse {

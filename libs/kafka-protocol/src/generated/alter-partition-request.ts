@@ -2,7 +2,7 @@
 // AlterPartitionRequest: versions 2-3, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface AlterPartitionRequest {
   /** The ID of the requesting broker. Versions 0+. */
   brokerId: number;
@@ -80,18 +80,32 @@ export function defaultBrokerState(): BrokerState {
 /** The versions of AlterPartitionRequest that Kafka's schema defines. */
 export const alterPartitionRequestVersions = { lowest: 2, highest: 3 } as const;
 
+/** Reads AlterPartitionRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterPartitionRequest(reader: KafkaReader, version: number): AlterPartitionRequest {
   if (version < 2 || version > 3) {
     throw unsupportedVersionError('AlterPartitionRequest', version, 2, 3);
   }
-  return readAlterPartitionRequestStruct(reader, version);
+  try {
+    return readAlterPartitionRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionRequest');
+  }
 }
 
+/**
+ * Writes AlterPartitionRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterPartitionRequest(writer: KafkaWriter, message: AlterPartitionRequest, version: number): void {
   if (version < 2 || version > 3) {
     throw unsupportedVersionError('AlterPartitionRequest', version, 2, 3);
   }
-  writeAlterPartitionRequestStruct(writer, message, version);
+  try {
+    writeAlterPartitionRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionRequest');
+  }
 }
 
 function readAlterPartitionRequestStruct(reader: KafkaReader, version: number): AlterPartitionRequest {

@@ -2,7 +2,7 @@
 // AlterPartitionResponse: versions 2-3, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterPartitionResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -68,18 +68,32 @@ export function defaultAlterPartitionResponsePartitionData(): AlterPartitionResp
 /** The versions of AlterPartitionResponse that Kafka's schema defines. */
 export const alterPartitionResponseVersions = { lowest: 2, highest: 3 } as const;
 
+/** Reads AlterPartitionResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterPartitionResponse(reader: KafkaReader, version: number): AlterPartitionResponse {
   if (version < 2 || version > 3) {
     throw unsupportedVersionError('AlterPartitionResponse', version, 2, 3);
   }
-  return readAlterPartitionResponseStruct(reader, version);
+  try {
+    return readAlterPartitionResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionResponse');
+  }
 }
 
+/**
+ * Writes AlterPartitionResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterPartitionResponse(writer: KafkaWriter, message: AlterPartitionResponse, version: number): void {
   if (version < 2 || version > 3) {
     throw unsupportedVersionError('AlterPartitionResponse', version, 2, 3);
   }
-  writeAlterPartitionResponseStruct(writer, message, version);
+  try {
+    writeAlterPartitionResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterPartitionResponse');
+  }
 }
 
 function readAlterPartitionResponseStruct(reader: KafkaReader, version: number): AlterPartitionResponse {

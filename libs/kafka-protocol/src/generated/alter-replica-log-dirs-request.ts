@@ -2,7 +2,7 @@
 // AlterReplicaLogDirsRequest: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterReplicaLogDirsRequest {
   /** The alterations to make for each directory. Versions 0+. */
   dirs: AlterReplicaLogDir[];
@@ -47,18 +47,32 @@ export function defaultAlterReplicaLogDirTopic(): AlterReplicaLogDirTopic {
 /** The versions of AlterReplicaLogDirsRequest that Kafka's schema defines. */
 export const alterReplicaLogDirsRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads AlterReplicaLogDirsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterReplicaLogDirsRequest(reader: KafkaReader, version: number): AlterReplicaLogDirsRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('AlterReplicaLogDirsRequest', version, 1, 2);
   }
-  return readAlterReplicaLogDirsRequestStruct(reader, version);
+  try {
+    return readAlterReplicaLogDirsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterReplicaLogDirsRequest');
+  }
 }
 
+/**
+ * Writes AlterReplicaLogDirsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterReplicaLogDirsRequest(writer: KafkaWriter, message: AlterReplicaLogDirsRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('AlterReplicaLogDirsRequest', version, 1, 2);
   }
-  writeAlterReplicaLogDirsRequestStruct(writer, message, version);
+  try {
+    writeAlterReplicaLogDirsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterReplicaLogDirsRequest');
+  }
 }
 
 function readAlterReplicaLogDirsRequestStruct(reader: KafkaReader, version: number): AlterReplicaLogDirsRequest {

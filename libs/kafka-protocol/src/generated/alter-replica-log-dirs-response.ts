@@ -2,7 +2,7 @@
 // AlterReplicaLogDirsResponse: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterReplicaLogDirsResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -50,18 +50,32 @@ export function defaultAlterReplicaLogDirPartitionResult(): AlterReplicaLogDirPa
 /** The versions of AlterReplicaLogDirsResponse that Kafka's schema defines. */
 export const alterReplicaLogDirsResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads AlterReplicaLogDirsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterReplicaLogDirsResponse(reader: KafkaReader, version: number): AlterReplicaLogDirsResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('AlterReplicaLogDirsResponse', version, 1, 2);
   }
-  return readAlterReplicaLogDirsResponseStruct(reader, version);
+  try {
+    return readAlterReplicaLogDirsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterReplicaLogDirsResponse');
+  }
 }
 
+/**
+ * Writes AlterReplicaLogDirsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterReplicaLogDirsResponse(writer: KafkaWriter, message: AlterReplicaLogDirsResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('AlterReplicaLogDirsResponse', version, 1, 2);
   }
-  writeAlterReplicaLogDirsResponseStruct(writer, message, version);
+  try {
+    writeAlterReplicaLogDirsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterReplicaLogDirsResponse');
+  }
 }
 
 function readAlterReplicaLogDirsResponseStruct(reader: KafkaReader, version: number): AlterReplicaLogDirsResponse {

@@ -2,7 +2,7 @@
 // AlterShareGroupOffsetsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterShareGroupOffsetsRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -50,18 +50,32 @@ export function defaultAlterShareGroupOffsetsRequestPartition(): AlterShareGroup
 /** The versions of AlterShareGroupOffsetsRequest that Kafka's schema defines. */
 export const alterShareGroupOffsetsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AlterShareGroupOffsetsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterShareGroupOffsetsRequest(reader: KafkaReader, version: number): AlterShareGroupOffsetsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterShareGroupOffsetsRequest', version, 0, 0);
   }
-  return readAlterShareGroupOffsetsRequestStruct(reader, version);
+  try {
+    return readAlterShareGroupOffsetsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterShareGroupOffsetsRequest');
+  }
 }
 
+/**
+ * Writes AlterShareGroupOffsetsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterShareGroupOffsetsRequest(writer: KafkaWriter, message: AlterShareGroupOffsetsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterShareGroupOffsetsRequest', version, 0, 0);
   }
-  writeAlterShareGroupOffsetsRequestStruct(writer, message, version);
+  try {
+    writeAlterShareGroupOffsetsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterShareGroupOffsetsRequest');
+  }
 }
 
 function readAlterShareGroupOffsetsRequestStruct(reader: KafkaReader, version: number): AlterShareGroupOffsetsRequest {

@@ -2,7 +2,7 @@
 // AlterShareGroupOffsetsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterShareGroupOffsetsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -61,18 +61,32 @@ export function defaultAlterShareGroupOffsetsResponsePartition(): AlterShareGrou
 /** The versions of AlterShareGroupOffsetsResponse that Kafka's schema defines. */
 export const alterShareGroupOffsetsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AlterShareGroupOffsetsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterShareGroupOffsetsResponse(reader: KafkaReader, version: number): AlterShareGroupOffsetsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterShareGroupOffsetsResponse', version, 0, 0);
   }
-  return readAlterShareGroupOffsetsResponseStruct(reader, version);
+  try {
+    return readAlterShareGroupOffsetsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterShareGroupOffsetsResponse');
+  }
 }
 
+/**
+ * Writes AlterShareGroupOffsetsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterShareGroupOffsetsResponse(writer: KafkaWriter, message: AlterShareGroupOffsetsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterShareGroupOffsetsResponse', version, 0, 0);
   }
-  writeAlterShareGroupOffsetsResponseStruct(writer, message, version);
+  try {
+    writeAlterShareGroupOffsetsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterShareGroupOffsetsResponse');
+  }
 }
 
 function readAlterShareGroupOffsetsResponseStruct(reader: KafkaReader, version: number): AlterShareGroupOffsetsResponse {

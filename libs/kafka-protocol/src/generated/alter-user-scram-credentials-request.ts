@@ -2,7 +2,7 @@
 // AlterUserScramCredentialsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterUserScramCredentialsRequest {
   /** The SCRAM credentials to remove. Versions 0+. */
   deletions: ScramCredentialDeletion[];
@@ -59,18 +59,32 @@ export function defaultScramCredentialUpsertion(): ScramCredentialUpsertion {
 /** The versions of AlterUserScramCredentialsRequest that Kafka's schema defines. */
 export const alterUserScramCredentialsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AlterUserScramCredentialsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterUserScramCredentialsRequest(reader: KafkaReader, version: number): AlterUserScramCredentialsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterUserScramCredentialsRequest', version, 0, 0);
   }
-  return readAlterUserScramCredentialsRequestStruct(reader, version);
+  try {
+    return readAlterUserScramCredentialsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterUserScramCredentialsRequest');
+  }
 }
 
+/**
+ * Writes AlterUserScramCredentialsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterUserScramCredentialsRequest(writer: KafkaWriter, message: AlterUserScramCredentialsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterUserScramCredentialsRequest', version, 0, 0);
   }
-  writeAlterUserScramCredentialsRequestStruct(writer, message, version);
+  try {
+    writeAlterUserScramCredentialsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterUserScramCredentialsRequest');
+  }
 }
 
 function readAlterUserScramCredentialsRequestStruct(reader: KafkaReader, version: number): AlterUserScramCredentialsRequest {

@@ -2,7 +2,7 @@
 // AlterUserScramCredentialsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AlterUserScramCredentialsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -38,18 +38,32 @@ export function defaultAlterUserScramCredentialsResult(): AlterUserScramCredenti
 /** The versions of AlterUserScramCredentialsResponse that Kafka's schema defines. */
 export const alterUserScramCredentialsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AlterUserScramCredentialsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAlterUserScramCredentialsResponse(reader: KafkaReader, version: number): AlterUserScramCredentialsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterUserScramCredentialsResponse', version, 0, 0);
   }
-  return readAlterUserScramCredentialsResponseStruct(reader, version);
+  try {
+    return readAlterUserScramCredentialsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterUserScramCredentialsResponse');
+  }
 }
 
+/**
+ * Writes AlterUserScramCredentialsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAlterUserScramCredentialsResponse(writer: KafkaWriter, message: AlterUserScramCredentialsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AlterUserScramCredentialsResponse', version, 0, 0);
   }
-  writeAlterUserScramCredentialsResponseStruct(writer, message, version);
+  try {
+    writeAlterUserScramCredentialsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AlterUserScramCredentialsResponse');
+  }
 }
 
 function readAlterUserScramCredentialsResponseStruct(reader: KafkaReader, version: number): AlterUserScramCredentialsResponse {

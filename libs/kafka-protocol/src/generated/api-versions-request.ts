@@ -2,7 +2,7 @@
 // ApiVersionsRequest: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedVersionError } from '../errors';
 export interface ApiVersionsRequest {
   /** The name of the client. Versions 3+. */
   clientSoftwareName: string;
@@ -26,18 +26,32 @@ export function defaultApiVersionsRequest(): ApiVersionsRequest {
 /** The versions of ApiVersionsRequest that Kafka's schema defines. */
 export const apiVersionsRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads ApiVersionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readApiVersionsRequest(reader: KafkaReader, version: number): ApiVersionsRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ApiVersionsRequest', version, 0, 5);
   }
-  return readApiVersionsRequestStruct(reader, version);
+  try {
+    return readApiVersionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ApiVersionsRequest');
+  }
 }
 
+/**
+ * Writes ApiVersionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeApiVersionsRequest(writer: KafkaWriter, message: ApiVersionsRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ApiVersionsRequest', version, 0, 5);
   }
-  writeApiVersionsRequestStruct(writer, message, version);
+  try {
+    writeApiVersionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ApiVersionsRequest');
+  }
 }
 
 function readApiVersionsRequestStruct(reader: KafkaReader, version: number): ApiVersionsRequest {

@@ -2,7 +2,7 @@
 // ApiVersionsResponse: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ApiVersionsResponse {
   /** The top-level error code. Versions 0+. */
   errorCode: number;
@@ -89,18 +89,32 @@ export function defaultFinalizedFeatureKey(): FinalizedFeatureKey {
 /** The versions of ApiVersionsResponse that Kafka's schema defines. */
 export const apiVersionsResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads ApiVersionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readApiVersionsResponse(reader: KafkaReader, version: number): ApiVersionsResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ApiVersionsResponse', version, 0, 5);
   }
-  return readApiVersionsResponseStruct(reader, version);
+  try {
+    return readApiVersionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ApiVersionsResponse');
+  }
 }
 
+/**
+ * Writes ApiVersionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeApiVersionsResponse(writer: KafkaWriter, message: ApiVersionsResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ApiVersionsResponse', version, 0, 5);
   }
-  writeApiVersionsResponseStruct(writer, message, version);
+  try {
+    writeApiVersionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ApiVersionsResponse');
+  }
 }
 
 function readApiVersionsResponseStruct(reader: KafkaReader, version: number): ApiVersionsResponse {

@@ -2,7 +2,7 @@
 // AssignReplicasToDirsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AssignReplicasToDirsRequest {
   /** The ID of the requesting broker. Versions 0+. */
   brokerId: number;
@@ -65,18 +65,32 @@ export function defaultAssignReplicasToDirsRequestPartitionData(): AssignReplica
 /** The versions of AssignReplicasToDirsRequest that Kafka's schema defines. */
 export const assignReplicasToDirsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AssignReplicasToDirsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readAssignReplicasToDirsRequest(reader: KafkaReader, version: number): AssignReplicasToDirsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AssignReplicasToDirsRequest', version, 0, 0);
   }
-  return readAssignReplicasToDirsRequestStruct(reader, version);
+  try {
+    return readAssignReplicasToDirsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AssignReplicasToDirsRequest');
+  }
 }
 
+/**
+ * Writes AssignReplicasToDirsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAssignReplicasToDirsRequest(writer: KafkaWriter, message: AssignReplicasToDirsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AssignReplicasToDirsRequest', version, 0, 0);
   }
-  writeAssignReplicasToDirsRequestStruct(writer, message, version);
+  try {
+    writeAssignReplicasToDirsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AssignReplicasToDirsRequest');
+  }
 }
 
 function readAssignReplicasToDirsRequestStruct(reader: KafkaReader, version: number): AssignReplicasToDirsRequest {

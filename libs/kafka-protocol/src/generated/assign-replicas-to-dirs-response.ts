@@ -2,7 +2,7 @@
 // AssignReplicasToDirsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface AssignReplicasToDirsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -68,18 +68,32 @@ export function defaultAssignReplicasToDirsResponsePartitionData(): AssignReplic
 /** The versions of AssignReplicasToDirsResponse that Kafka's schema defines. */
 export const assignReplicasToDirsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads AssignReplicasToDirsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readAssignReplicasToDirsResponse(reader: KafkaReader, version: number): AssignReplicasToDirsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AssignReplicasToDirsResponse', version, 0, 0);
   }
-  return readAssignReplicasToDirsResponseStruct(reader, version);
+  try {
+    return readAssignReplicasToDirsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AssignReplicasToDirsResponse');
+  }
 }
 
+/**
+ * Writes AssignReplicasToDirsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeAssignReplicasToDirsResponse(writer: KafkaWriter, message: AssignReplicasToDirsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('AssignReplicasToDirsResponse', version, 0, 0);
   }
-  writeAssignReplicasToDirsResponseStruct(writer, message, version);
+  try {
+    writeAssignReplicasToDirsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'AssignReplicasToDirsResponse');
+  }
 }
 
 function readAssignReplicasToDirsResponseStruct(reader: KafkaReader, version: number): AssignReplicasToDirsResponse {

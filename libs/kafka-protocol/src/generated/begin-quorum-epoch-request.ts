@@ -2,7 +2,7 @@
 // BeginQuorumEpochRequest: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface BeginQuorumEpochRequest {
   /** The cluster id. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -80,18 +80,32 @@ export function defaultBeginQuorumEpochRequestLeaderEndpoint(): BeginQuorumEpoch
 /** The versions of BeginQuorumEpochRequest that Kafka's schema defines. */
 export const beginQuorumEpochRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads BeginQuorumEpochRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readBeginQuorumEpochRequest(reader: KafkaReader, version: number): BeginQuorumEpochRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('BeginQuorumEpochRequest', version, 0, 1);
   }
-  return readBeginQuorumEpochRequestStruct(reader, version);
+  try {
+    return readBeginQuorumEpochRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BeginQuorumEpochRequest');
+  }
 }
 
+/**
+ * Writes BeginQuorumEpochRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBeginQuorumEpochRequest(writer: KafkaWriter, message: BeginQuorumEpochRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('BeginQuorumEpochRequest', version, 0, 1);
   }
-  writeBeginQuorumEpochRequestStruct(writer, message, version);
+  try {
+    writeBeginQuorumEpochRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BeginQuorumEpochRequest');
+  }
 }
 
 function readBeginQuorumEpochRequestStruct(reader: KafkaReader, version: number): BeginQuorumEpochRequest {

@@ -2,7 +2,7 @@
 // BeginQuorumEpochResponse: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface BeginQuorumEpochResponse {
   /** The top level error code. Versions 0+. */
   errorCode: number;
@@ -77,18 +77,32 @@ export function defaultBeginQuorumEpochResponseNodeEndpoint(): BeginQuorumEpochR
 /** The versions of BeginQuorumEpochResponse that Kafka's schema defines. */
 export const beginQuorumEpochResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads BeginQuorumEpochResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readBeginQuorumEpochResponse(reader: KafkaReader, version: number): BeginQuorumEpochResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('BeginQuorumEpochResponse', version, 0, 1);
   }
-  return readBeginQuorumEpochResponseStruct(reader, version);
+  try {
+    return readBeginQuorumEpochResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BeginQuorumEpochResponse');
+  }
 }
 
+/**
+ * Writes BeginQuorumEpochResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBeginQuorumEpochResponse(writer: KafkaWriter, message: BeginQuorumEpochResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('BeginQuorumEpochResponse', version, 0, 1);
   }
-  writeBeginQuorumEpochResponseStruct(writer, message, version);
+  try {
+    writeBeginQuorumEpochResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BeginQuorumEpochResponse');
+  }
 }
 
 function readBeginQuorumEpochResponseStruct(reader: KafkaReader, version: number): BeginQuorumEpochResponse {

@@ -2,7 +2,7 @@
 // BrokerHeartbeatRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface BrokerHeartbeatRequest {
   /** The broker ID. Versions 0+. */
   brokerId: number;
@@ -35,18 +35,32 @@ export function defaultBrokerHeartbeatRequest(): BrokerHeartbeatRequest {
 /** The versions of BrokerHeartbeatRequest that Kafka's schema defines. */
 export const brokerHeartbeatRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads BrokerHeartbeatRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readBrokerHeartbeatRequest(reader: KafkaReader, version: number): BrokerHeartbeatRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('BrokerHeartbeatRequest', version, 0, 2);
   }
-  return readBrokerHeartbeatRequestStruct(reader, version);
+  try {
+    return readBrokerHeartbeatRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerHeartbeatRequest');
+  }
 }
 
+/**
+ * Writes BrokerHeartbeatRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBrokerHeartbeatRequest(writer: KafkaWriter, message: BrokerHeartbeatRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('BrokerHeartbeatRequest', version, 0, 2);
   }
-  writeBrokerHeartbeatRequestStruct(writer, message, version);
+  try {
+    writeBrokerHeartbeatRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerHeartbeatRequest');
+  }
 }
 
 function readBrokerHeartbeatRequestStruct(reader: KafkaReader, version: number): BrokerHeartbeatRequest {

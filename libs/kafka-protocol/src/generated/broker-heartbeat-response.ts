@@ -2,7 +2,7 @@
 // BrokerHeartbeatResponse: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface BrokerHeartbeatResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -29,18 +29,32 @@ export function defaultBrokerHeartbeatResponse(): BrokerHeartbeatResponse {
 /** The versions of BrokerHeartbeatResponse that Kafka's schema defines. */
 export const brokerHeartbeatResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads BrokerHeartbeatResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readBrokerHeartbeatResponse(reader: KafkaReader, version: number): BrokerHeartbeatResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('BrokerHeartbeatResponse', version, 0, 2);
   }
-  return readBrokerHeartbeatResponseStruct(reader, version);
+  try {
+    return readBrokerHeartbeatResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerHeartbeatResponse');
+  }
 }
 
+/**
+ * Writes BrokerHeartbeatResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBrokerHeartbeatResponse(writer: KafkaWriter, message: BrokerHeartbeatResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('BrokerHeartbeatResponse', version, 0, 2);
   }
-  writeBrokerHeartbeatResponseStruct(writer, message, version);
+  try {
+    writeBrokerHeartbeatResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerHeartbeatResponse');
+  }
 }
 
 function readBrokerHeartbeatResponseStruct(reader: KafkaReader, _version: number): BrokerHeartbeatResponse {

@@ -2,7 +2,7 @@
 // BrokerRegistrationRequest: versions 0-4, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface BrokerRegistrationRequest {
   /** The broker ID. Versions 0+. */
   brokerId: number;
@@ -80,18 +80,32 @@ export function defaultBrokerRegistrationRequestFeature(): BrokerRegistrationReq
 /** The versions of BrokerRegistrationRequest that Kafka's schema defines. */
 export const brokerRegistrationRequestVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads BrokerRegistrationRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readBrokerRegistrationRequest(reader: KafkaReader, version: number): BrokerRegistrationRequest {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('BrokerRegistrationRequest', version, 0, 4);
   }
-  return readBrokerRegistrationRequestStruct(reader, version);
+  try {
+    return readBrokerRegistrationRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerRegistrationRequest');
+  }
 }
 
+/**
+ * Writes BrokerRegistrationRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBrokerRegistrationRequest(writer: KafkaWriter, message: BrokerRegistrationRequest, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('BrokerRegistrationRequest', version, 0, 4);
   }
-  writeBrokerRegistrationRequestStruct(writer, message, version);
+  try {
+    writeBrokerRegistrationRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerRegistrationRequest');
+  }
 }
 
 function readBrokerRegistrationRequestStruct(reader: KafkaReader, version: number): BrokerRegistrationRequest {

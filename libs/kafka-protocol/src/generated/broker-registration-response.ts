@@ -2,7 +2,7 @@
 // BrokerRegistrationResponse: versions 0-4, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface BrokerRegistrationResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultBrokerRegistrationResponse(): BrokerRegistrationResponse 
 /** The versions of BrokerRegistrationResponse that Kafka's schema defines. */
 export const brokerRegistrationResponseVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads BrokerRegistrationResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readBrokerRegistrationResponse(reader: KafkaReader, version: number): BrokerRegistrationResponse {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('BrokerRegistrationResponse', version, 0, 4);
   }
-  return readBrokerRegistrationResponseStruct(reader, version);
+  try {
+    return readBrokerRegistrationResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerRegistrationResponse');
+  }
 }
 
+/**
+ * Writes BrokerRegistrationResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeBrokerRegistrationResponse(writer: KafkaWriter, message: BrokerRegistrationResponse, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('BrokerRegistrationResponse', version, 0, 4);
   }
-  writeBrokerRegistrationResponseStruct(writer, message, version);
+  try {
+    writeBrokerRegistrationResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'BrokerRegistrationResponse');
+  }
 }
 
 function readBrokerRegistrationResponseStruct(reader: KafkaReader, _version: number): BrokerRegistrationResponse {

@@ -2,7 +2,7 @@
 // ConsumerGroupDescribeRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ConsumerGroupDescribeRequest {
   /** The ids of the groups to describe. Versions 0+. */
   groupIds: string[];
@@ -20,18 +20,32 @@ export function defaultConsumerGroupDescribeRequest(): ConsumerGroupDescribeRequ
 /** The versions of ConsumerGroupDescribeRequest that Kafka's schema defines. */
 export const consumerGroupDescribeRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ConsumerGroupDescribeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerGroupDescribeRequest(reader: KafkaReader, version: number): ConsumerGroupDescribeRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupDescribeRequest', version, 0, 1);
   }
-  return readConsumerGroupDescribeRequestStruct(reader, version);
+  try {
+    return readConsumerGroupDescribeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupDescribeRequest');
+  }
 }
 
+/**
+ * Writes ConsumerGroupDescribeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerGroupDescribeRequest(writer: KafkaWriter, message: ConsumerGroupDescribeRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupDescribeRequest', version, 0, 1);
   }
-  writeConsumerGroupDescribeRequestStruct(writer, message, version);
+  try {
+    writeConsumerGroupDescribeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupDescribeRequest');
+  }
 }
 
 function readConsumerGroupDescribeRequestStruct(reader: KafkaReader, _version: number): ConsumerGroupDescribeRequest {

@@ -2,7 +2,7 @@
 // ConsumerGroupDescribeResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ConsumerGroupDescribeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -132,18 +132,32 @@ export function isDefaultConsumerGroupDescribeResponseAssignment(message: Consum
 /** The versions of ConsumerGroupDescribeResponse that Kafka's schema defines. */
 export const consumerGroupDescribeResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ConsumerGroupDescribeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerGroupDescribeResponse(reader: KafkaReader, version: number): ConsumerGroupDescribeResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupDescribeResponse', version, 0, 1);
   }
-  return readConsumerGroupDescribeResponseStruct(reader, version);
+  try {
+    return readConsumerGroupDescribeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupDescribeResponse');
+  }
 }
 
+/**
+ * Writes ConsumerGroupDescribeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerGroupDescribeResponse(writer: KafkaWriter, message: ConsumerGroupDescribeResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupDescribeResponse', version, 0, 1);
   }
-  writeConsumerGroupDescribeResponseStruct(writer, message, version);
+  try {
+    writeConsumerGroupDescribeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupDescribeResponse');
+  }
 }
 
 function readConsumerGroupDescribeResponseStruct(reader: KafkaReader, version: number): ConsumerGroupDescribeResponse {

@@ -2,7 +2,7 @@
 // ConsumerGroupHeartbeatRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ConsumerGroupHeartbeatRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -59,18 +59,32 @@ export function defaultConsumerGroupHeartbeatRequestTopicPartitions(): ConsumerG
 /** The versions of ConsumerGroupHeartbeatRequest that Kafka's schema defines. */
 export const consumerGroupHeartbeatRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ConsumerGroupHeartbeatRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerGroupHeartbeatRequest(reader: KafkaReader, version: number): ConsumerGroupHeartbeatRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupHeartbeatRequest', version, 0, 1);
   }
-  return readConsumerGroupHeartbeatRequestStruct(reader, version);
+  try {
+    return readConsumerGroupHeartbeatRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupHeartbeatRequest');
+  }
 }
 
+/**
+ * Writes ConsumerGroupHeartbeatRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerGroupHeartbeatRequest(writer: KafkaWriter, message: ConsumerGroupHeartbeatRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupHeartbeatRequest', version, 0, 1);
   }
-  writeConsumerGroupHeartbeatRequestStruct(writer, message, version);
+  try {
+    writeConsumerGroupHeartbeatRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupHeartbeatRequest');
+  }
 }
 
 function readConsumerGroupHeartbeatRequestStruct(reader: KafkaReader, version: number): ConsumerGroupHeartbeatRequest {

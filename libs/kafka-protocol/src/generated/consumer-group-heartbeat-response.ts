@@ -2,7 +2,7 @@
 // ConsumerGroupHeartbeatResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ConsumerGroupHeartbeatResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -67,18 +67,32 @@ export function isDefaultConsumerGroupHeartbeatResponseAssignment(message: Consu
 /** The versions of ConsumerGroupHeartbeatResponse that Kafka's schema defines. */
 export const consumerGroupHeartbeatResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ConsumerGroupHeartbeatResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerGroupHeartbeatResponse(reader: KafkaReader, version: number): ConsumerGroupHeartbeatResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupHeartbeatResponse', version, 0, 1);
   }
-  return readConsumerGroupHeartbeatResponseStruct(reader, version);
+  try {
+    return readConsumerGroupHeartbeatResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupHeartbeatResponse');
+  }
 }
 
+/**
+ * Writes ConsumerGroupHeartbeatResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerGroupHeartbeatResponse(writer: KafkaWriter, message: ConsumerGroupHeartbeatResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ConsumerGroupHeartbeatResponse', version, 0, 1);
   }
-  writeConsumerGroupHeartbeatResponseStruct(writer, message, version);
+  try {
+    writeConsumerGroupHeartbeatResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerGroupHeartbeatResponse');
+  }
 }
 
 function readConsumerGroupHeartbeatResponseStruct(reader: KafkaReader, version: number): ConsumerGroupHeartbeatResponse {

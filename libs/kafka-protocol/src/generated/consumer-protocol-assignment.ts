@@ -2,7 +2,7 @@
 // ConsumerProtocolAssignment: versions 0-3, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ConsumerProtocolAssignment {
   /** The list of topics and partitions assigned to this consumer. Versions 0+. */
   assignedPartitions: ConsumerProtocolAssignmentTopicPartition[];
@@ -35,18 +35,32 @@ export function defaultConsumerProtocolAssignmentTopicPartition(): ConsumerProto
 /** The versions of ConsumerProtocolAssignment that Kafka's schema defines. */
 export const consumerProtocolAssignmentVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads ConsumerProtocolAssignment; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerProtocolAssignment(reader: KafkaReader, version: number): ConsumerProtocolAssignment {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('ConsumerProtocolAssignment', version, 0, 3);
   }
-  return readConsumerProtocolAssignmentStruct(reader, version);
+  try {
+    return readConsumerProtocolAssignmentStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerProtocolAssignment');
+  }
 }
 
+/**
+ * Writes ConsumerProtocolAssignment; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerProtocolAssignment(writer: KafkaWriter, message: ConsumerProtocolAssignment, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('ConsumerProtocolAssignment', version, 0, 3);
   }
-  writeConsumerProtocolAssignmentStruct(writer, message, version);
+  try {
+    writeConsumerProtocolAssignmentStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerProtocolAssignment');
+  }
 }
 
 function readConsumerProtocolAssignmentStruct(reader: KafkaReader, version: number): ConsumerProtocolAssignment {

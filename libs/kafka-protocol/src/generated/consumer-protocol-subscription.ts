@@ -2,7 +2,7 @@
 // ConsumerProtocolSubscription: versions 0-3, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ConsumerProtocolSubscription {
   /** The topics that the member wants to consume. Versions 0+. */
   topics: string[];
@@ -44,18 +44,32 @@ export function defaultConsumerProtocolSubscriptionTopicPartition(): ConsumerPro
 /** The versions of ConsumerProtocolSubscription that Kafka's schema defines. */
 export const consumerProtocolSubscriptionVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads ConsumerProtocolSubscription; anything wrong with the input is a KafkaProtocolError. */
 export function readConsumerProtocolSubscription(reader: KafkaReader, version: number): ConsumerProtocolSubscription {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('ConsumerProtocolSubscription', version, 0, 3);
   }
-  return readConsumerProtocolSubscriptionStruct(reader, version);
+  try {
+    return readConsumerProtocolSubscriptionStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerProtocolSubscription');
+  }
 }
 
+/**
+ * Writes ConsumerProtocolSubscription; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeConsumerProtocolSubscription(writer: KafkaWriter, message: ConsumerProtocolSubscription, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('ConsumerProtocolSubscription', version, 0, 3);
   }
-  writeConsumerProtocolSubscriptionStruct(writer, message, version);
+  try {
+    writeConsumerProtocolSubscriptionStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ConsumerProtocolSubscription');
+  }
 }
 
 function readConsumerProtocolSubscriptionStruct(reader: KafkaReader, version: number): ConsumerProtocolSubscription {

@@ -2,7 +2,7 @@
 // ControlRecordTypeSchema: versions 0-0, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ControlRecordTypeSchema {
   /** The type of the control record, such as commit or abort Versions 0+. */
   type: number;
@@ -17,18 +17,32 @@ export function defaultControlRecordTypeSchema(): ControlRecordTypeSchema {
 /** The versions of ControlRecordTypeSchema that Kafka's schema defines. */
 export const controlRecordTypeSchemaVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ControlRecordTypeSchema; anything wrong with the input is a KafkaProtocolError. */
 export function readControlRecordTypeSchema(reader: KafkaReader, version: number): ControlRecordTypeSchema {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControlRecordTypeSchema', version, 0, 0);
   }
-  return readControlRecordTypeSchemaStruct(reader, version);
+  try {
+    return readControlRecordTypeSchemaStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlRecordTypeSchema');
+  }
 }
 
+/**
+ * Writes ControlRecordTypeSchema; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeControlRecordTypeSchema(writer: KafkaWriter, message: ControlRecordTypeSchema, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControlRecordTypeSchema', version, 0, 0);
   }
-  writeControlRecordTypeSchemaStruct(writer, message, version);
+  try {
+    writeControlRecordTypeSchemaStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlRecordTypeSchema');
+  }
 }
 
 function readControlRecordTypeSchemaStruct(reader: KafkaReader, _version: number): ControlRecordTypeSchema {

@@ -2,7 +2,7 @@
 // ControlledShutdownRequest: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ControlledShutdownRequest {
 }
 
@@ -14,18 +14,32 @@ export function defaultControlledShutdownRequest(): ControlledShutdownRequest {
 /** The versions of ControlledShutdownRequest that Kafka's schema defines. */
 export const controlledShutdownRequestVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads ControlledShutdownRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readControlledShutdownRequest(reader: KafkaReader, version: number): ControlledShutdownRequest {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('ControlledShutdownRequest', version, 1, 0);
   }
-  return readControlledShutdownRequestStruct(reader, version);
+  try {
+    return readControlledShutdownRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlledShutdownRequest');
+  }
 }
 
+/**
+ * Writes ControlledShutdownRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeControlledShutdownRequest(writer: KafkaWriter, message: ControlledShutdownRequest, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('ControlledShutdownRequest', version, 1, 0);
   }
-  writeControlledShutdownRequestStruct(writer, message, version);
+  try {
+    writeControlledShutdownRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlledShutdownRequest');
+  }
 }
 
 function readControlledShutdownRequestStruct(_reader: KafkaReader, _version: number): ControlledShutdownRequest {

@@ -2,7 +2,7 @@
 // ControlledShutdownResponse: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ControlledShutdownResponse {
 }
 
@@ -14,18 +14,32 @@ export function defaultControlledShutdownResponse(): ControlledShutdownResponse 
 /** The versions of ControlledShutdownResponse that Kafka's schema defines. */
 export const controlledShutdownResponseVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads ControlledShutdownResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readControlledShutdownResponse(reader: KafkaReader, version: number): ControlledShutdownResponse {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('ControlledShutdownResponse', version, 1, 0);
   }
-  return readControlledShutdownResponseStruct(reader, version);
+  try {
+    return readControlledShutdownResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlledShutdownResponse');
+  }
 }
 
+/**
+ * Writes ControlledShutdownResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeControlledShutdownResponse(writer: KafkaWriter, message: ControlledShutdownResponse, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('ControlledShutdownResponse', version, 1, 0);
   }
-  writeControlledShutdownResponseStruct(writer, message, version);
+  try {
+    writeControlledShutdownResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControlledShutdownResponse');
+  }
 }
 
 function readControlledShutdownResponseStruct(_reader: KafkaReader, _version: number): ControlledShutdownResponse {

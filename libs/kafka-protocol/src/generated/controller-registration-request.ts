@@ -2,7 +2,7 @@
 // ControllerRegistrationRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ControllerRegistrationRequest {
   /** The ID of the controller to register. Versions 0+. */
   controllerId: number;
@@ -68,18 +68,32 @@ export function defaultControllerRegistrationRequestFeature(): ControllerRegistr
 /** The versions of ControllerRegistrationRequest that Kafka's schema defines. */
 export const controllerRegistrationRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ControllerRegistrationRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readControllerRegistrationRequest(reader: KafkaReader, version: number): ControllerRegistrationRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControllerRegistrationRequest', version, 0, 0);
   }
-  return readControllerRegistrationRequestStruct(reader, version);
+  try {
+    return readControllerRegistrationRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControllerRegistrationRequest');
+  }
 }
 
+/**
+ * Writes ControllerRegistrationRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeControllerRegistrationRequest(writer: KafkaWriter, message: ControllerRegistrationRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControllerRegistrationRequest', version, 0, 0);
   }
-  writeControllerRegistrationRequestStruct(writer, message, version);
+  try {
+    writeControllerRegistrationRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControllerRegistrationRequest');
+  }
 }
 
 function readControllerRegistrationRequestStruct(reader: KafkaReader, version: number): ControllerRegistrationRequest {

@@ -2,7 +2,7 @@
 // ControllerRegistrationResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ControllerRegistrationResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultControllerRegistrationResponse(): ControllerRegistrationR
 /** The versions of ControllerRegistrationResponse that Kafka's schema defines. */
 export const controllerRegistrationResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ControllerRegistrationResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readControllerRegistrationResponse(reader: KafkaReader, version: number): ControllerRegistrationResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControllerRegistrationResponse', version, 0, 0);
   }
-  return readControllerRegistrationResponseStruct(reader, version);
+  try {
+    return readControllerRegistrationResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControllerRegistrationResponse');
+  }
 }
 
+/**
+ * Writes ControllerRegistrationResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeControllerRegistrationResponse(writer: KafkaWriter, message: ControllerRegistrationResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ControllerRegistrationResponse', version, 0, 0);
   }
-  writeControllerRegistrationResponseStruct(writer, message, version);
+  try {
+    writeControllerRegistrationResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ControllerRegistrationResponse');
+  }
 }
 
 function readControllerRegistrationResponseStruct(reader: KafkaReader, _version: number): ControllerRegistrationResponse {

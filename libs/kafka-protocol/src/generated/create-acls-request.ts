@@ -2,7 +2,7 @@
 // CreateAclsRequest: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface CreateAclsRequest {
   /** The ACLs that we want to create. Versions 0+. */
   creations: AclCreation[];
@@ -47,18 +47,32 @@ export function defaultAclCreation(): AclCreation {
 /** The versions of CreateAclsRequest that Kafka's schema defines. */
 export const createAclsRequestVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads CreateAclsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateAclsRequest(reader: KafkaReader, version: number): CreateAclsRequest {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateAclsRequest', version, 1, 3);
   }
-  return readCreateAclsRequestStruct(reader, version);
+  try {
+    return readCreateAclsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateAclsRequest');
+  }
 }
 
+/**
+ * Writes CreateAclsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateAclsRequest(writer: KafkaWriter, message: CreateAclsRequest, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateAclsRequest', version, 1, 3);
   }
-  writeCreateAclsRequestStruct(writer, message, version);
+  try {
+    writeCreateAclsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateAclsRequest');
+  }
 }
 
 function readCreateAclsRequestStruct(reader: KafkaReader, version: number): CreateAclsRequest {

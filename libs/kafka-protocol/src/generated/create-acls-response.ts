@@ -2,7 +2,7 @@
 // CreateAclsResponse: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface CreateAclsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -35,18 +35,32 @@ export function defaultAclCreationResult(): AclCreationResult {
 /** The versions of CreateAclsResponse that Kafka's schema defines. */
 export const createAclsResponseVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads CreateAclsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateAclsResponse(reader: KafkaReader, version: number): CreateAclsResponse {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateAclsResponse', version, 1, 3);
   }
-  return readCreateAclsResponseStruct(reader, version);
+  try {
+    return readCreateAclsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateAclsResponse');
+  }
 }
 
+/**
+ * Writes CreateAclsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateAclsResponse(writer: KafkaWriter, message: CreateAclsResponse, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateAclsResponse', version, 1, 3);
   }
-  writeCreateAclsResponseStruct(writer, message, version);
+  try {
+    writeCreateAclsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateAclsResponse');
+  }
 }
 
 function readCreateAclsResponseStruct(reader: KafkaReader, version: number): CreateAclsResponse {

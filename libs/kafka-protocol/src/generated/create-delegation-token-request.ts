@@ -2,7 +2,7 @@
 // CreateDelegationTokenRequest: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface CreateDelegationTokenRequest {
   /** The principal type of the owner of the token. If it's null it defaults to the token request principal. Versions 3+. Nullable 3+. */
   ownerPrincipalType: string | null;
@@ -41,18 +41,32 @@ export function defaultCreatableRenewers(): CreatableRenewers {
 /** The versions of CreateDelegationTokenRequest that Kafka's schema defines. */
 export const createDelegationTokenRequestVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads CreateDelegationTokenRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateDelegationTokenRequest(reader: KafkaReader, version: number): CreateDelegationTokenRequest {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateDelegationTokenRequest', version, 1, 3);
   }
-  return readCreateDelegationTokenRequestStruct(reader, version);
+  try {
+    return readCreateDelegationTokenRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateDelegationTokenRequest');
+  }
 }
 
+/**
+ * Writes CreateDelegationTokenRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateDelegationTokenRequest(writer: KafkaWriter, message: CreateDelegationTokenRequest, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateDelegationTokenRequest', version, 1, 3);
   }
-  writeCreateDelegationTokenRequestStruct(writer, message, version);
+  try {
+    writeCreateDelegationTokenRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateDelegationTokenRequest');
+  }
 }
 
 function readCreateDelegationTokenRequestStruct(reader: KafkaReader, version: number): CreateDelegationTokenRequest {

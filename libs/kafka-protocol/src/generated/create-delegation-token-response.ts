@@ -2,7 +2,7 @@
 // CreateDelegationTokenResponse: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface CreateDelegationTokenResponse {
   /** The top-level error, or zero if there was no error. Versions 0+. */
   errorCode: number;
@@ -47,18 +47,32 @@ export function defaultCreateDelegationTokenResponse(): CreateDelegationTokenRes
 /** The versions of CreateDelegationTokenResponse that Kafka's schema defines. */
 export const createDelegationTokenResponseVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads CreateDelegationTokenResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateDelegationTokenResponse(reader: KafkaReader, version: number): CreateDelegationTokenResponse {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateDelegationTokenResponse', version, 1, 3);
   }
-  return readCreateDelegationTokenResponseStruct(reader, version);
+  try {
+    return readCreateDelegationTokenResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateDelegationTokenResponse');
+  }
 }
 
+/**
+ * Writes CreateDelegationTokenResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateDelegationTokenResponse(writer: KafkaWriter, message: CreateDelegationTokenResponse, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('CreateDelegationTokenResponse', version, 1, 3);
   }
-  writeCreateDelegationTokenResponseStruct(writer, message, version);
+  try {
+    writeCreateDelegationTokenResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateDelegationTokenResponse');
+  }
 }
 
 function readCreateDelegationTokenResponseStruct(reader: KafkaReader, version: number): CreateDelegationTokenResponse {

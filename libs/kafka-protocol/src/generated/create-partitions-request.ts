@@ -2,7 +2,7 @@
 // CreatePartitionsRequest: versions 0-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface CreatePartitionsRequest {
   /** Each topic that we want to create new partitions inside. Versions 0+. */
   topics: CreatePartitionsTopic[];
@@ -53,18 +53,32 @@ export function defaultCreatePartitionsAssignment(): CreatePartitionsAssignment 
 /** The versions of CreatePartitionsRequest that Kafka's schema defines. */
 export const createPartitionsRequestVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads CreatePartitionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readCreatePartitionsRequest(reader: KafkaReader, version: number): CreatePartitionsRequest {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('CreatePartitionsRequest', version, 0, 3);
   }
-  return readCreatePartitionsRequestStruct(reader, version);
+  try {
+    return readCreatePartitionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreatePartitionsRequest');
+  }
 }
 
+/**
+ * Writes CreatePartitionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreatePartitionsRequest(writer: KafkaWriter, message: CreatePartitionsRequest, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('CreatePartitionsRequest', version, 0, 3);
   }
-  writeCreatePartitionsRequestStruct(writer, message, version);
+  try {
+    writeCreatePartitionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreatePartitionsRequest');
+  }
 }
 
 function readCreatePartitionsRequestStruct(reader: KafkaReader, version: number): CreatePartitionsRequest {

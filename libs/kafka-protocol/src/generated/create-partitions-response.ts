@@ -2,7 +2,7 @@
 // CreatePartitionsResponse: versions 0-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface CreatePartitionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -38,18 +38,32 @@ export function defaultCreatePartitionsTopicResult(): CreatePartitionsTopicResul
 /** The versions of CreatePartitionsResponse that Kafka's schema defines. */
 export const createPartitionsResponseVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads CreatePartitionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readCreatePartitionsResponse(reader: KafkaReader, version: number): CreatePartitionsResponse {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('CreatePartitionsResponse', version, 0, 3);
   }
-  return readCreatePartitionsResponseStruct(reader, version);
+  try {
+    return readCreatePartitionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreatePartitionsResponse');
+  }
 }
 
+/**
+ * Writes CreatePartitionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreatePartitionsResponse(writer: KafkaWriter, message: CreatePartitionsResponse, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('CreatePartitionsResponse', version, 0, 3);
   }
-  writeCreatePartitionsResponseStruct(writer, message, version);
+  try {
+    writeCreatePartitionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreatePartitionsResponse');
+  }
 }
 
 function readCreatePartitionsResponseStruct(reader: KafkaReader, version: number): CreatePartitionsResponse {

@@ -2,7 +2,7 @@
 // CreateTopicsRequest: versions 2-7, flexible 5+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface CreateTopicsRequest {
   /** The topics to create. Versions 0+. */
   topics: CreatableTopic[];
@@ -77,18 +77,32 @@ export function defaultCreatableTopicConfig(): CreatableTopicConfig {
 /** The versions of CreateTopicsRequest that Kafka's schema defines. */
 export const createTopicsRequestVersions = { lowest: 2, highest: 7 } as const;
 
+/** Reads CreateTopicsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateTopicsRequest(reader: KafkaReader, version: number): CreateTopicsRequest {
   if (version < 2 || version > 7) {
     throw unsupportedVersionError('CreateTopicsRequest', version, 2, 7);
   }
-  return readCreateTopicsRequestStruct(reader, version);
+  try {
+    return readCreateTopicsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateTopicsRequest');
+  }
 }
 
+/**
+ * Writes CreateTopicsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateTopicsRequest(writer: KafkaWriter, message: CreateTopicsRequest, version: number): void {
   if (version < 2 || version > 7) {
     throw unsupportedVersionError('CreateTopicsRequest', version, 2, 7);
   }
-  writeCreateTopicsRequestStruct(writer, message, version);
+  try {
+    writeCreateTopicsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateTopicsRequest');
+  }
 }
 
 function readCreateTopicsRequestStruct(reader: KafkaReader, version: number): CreateTopicsRequest {

@@ -2,7 +2,7 @@
 // CreateTopicsResponse: versions 2-7, flexible 5+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface CreateTopicsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 2+. */
   throttleTimeMs: number;
@@ -77,18 +77,32 @@ export function defaultCreatableTopicConfigs(): CreatableTopicConfigs {
 /** The versions of CreateTopicsResponse that Kafka's schema defines. */
 export const createTopicsResponseVersions = { lowest: 2, highest: 7 } as const;
 
+/** Reads CreateTopicsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readCreateTopicsResponse(reader: KafkaReader, version: number): CreateTopicsResponse {
   if (version < 2 || version > 7) {
     throw unsupportedVersionError('CreateTopicsResponse', version, 2, 7);
   }
-  return readCreateTopicsResponseStruct(reader, version);
+  try {
+    return readCreateTopicsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateTopicsResponse');
+  }
 }
 
+/**
+ * Writes CreateTopicsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeCreateTopicsResponse(writer: KafkaWriter, message: CreateTopicsResponse, version: number): void {
   if (version < 2 || version > 7) {
     throw unsupportedVersionError('CreateTopicsResponse', version, 2, 7);
   }
-  writeCreateTopicsResponseStruct(writer, message, version);
+  try {
+    writeCreateTopicsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'CreateTopicsResponse');
+  }
 }
 
 function readCreateTopicsResponseStruct(reader: KafkaReader, version: number): CreateTopicsResponse {

@@ -2,7 +2,7 @@
 // DefaultPrincipalData: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DefaultPrincipalData {
   /** The principal type. Versions 0+. */
   type: string;
@@ -23,18 +23,32 @@ export function defaultDefaultPrincipalData(): DefaultPrincipalData {
 /** The versions of DefaultPrincipalData that Kafka's schema defines. */
 export const defaultPrincipalDataVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DefaultPrincipalData; anything wrong with the input is a KafkaProtocolError. */
 export function readDefaultPrincipalData(reader: KafkaReader, version: number): DefaultPrincipalData {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DefaultPrincipalData', version, 0, 0);
   }
-  return readDefaultPrincipalDataStruct(reader, version);
+  try {
+    return readDefaultPrincipalDataStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DefaultPrincipalData');
+  }
 }
 
+/**
+ * Writes DefaultPrincipalData; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDefaultPrincipalData(writer: KafkaWriter, message: DefaultPrincipalData, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DefaultPrincipalData', version, 0, 0);
   }
-  writeDefaultPrincipalDataStruct(writer, message, version);
+  try {
+    writeDefaultPrincipalDataStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DefaultPrincipalData');
+  }
 }
 
 function readDefaultPrincipalDataStruct(reader: KafkaReader, _version: number): DefaultPrincipalData {

@@ -2,7 +2,7 @@
 // DeleteAclsRequest: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteAclsRequest {
   /** The filters to use when deleting ACLs. Versions 0+. */
   filters: DeleteAclsFilter[];
@@ -47,18 +47,32 @@ export function defaultDeleteAclsFilter(): DeleteAclsFilter {
 /** The versions of DeleteAclsRequest that Kafka's schema defines. */
 export const deleteAclsRequestVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DeleteAclsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteAclsRequest(reader: KafkaReader, version: number): DeleteAclsRequest {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DeleteAclsRequest', version, 1, 3);
   }
-  return readDeleteAclsRequestStruct(reader, version);
+  try {
+    return readDeleteAclsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteAclsRequest');
+  }
 }
 
+/**
+ * Writes DeleteAclsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteAclsRequest(writer: KafkaWriter, message: DeleteAclsRequest, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DeleteAclsRequest', version, 1, 3);
   }
-  writeDeleteAclsRequestStruct(writer, message, version);
+  try {
+    writeDeleteAclsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteAclsRequest');
+  }
 }
 
 function readDeleteAclsRequestStruct(reader: KafkaReader, version: number): DeleteAclsRequest {

@@ -2,7 +2,7 @@
 // DeleteAclsResponse: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteAclsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -74,18 +74,32 @@ export function defaultDeleteAclsMatchingAcl(): DeleteAclsMatchingAcl {
 /** The versions of DeleteAclsResponse that Kafka's schema defines. */
 export const deleteAclsResponseVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DeleteAclsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteAclsResponse(reader: KafkaReader, version: number): DeleteAclsResponse {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DeleteAclsResponse', version, 1, 3);
   }
-  return readDeleteAclsResponseStruct(reader, version);
+  try {
+    return readDeleteAclsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteAclsResponse');
+  }
 }
 
+/**
+ * Writes DeleteAclsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteAclsResponse(writer: KafkaWriter, message: DeleteAclsResponse, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DeleteAclsResponse', version, 1, 3);
   }
-  writeDeleteAclsResponseStruct(writer, message, version);
+  try {
+    writeDeleteAclsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteAclsResponse');
+  }
 }
 
 function readDeleteAclsResponseStruct(reader: KafkaReader, version: number): DeleteAclsResponse {

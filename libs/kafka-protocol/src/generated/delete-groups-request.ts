@@ -2,7 +2,7 @@
 // DeleteGroupsRequest: versions 0-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteGroupsRequest {
   /** The group names to delete. Versions 0+. */
   groupsNames: string[];
@@ -17,18 +17,32 @@ export function defaultDeleteGroupsRequest(): DeleteGroupsRequest {
 /** The versions of DeleteGroupsRequest that Kafka's schema defines. */
 export const deleteGroupsRequestVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads DeleteGroupsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteGroupsRequest(reader: KafkaReader, version: number): DeleteGroupsRequest {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('DeleteGroupsRequest', version, 0, 3);
   }
-  return readDeleteGroupsRequestStruct(reader, version);
+  try {
+    return readDeleteGroupsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteGroupsRequest');
+  }
 }
 
+/**
+ * Writes DeleteGroupsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteGroupsRequest(writer: KafkaWriter, message: DeleteGroupsRequest, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('DeleteGroupsRequest', version, 0, 3);
   }
-  writeDeleteGroupsRequestStruct(writer, message, version);
+  try {
+    writeDeleteGroupsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteGroupsRequest');
+  }
 }
 
 function readDeleteGroupsRequestStruct(reader: KafkaReader, version: number): DeleteGroupsRequest {

@@ -2,7 +2,7 @@
 // DeleteGroupsResponse: versions 0-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedVersionError } from '../errors';
 export interface DeleteGroupsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -38,18 +38,32 @@ export function defaultDeletableGroupResult(): DeletableGroupResult {
 /** The versions of DeleteGroupsResponse that Kafka's schema defines. */
 export const deleteGroupsResponseVersions = { lowest: 0, highest: 3 } as const;
 
+/** Reads DeleteGroupsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteGroupsResponse(reader: KafkaReader, version: number): DeleteGroupsResponse {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('DeleteGroupsResponse', version, 0, 3);
   }
-  return readDeleteGroupsResponseStruct(reader, version);
+  try {
+    return readDeleteGroupsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteGroupsResponse');
+  }
 }
 
+/**
+ * Writes DeleteGroupsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteGroupsResponse(writer: KafkaWriter, message: DeleteGroupsResponse, version: number): void {
   if (version < 0 || version > 3) {
     throw unsupportedVersionError('DeleteGroupsResponse', version, 0, 3);
   }
-  writeDeleteGroupsResponseStruct(writer, message, version);
+  try {
+    writeDeleteGroupsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteGroupsResponse');
+  }
 }
 
 function readDeleteGroupsResponseStruct(reader: KafkaReader, version: number): DeleteGroupsResponse {

@@ -2,7 +2,7 @@
 // DeleteRecordsRequest: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteRecordsRequest {
   /** Each topic that we want to delete records from. Versions 0+. */
   topics: DeleteRecordsTopic[];
@@ -50,18 +50,32 @@ export function defaultDeleteRecordsPartition(): DeleteRecordsPartition {
 /** The versions of DeleteRecordsRequest that Kafka's schema defines. */
 export const deleteRecordsRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DeleteRecordsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteRecordsRequest(reader: KafkaReader, version: number): DeleteRecordsRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DeleteRecordsRequest', version, 0, 2);
   }
-  return readDeleteRecordsRequestStruct(reader, version);
+  try {
+    return readDeleteRecordsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteRecordsRequest');
+  }
 }
 
+/**
+ * Writes DeleteRecordsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteRecordsRequest(writer: KafkaWriter, message: DeleteRecordsRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DeleteRecordsRequest', version, 0, 2);
   }
-  writeDeleteRecordsRequestStruct(writer, message, version);
+  try {
+    writeDeleteRecordsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteRecordsRequest');
+  }
 }
 
 function readDeleteRecordsRequestStruct(reader: KafkaReader, version: number): DeleteRecordsRequest {

@@ -2,7 +2,7 @@
 // DeleteRecordsResponse: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteRecordsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -53,18 +53,32 @@ export function defaultDeleteRecordsPartitionResult(): DeleteRecordsPartitionRes
 /** The versions of DeleteRecordsResponse that Kafka's schema defines. */
 export const deleteRecordsResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DeleteRecordsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteRecordsResponse(reader: KafkaReader, version: number): DeleteRecordsResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DeleteRecordsResponse', version, 0, 2);
   }
-  return readDeleteRecordsResponseStruct(reader, version);
+  try {
+    return readDeleteRecordsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteRecordsResponse');
+  }
 }
 
+/**
+ * Writes DeleteRecordsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteRecordsResponse(writer: KafkaWriter, message: DeleteRecordsResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DeleteRecordsResponse', version, 0, 2);
   }
-  writeDeleteRecordsResponseStruct(writer, message, version);
+  try {
+    writeDeleteRecordsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteRecordsResponse');
+  }
 }
 
 function readDeleteRecordsResponseStruct(reader: KafkaReader, version: number): DeleteRecordsResponse {

@@ -2,7 +2,7 @@
 // DeleteShareGroupOffsetsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteShareGroupOffsetsRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -32,18 +32,32 @@ export function defaultDeleteShareGroupOffsetsRequestTopic(): DeleteShareGroupOf
 /** The versions of DeleteShareGroupOffsetsRequest that Kafka's schema defines. */
 export const deleteShareGroupOffsetsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DeleteShareGroupOffsetsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteShareGroupOffsetsRequest(reader: KafkaReader, version: number): DeleteShareGroupOffsetsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupOffsetsRequest', version, 0, 0);
   }
-  return readDeleteShareGroupOffsetsRequestStruct(reader, version);
+  try {
+    return readDeleteShareGroupOffsetsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupOffsetsRequest');
+  }
 }
 
+/**
+ * Writes DeleteShareGroupOffsetsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteShareGroupOffsetsRequest(writer: KafkaWriter, message: DeleteShareGroupOffsetsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupOffsetsRequest', version, 0, 0);
   }
-  writeDeleteShareGroupOffsetsRequestStruct(writer, message, version);
+  try {
+    writeDeleteShareGroupOffsetsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupOffsetsRequest');
+  }
 }
 
 function readDeleteShareGroupOffsetsRequestStruct(reader: KafkaReader, version: number): DeleteShareGroupOffsetsRequest {

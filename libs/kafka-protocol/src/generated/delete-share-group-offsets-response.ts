@@ -2,7 +2,7 @@
 // DeleteShareGroupOffsetsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteShareGroupOffsetsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -47,18 +47,32 @@ export function defaultDeleteShareGroupOffsetsResponseTopic(): DeleteShareGroupO
 /** The versions of DeleteShareGroupOffsetsResponse that Kafka's schema defines. */
 export const deleteShareGroupOffsetsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DeleteShareGroupOffsetsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteShareGroupOffsetsResponse(reader: KafkaReader, version: number): DeleteShareGroupOffsetsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupOffsetsResponse', version, 0, 0);
   }
-  return readDeleteShareGroupOffsetsResponseStruct(reader, version);
+  try {
+    return readDeleteShareGroupOffsetsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupOffsetsResponse');
+  }
 }
 
+/**
+ * Writes DeleteShareGroupOffsetsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteShareGroupOffsetsResponse(writer: KafkaWriter, message: DeleteShareGroupOffsetsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupOffsetsResponse', version, 0, 0);
   }
-  writeDeleteShareGroupOffsetsResponseStruct(writer, message, version);
+  try {
+    writeDeleteShareGroupOffsetsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupOffsetsResponse');
+  }
 }
 
 function readDeleteShareGroupOffsetsResponseStruct(reader: KafkaReader, version: number): DeleteShareGroupOffsetsResponse {

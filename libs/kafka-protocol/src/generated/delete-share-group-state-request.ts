@@ -2,7 +2,7 @@
 // DeleteShareGroupStateRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteShareGroupStateRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -47,18 +47,32 @@ export function defaultDeleteShareGroupStateRequestPartitionData(): DeleteShareG
 /** The versions of DeleteShareGroupStateRequest that Kafka's schema defines. */
 export const deleteShareGroupStateRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DeleteShareGroupStateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteShareGroupStateRequest(reader: KafkaReader, version: number): DeleteShareGroupStateRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupStateRequest', version, 0, 0);
   }
-  return readDeleteShareGroupStateRequestStruct(reader, version);
+  try {
+    return readDeleteShareGroupStateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupStateRequest');
+  }
 }
 
+/**
+ * Writes DeleteShareGroupStateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteShareGroupStateRequest(writer: KafkaWriter, message: DeleteShareGroupStateRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupStateRequest', version, 0, 0);
   }
-  writeDeleteShareGroupStateRequestStruct(writer, message, version);
+  try {
+    writeDeleteShareGroupStateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupStateRequest');
+  }
 }
 
 function readDeleteShareGroupStateRequestStruct(reader: KafkaReader, version: number): DeleteShareGroupStateRequest {

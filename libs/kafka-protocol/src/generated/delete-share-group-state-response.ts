@@ -2,7 +2,7 @@
 // DeleteShareGroupStateResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DeleteShareGroupStateResponse {
   /** The delete results. Versions 0+. */
   results: DeleteStateResult[];
@@ -50,18 +50,32 @@ export function defaultDeleteShareGroupStateResponsePartitionResult(): DeleteSha
 /** The versions of DeleteShareGroupStateResponse that Kafka's schema defines. */
 export const deleteShareGroupStateResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DeleteShareGroupStateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteShareGroupStateResponse(reader: KafkaReader, version: number): DeleteShareGroupStateResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupStateResponse', version, 0, 0);
   }
-  return readDeleteShareGroupStateResponseStruct(reader, version);
+  try {
+    return readDeleteShareGroupStateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupStateResponse');
+  }
 }
 
+/**
+ * Writes DeleteShareGroupStateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteShareGroupStateResponse(writer: KafkaWriter, message: DeleteShareGroupStateResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DeleteShareGroupStateResponse', version, 0, 0);
   }
-  writeDeleteShareGroupStateResponseStruct(writer, message, version);
+  try {
+    writeDeleteShareGroupStateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteShareGroupStateResponse');
+  }
 }
 
 function readDeleteShareGroupStateResponseStruct(reader: KafkaReader, version: number): DeleteShareGroupStateResponse {

@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DeleteTopicsRequest {
   /** The name or topic ID of the topic. Versions 6+. */
   topics: DeleteTopicState[];
@@ -39,18 +39,32 @@ export function defaultDeleteTopicState(): DeleteTopicState {
 /** The versions of DeleteTopicsRequest that Kafka's schema defines. */
 export const deleteTopicsRequestVersions = { lowest: 1, highest: 6 } as const;
 
+/** Reads DeleteTopicsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteTopicsRequest(reader: KafkaReader, version: number): DeleteTopicsRequest {
   if (version < 1 || version > 6) {
     throw unsupportedVersionError('DeleteTopicsRequest', version, 1, 6);
   }
-  return readDeleteTopicsRequestStruct(reader, version);
+  try {
+    return readDeleteTopicsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteTopicsRequest');
+  }
 }
 
+/**
+ * Writes DeleteTopicsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteTopicsRequest(writer: KafkaWriter, message: DeleteTopicsRequest, version: number): void {
   if (version < 1 || version > 6) {
     throw unsupportedVersionError('DeleteTopicsRequest', version, 1, 6);
   }
-  writeDeleteTopicsRequestStruct(writer, message, version);
+  try {
+    writeDeleteTopicsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteTopicsRequest');
+  }
 }
 
 function readDeleteTopicsRequestStruct(reader: KafkaReader, version: number): DeleteTopicsRequest {

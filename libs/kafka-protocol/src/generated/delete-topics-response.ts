@@ -2,7 +2,7 @@
 // DeleteTopicsResponse: versions 1-6, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedVersionError } from '../errors';
 export interface DeleteTopicsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -41,18 +41,32 @@ export function defaultDeletableTopicResult(): DeletableTopicResult {
 /** The versions of DeleteTopicsResponse that Kafka's schema defines. */
 export const deleteTopicsResponseVersions = { lowest: 1, highest: 6 } as const;
 
+/** Reads DeleteTopicsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDeleteTopicsResponse(reader: KafkaReader, version: number): DeleteTopicsResponse {
   if (version < 1 || version > 6) {
     throw unsupportedVersionError('DeleteTopicsResponse', version, 1, 6);
   }
-  return readDeleteTopicsResponseStruct(reader, version);
+  try {
+    return readDeleteTopicsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteTopicsResponse');
+  }
 }
 
+/**
+ * Writes DeleteTopicsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDeleteTopicsResponse(writer: KafkaWriter, message: DeleteTopicsResponse, version: number): void {
   if (version < 1 || version > 6) {
     throw unsupportedVersionError('DeleteTopicsResponse', version, 1, 6);
   }
-  writeDeleteTopicsResponseStruct(writer, message, version);
+  try {
+    writeDeleteTopicsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DeleteTopicsResponse');
+  }
 }
 
 function readDeleteTopicsResponseStruct(reader: KafkaReader, version: number): DeleteTopicsResponse {

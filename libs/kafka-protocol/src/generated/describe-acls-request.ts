@@ -2,7 +2,7 @@
 // DescribeAclsRequest: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeAclsRequest {
   /** The resource type. Versions 0+. */
   resourceTypeFilter: number;
@@ -35,18 +35,32 @@ export function defaultDescribeAclsRequest(): DescribeAclsRequest {
 /** The versions of DescribeAclsRequest that Kafka's schema defines. */
 export const describeAclsRequestVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DescribeAclsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeAclsRequest(reader: KafkaReader, version: number): DescribeAclsRequest {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeAclsRequest', version, 1, 3);
   }
-  return readDescribeAclsRequestStruct(reader, version);
+  try {
+    return readDescribeAclsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeAclsRequest');
+  }
 }
 
+/**
+ * Writes DescribeAclsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeAclsRequest(writer: KafkaWriter, message: DescribeAclsRequest, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeAclsRequest', version, 1, 3);
   }
-  writeDescribeAclsRequestStruct(writer, message, version);
+  try {
+    writeDescribeAclsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeAclsRequest');
+  }
 }
 
 function readDescribeAclsRequestStruct(reader: KafkaReader, version: number): DescribeAclsRequest {

@@ -2,7 +2,7 @@
 // DescribeAclsResponse: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeAclsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -68,18 +68,32 @@ export function defaultAclDescription(): AclDescription {
 /** The versions of DescribeAclsResponse that Kafka's schema defines. */
 export const describeAclsResponseVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DescribeAclsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeAclsResponse(reader: KafkaReader, version: number): DescribeAclsResponse {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeAclsResponse', version, 1, 3);
   }
-  return readDescribeAclsResponseStruct(reader, version);
+  try {
+    return readDescribeAclsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeAclsResponse');
+  }
 }
 
+/**
+ * Writes DescribeAclsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeAclsResponse(writer: KafkaWriter, message: DescribeAclsResponse, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeAclsResponse', version, 1, 3);
   }
-  writeDescribeAclsResponseStruct(writer, message, version);
+  try {
+    writeDescribeAclsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeAclsResponse');
+  }
 }
 
 function readDescribeAclsResponseStruct(reader: KafkaReader, version: number): DescribeAclsResponse {

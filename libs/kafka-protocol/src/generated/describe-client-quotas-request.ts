@@ -2,7 +2,7 @@
 // DescribeClientQuotasRequest: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeClientQuotasRequest {
   /** Filter components to apply to quota entities. Versions 0+. */
   components: ComponentData[];
@@ -38,18 +38,32 @@ export function defaultComponentData(): ComponentData {
 /** The versions of DescribeClientQuotasRequest that Kafka's schema defines. */
 export const describeClientQuotasRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads DescribeClientQuotasRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeClientQuotasRequest(reader: KafkaReader, version: number): DescribeClientQuotasRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeClientQuotasRequest', version, 0, 1);
   }
-  return readDescribeClientQuotasRequestStruct(reader, version);
+  try {
+    return readDescribeClientQuotasRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClientQuotasRequest');
+  }
 }
 
+/**
+ * Writes DescribeClientQuotasRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeClientQuotasRequest(writer: KafkaWriter, message: DescribeClientQuotasRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeClientQuotasRequest', version, 0, 1);
   }
-  writeDescribeClientQuotasRequestStruct(writer, message, version);
+  try {
+    writeDescribeClientQuotasRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClientQuotasRequest');
+  }
 }
 
 function readDescribeClientQuotasRequestStruct(reader: KafkaReader, version: number): DescribeClientQuotasRequest {

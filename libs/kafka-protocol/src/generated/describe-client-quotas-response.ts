@@ -2,7 +2,7 @@
 // DescribeClientQuotasResponse: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeClientQuotasResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -71,18 +71,32 @@ export function defaultValueData(): ValueData {
 /** The versions of DescribeClientQuotasResponse that Kafka's schema defines. */
 export const describeClientQuotasResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads DescribeClientQuotasResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeClientQuotasResponse(reader: KafkaReader, version: number): DescribeClientQuotasResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeClientQuotasResponse', version, 0, 1);
   }
-  return readDescribeClientQuotasResponseStruct(reader, version);
+  try {
+    return readDescribeClientQuotasResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClientQuotasResponse');
+  }
 }
 
+/**
+ * Writes DescribeClientQuotasResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeClientQuotasResponse(writer: KafkaWriter, message: DescribeClientQuotasResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeClientQuotasResponse', version, 0, 1);
   }
-  writeDescribeClientQuotasResponseStruct(writer, message, version);
+  try {
+    writeDescribeClientQuotasResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClientQuotasResponse');
+  }
 }
 
 function readDescribeClientQuotasResponseStruct(reader: KafkaReader, version: number): DescribeClientQuotasResponse {

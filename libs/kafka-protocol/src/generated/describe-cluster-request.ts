@@ -2,7 +2,7 @@
 // DescribeClusterRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeClusterRequest {
   /** Whether to include cluster authorized operations. Versions 0+. */
   includeClusterAuthorizedOperations: boolean;
@@ -23,18 +23,32 @@ export function defaultDescribeClusterRequest(): DescribeClusterRequest {
 /** The versions of DescribeClusterRequest that Kafka's schema defines. */
 export const describeClusterRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DescribeClusterRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeClusterRequest(reader: KafkaReader, version: number): DescribeClusterRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeClusterRequest', version, 0, 2);
   }
-  return readDescribeClusterRequestStruct(reader, version);
+  try {
+    return readDescribeClusterRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClusterRequest');
+  }
 }
 
+/**
+ * Writes DescribeClusterRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeClusterRequest(writer: KafkaWriter, message: DescribeClusterRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeClusterRequest', version, 0, 2);
   }
-  writeDescribeClusterRequestStruct(writer, message, version);
+  try {
+    writeDescribeClusterRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClusterRequest');
+  }
 }
 
 function readDescribeClusterRequestStruct(reader: KafkaReader, version: number): DescribeClusterRequest {

@@ -2,7 +2,7 @@
 // DescribeClusterResponse: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeClusterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -62,18 +62,32 @@ export function defaultDescribeClusterBroker(): DescribeClusterBroker {
 /** The versions of DescribeClusterResponse that Kafka's schema defines. */
 export const describeClusterResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DescribeClusterResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeClusterResponse(reader: KafkaReader, version: number): DescribeClusterResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeClusterResponse', version, 0, 2);
   }
-  return readDescribeClusterResponseStruct(reader, version);
+  try {
+    return readDescribeClusterResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClusterResponse');
+  }
 }
 
+/**
+ * Writes DescribeClusterResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeClusterResponse(writer: KafkaWriter, message: DescribeClusterResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeClusterResponse', version, 0, 2);
   }
-  writeDescribeClusterResponseStruct(writer, message, version);
+  try {
+    writeDescribeClusterResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeClusterResponse');
+  }
 }
 
 function readDescribeClusterResponseStruct(reader: KafkaReader, version: number): DescribeClusterResponse {

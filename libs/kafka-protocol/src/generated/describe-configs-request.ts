@@ -2,7 +2,7 @@
 // DescribeConfigsRequest: versions 1-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeConfigsRequest {
   /** The resources whose configurations we want to describe. Versions 0+. */
   resources: DescribeConfigsResource[];
@@ -41,18 +41,32 @@ export function defaultDescribeConfigsResource(): DescribeConfigsResource {
 /** The versions of DescribeConfigsRequest that Kafka's schema defines. */
 export const describeConfigsRequestVersions = { lowest: 1, highest: 4 } as const;
 
+/** Reads DescribeConfigsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeConfigsRequest(reader: KafkaReader, version: number): DescribeConfigsRequest {
   if (version < 1 || version > 4) {
     throw unsupportedVersionError('DescribeConfigsRequest', version, 1, 4);
   }
-  return readDescribeConfigsRequestStruct(reader, version);
+  try {
+    return readDescribeConfigsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeConfigsRequest');
+  }
 }
 
+/**
+ * Writes DescribeConfigsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeConfigsRequest(writer: KafkaWriter, message: DescribeConfigsRequest, version: number): void {
   if (version < 1 || version > 4) {
     throw unsupportedVersionError('DescribeConfigsRequest', version, 1, 4);
   }
-  writeDescribeConfigsRequestStruct(writer, message, version);
+  try {
+    writeDescribeConfigsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeConfigsRequest');
+  }
 }
 
 function readDescribeConfigsRequestStruct(reader: KafkaReader, version: number): DescribeConfigsRequest {

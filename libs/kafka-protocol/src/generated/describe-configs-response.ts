@@ -2,7 +2,7 @@
 // DescribeConfigsResponse: versions 1-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeConfigsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -95,18 +95,32 @@ export function defaultDescribeConfigsSynonym(): DescribeConfigsSynonym {
 /** The versions of DescribeConfigsResponse that Kafka's schema defines. */
 export const describeConfigsResponseVersions = { lowest: 1, highest: 4 } as const;
 
+/** Reads DescribeConfigsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeConfigsResponse(reader: KafkaReader, version: number): DescribeConfigsResponse {
   if (version < 1 || version > 4) {
     throw unsupportedVersionError('DescribeConfigsResponse', version, 1, 4);
   }
-  return readDescribeConfigsResponseStruct(reader, version);
+  try {
+    return readDescribeConfigsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeConfigsResponse');
+  }
 }
 
+/**
+ * Writes DescribeConfigsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeConfigsResponse(writer: KafkaWriter, message: DescribeConfigsResponse, version: number): void {
   if (version < 1 || version > 4) {
     throw unsupportedVersionError('DescribeConfigsResponse', version, 1, 4);
   }
-  writeDescribeConfigsResponseStruct(writer, message, version);
+  try {
+    writeDescribeConfigsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeConfigsResponse');
+  }
 }
 
 function readDescribeConfigsResponseStruct(reader: KafkaReader, version: number): DescribeConfigsResponse {

@@ -2,7 +2,7 @@
 // DescribeDelegationTokenRequest: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeDelegationTokenRequest {
   /** Each owner that we want to describe delegation tokens for, or null to describe all tokens. Versions 0+. Nullable 0+. */
   owners: DescribeDelegationTokenOwner[] | null;
@@ -32,18 +32,32 @@ export function defaultDescribeDelegationTokenOwner(): DescribeDelegationTokenOw
 /** The versions of DescribeDelegationTokenRequest that Kafka's schema defines. */
 export const describeDelegationTokenRequestVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DescribeDelegationTokenRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeDelegationTokenRequest(reader: KafkaReader, version: number): DescribeDelegationTokenRequest {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeDelegationTokenRequest', version, 1, 3);
   }
-  return readDescribeDelegationTokenRequestStruct(reader, version);
+  try {
+    return readDescribeDelegationTokenRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeDelegationTokenRequest');
+  }
 }
 
+/**
+ * Writes DescribeDelegationTokenRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeDelegationTokenRequest(writer: KafkaWriter, message: DescribeDelegationTokenRequest, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeDelegationTokenRequest', version, 1, 3);
   }
-  writeDescribeDelegationTokenRequestStruct(writer, message, version);
+  try {
+    writeDescribeDelegationTokenRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeDelegationTokenRequest');
+  }
 }
 
 function readDescribeDelegationTokenRequestStruct(reader: KafkaReader, version: number): DescribeDelegationTokenRequest {

@@ -2,7 +2,7 @@
 // DescribeDelegationTokenResponse: versions 1-3, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeDelegationTokenResponse {
   /** The error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -77,18 +77,32 @@ export function defaultDescribedDelegationTokenRenewer(): DescribedDelegationTok
 /** The versions of DescribeDelegationTokenResponse that Kafka's schema defines. */
 export const describeDelegationTokenResponseVersions = { lowest: 1, highest: 3 } as const;
 
+/** Reads DescribeDelegationTokenResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeDelegationTokenResponse(reader: KafkaReader, version: number): DescribeDelegationTokenResponse {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeDelegationTokenResponse', version, 1, 3);
   }
-  return readDescribeDelegationTokenResponseStruct(reader, version);
+  try {
+    return readDescribeDelegationTokenResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeDelegationTokenResponse');
+  }
 }
 
+/**
+ * Writes DescribeDelegationTokenResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeDelegationTokenResponse(writer: KafkaWriter, message: DescribeDelegationTokenResponse, version: number): void {
   if (version < 1 || version > 3) {
     throw unsupportedVersionError('DescribeDelegationTokenResponse', version, 1, 3);
   }
-  writeDescribeDelegationTokenResponseStruct(writer, message, version);
+  try {
+    writeDescribeDelegationTokenResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeDelegationTokenResponse');
+  }
 }
 
 function readDescribeDelegationTokenResponseStruct(reader: KafkaReader, version: number): DescribeDelegationTokenResponse {

@@ -2,7 +2,7 @@
 // DescribeGroupsRequest: versions 0-6, flexible 5+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeGroupsRequest {
   /** The names of the groups to describe. Versions 0+. */
   groups: string[];
@@ -20,18 +20,32 @@ export function defaultDescribeGroupsRequest(): DescribeGroupsRequest {
 /** The versions of DescribeGroupsRequest that Kafka's schema defines. */
 export const describeGroupsRequestVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads DescribeGroupsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeGroupsRequest(reader: KafkaReader, version: number): DescribeGroupsRequest {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('DescribeGroupsRequest', version, 0, 6);
   }
-  return readDescribeGroupsRequestStruct(reader, version);
+  try {
+    return readDescribeGroupsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeGroupsRequest');
+  }
 }
 
+/**
+ * Writes DescribeGroupsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeGroupsRequest(writer: KafkaWriter, message: DescribeGroupsRequest, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('DescribeGroupsRequest', version, 0, 6);
   }
-  writeDescribeGroupsRequestStruct(writer, message, version);
+  try {
+    writeDescribeGroupsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeGroupsRequest');
+  }
 }
 
 function readDescribeGroupsRequestStruct(reader: KafkaReader, version: number): DescribeGroupsRequest {

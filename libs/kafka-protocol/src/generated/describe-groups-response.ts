@@ -2,7 +2,7 @@
 // DescribeGroupsResponse: versions 0-6, flexible 5+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeGroupsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -80,18 +80,32 @@ export function defaultDescribedGroupMember(): DescribedGroupMember {
 /** The versions of DescribeGroupsResponse that Kafka's schema defines. */
 export const describeGroupsResponseVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads DescribeGroupsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeGroupsResponse(reader: KafkaReader, version: number): DescribeGroupsResponse {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('DescribeGroupsResponse', version, 0, 6);
   }
-  return readDescribeGroupsResponseStruct(reader, version);
+  try {
+    return readDescribeGroupsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeGroupsResponse');
+  }
 }
 
+/**
+ * Writes DescribeGroupsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeGroupsResponse(writer: KafkaWriter, message: DescribeGroupsResponse, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('DescribeGroupsResponse', version, 0, 6);
   }
-  writeDescribeGroupsResponseStruct(writer, message, version);
+  try {
+    writeDescribeGroupsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeGroupsResponse');
+  }
 }
 
 function readDescribeGroupsResponseStruct(reader: KafkaReader, version: number): DescribeGroupsResponse {

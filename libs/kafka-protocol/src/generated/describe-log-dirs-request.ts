@@ -2,7 +2,7 @@
 // DescribeLogDirsRequest: versions 1-5, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeLogDirsRequest {
   /** Each topic that we want to describe log directories for, or null for all topics. Versions 0+. Nullable 0+. */
   topics: DescribableLogDirTopic[] | null;
@@ -32,18 +32,32 @@ export function defaultDescribableLogDirTopic(): DescribableLogDirTopic {
 /** The versions of DescribeLogDirsRequest that Kafka's schema defines. */
 export const describeLogDirsRequestVersions = { lowest: 1, highest: 5 } as const;
 
+/** Reads DescribeLogDirsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeLogDirsRequest(reader: KafkaReader, version: number): DescribeLogDirsRequest {
   if (version < 1 || version > 5) {
     throw unsupportedVersionError('DescribeLogDirsRequest', version, 1, 5);
   }
-  return readDescribeLogDirsRequestStruct(reader, version);
+  try {
+    return readDescribeLogDirsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeLogDirsRequest');
+  }
 }
 
+/**
+ * Writes DescribeLogDirsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeLogDirsRequest(writer: KafkaWriter, message: DescribeLogDirsRequest, version: number): void {
   if (version < 1 || version > 5) {
     throw unsupportedVersionError('DescribeLogDirsRequest', version, 1, 5);
   }
-  writeDescribeLogDirsRequestStruct(writer, message, version);
+  try {
+    writeDescribeLogDirsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeLogDirsRequest');
+  }
 }
 
 function readDescribeLogDirsRequestStruct(reader: KafkaReader, version: number): DescribeLogDirsRequest {

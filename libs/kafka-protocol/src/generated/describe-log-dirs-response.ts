@@ -2,7 +2,7 @@
 // DescribeLogDirsResponse: versions 1-5, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeLogDirsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -86,18 +86,32 @@ export function defaultDescribeLogDirsPartition(): DescribeLogDirsPartition {
 /** The versions of DescribeLogDirsResponse that Kafka's schema defines. */
 export const describeLogDirsResponseVersions = { lowest: 1, highest: 5 } as const;
 
+/** Reads DescribeLogDirsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeLogDirsResponse(reader: KafkaReader, version: number): DescribeLogDirsResponse {
   if (version < 1 || version > 5) {
     throw unsupportedVersionError('DescribeLogDirsResponse', version, 1, 5);
   }
-  return readDescribeLogDirsResponseStruct(reader, version);
+  try {
+    return readDescribeLogDirsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeLogDirsResponse');
+  }
 }
 
+/**
+ * Writes DescribeLogDirsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeLogDirsResponse(writer: KafkaWriter, message: DescribeLogDirsResponse, version: number): void {
   if (version < 1 || version > 5) {
     throw unsupportedVersionError('DescribeLogDirsResponse', version, 1, 5);
   }
-  writeDescribeLogDirsResponseStruct(writer, message, version);
+  try {
+    writeDescribeLogDirsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeLogDirsResponse');
+  }
 }
 
 function readDescribeLogDirsResponseStruct(reader: KafkaReader, version: number): DescribeLogDirsResponse {

@@ -2,7 +2,7 @@
 // DescribeProducersRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeProducersRequest {
   /** The topics to list producers for. Versions 0+. */
   topics: DescribeProducersRequestTopicRequest[];
@@ -32,18 +32,32 @@ export function defaultDescribeProducersRequestTopicRequest(): DescribeProducers
 /** The versions of DescribeProducersRequest that Kafka's schema defines. */
 export const describeProducersRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeProducersRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeProducersRequest(reader: KafkaReader, version: number): DescribeProducersRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeProducersRequest', version, 0, 0);
   }
-  return readDescribeProducersRequestStruct(reader, version);
+  try {
+    return readDescribeProducersRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeProducersRequest');
+  }
 }
 
+/**
+ * Writes DescribeProducersRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeProducersRequest(writer: KafkaWriter, message: DescribeProducersRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeProducersRequest', version, 0, 0);
   }
-  writeDescribeProducersRequestStruct(writer, message, version);
+  try {
+    writeDescribeProducersRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeProducersRequest');
+  }
 }
 
 function readDescribeProducersRequestStruct(reader: KafkaReader, version: number): DescribeProducersRequest {

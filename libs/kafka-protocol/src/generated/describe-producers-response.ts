@@ -2,7 +2,7 @@
 // DescribeProducersResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeProducersResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -83,18 +83,32 @@ export function defaultProducerState(): ProducerState {
 /** The versions of DescribeProducersResponse that Kafka's schema defines. */
 export const describeProducersResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeProducersResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeProducersResponse(reader: KafkaReader, version: number): DescribeProducersResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeProducersResponse', version, 0, 0);
   }
-  return readDescribeProducersResponseStruct(reader, version);
+  try {
+    return readDescribeProducersResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeProducersResponse');
+  }
 }
 
+/**
+ * Writes DescribeProducersResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeProducersResponse(writer: KafkaWriter, message: DescribeProducersResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeProducersResponse', version, 0, 0);
   }
-  writeDescribeProducersResponseStruct(writer, message, version);
+  try {
+    writeDescribeProducersResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeProducersResponse');
+  }
 }
 
 function readDescribeProducersResponseStruct(reader: KafkaReader, version: number): DescribeProducersResponse {

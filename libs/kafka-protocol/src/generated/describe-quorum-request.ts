@@ -2,7 +2,7 @@
 // DescribeQuorumRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeQuorumRequest {
   /** The topics to describe. Versions 0+. */
   topics: DescribeQuorumRequestTopicData[];
@@ -44,18 +44,32 @@ export function defaultDescribeQuorumRequestPartitionData(): DescribeQuorumReque
 /** The versions of DescribeQuorumRequest that Kafka's schema defines. */
 export const describeQuorumRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DescribeQuorumRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeQuorumRequest(reader: KafkaReader, version: number): DescribeQuorumRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeQuorumRequest', version, 0, 2);
   }
-  return readDescribeQuorumRequestStruct(reader, version);
+  try {
+    return readDescribeQuorumRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeQuorumRequest');
+  }
 }
 
+/**
+ * Writes DescribeQuorumRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeQuorumRequest(writer: KafkaWriter, message: DescribeQuorumRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeQuorumRequest', version, 0, 2);
   }
-  writeDescribeQuorumRequestStruct(writer, message, version);
+  try {
+    writeDescribeQuorumRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeQuorumRequest');
+  }
 }
 
 function readDescribeQuorumRequestStruct(reader: KafkaReader, version: number): DescribeQuorumRequest {

@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface DescribeQuorumResponse {
   /** The top level error code. Versions 0+. */
   errorCode: number;
@@ -131,18 +131,32 @@ export function defaultDescribeQuorumResponseReplicaState(): DescribeQuorumRespo
 /** The versions of DescribeQuorumResponse that Kafka's schema defines. */
 export const describeQuorumResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads DescribeQuorumResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeQuorumResponse(reader: KafkaReader, version: number): DescribeQuorumResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeQuorumResponse', version, 0, 2);
   }
-  return readDescribeQuorumResponseStruct(reader, version);
+  try {
+    return readDescribeQuorumResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeQuorumResponse');
+  }
 }
 
+/**
+ * Writes DescribeQuorumResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeQuorumResponse(writer: KafkaWriter, message: DescribeQuorumResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('DescribeQuorumResponse', version, 0, 2);
   }
-  writeDescribeQuorumResponseStruct(writer, message, version);
+  try {
+    writeDescribeQuorumResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeQuorumResponse');
+  }
 }
 
 function readDescribeQuorumResponseStruct(reader: KafkaReader, version: number): DescribeQuorumResponse {

@@ -2,7 +2,7 @@
 // DescribeShareGroupOffsetsRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeShareGroupOffsetsRequest {
   /** The groups to describe offsets for. Versions 0+. */
   groups: DescribeShareGroupOffsetsRequestGroup[];
@@ -47,18 +47,32 @@ export function defaultDescribeShareGroupOffsetsRequestTopic(): DescribeShareGro
 /** The versions of DescribeShareGroupOffsetsRequest that Kafka's schema defines. */
 export const describeShareGroupOffsetsRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads DescribeShareGroupOffsetsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeShareGroupOffsetsRequest(reader: KafkaReader, version: number): DescribeShareGroupOffsetsRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeShareGroupOffsetsRequest', version, 0, 1);
   }
-  return readDescribeShareGroupOffsetsRequestStruct(reader, version);
+  try {
+    return readDescribeShareGroupOffsetsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeShareGroupOffsetsRequest');
+  }
 }
 
+/**
+ * Writes DescribeShareGroupOffsetsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeShareGroupOffsetsRequest(writer: KafkaWriter, message: DescribeShareGroupOffsetsRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeShareGroupOffsetsRequest', version, 0, 1);
   }
-  writeDescribeShareGroupOffsetsRequestStruct(writer, message, version);
+  try {
+    writeDescribeShareGroupOffsetsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeShareGroupOffsetsRequest');
+  }
 }
 
 function readDescribeShareGroupOffsetsRequestStruct(reader: KafkaReader, version: number): DescribeShareGroupOffsetsRequest {

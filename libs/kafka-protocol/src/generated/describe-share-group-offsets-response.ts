@@ -2,7 +2,7 @@
 // DescribeShareGroupOffsetsResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeShareGroupOffsetsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -85,18 +85,32 @@ export function defaultDescribeShareGroupOffsetsResponsePartition(): DescribeSha
 /** The versions of DescribeShareGroupOffsetsResponse that Kafka's schema defines. */
 export const describeShareGroupOffsetsResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads DescribeShareGroupOffsetsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeShareGroupOffsetsResponse(reader: KafkaReader, version: number): DescribeShareGroupOffsetsResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeShareGroupOffsetsResponse', version, 0, 1);
   }
-  return readDescribeShareGroupOffsetsResponseStruct(reader, version);
+  try {
+    return readDescribeShareGroupOffsetsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeShareGroupOffsetsResponse');
+  }
 }
 
+/**
+ * Writes DescribeShareGroupOffsetsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeShareGroupOffsetsResponse(writer: KafkaWriter, message: DescribeShareGroupOffsetsResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('DescribeShareGroupOffsetsResponse', version, 0, 1);
   }
-  writeDescribeShareGroupOffsetsResponseStruct(writer, message, version);
+  try {
+    writeDescribeShareGroupOffsetsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeShareGroupOffsetsResponse');
+  }
 }
 
 function readDescribeShareGroupOffsetsResponseStruct(reader: KafkaReader, version: number): DescribeShareGroupOffsetsResponse {

@@ -2,7 +2,7 @@
 // DescribeTopicPartitionsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeTopicPartitionsRequest {
   /** The topics to fetch details for. Versions 0+. */
   topics: DescribeTopicPartitionsRequestTopicRequest[];
@@ -57,18 +57,32 @@ export function isDefaultDescribeTopicPartitionsRequestCursor(message: DescribeT
 /** The versions of DescribeTopicPartitionsRequest that Kafka's schema defines. */
 export const describeTopicPartitionsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeTopicPartitionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeTopicPartitionsRequest(reader: KafkaReader, version: number): DescribeTopicPartitionsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTopicPartitionsRequest', version, 0, 0);
   }
-  return readDescribeTopicPartitionsRequestStruct(reader, version);
+  try {
+    return readDescribeTopicPartitionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTopicPartitionsRequest');
+  }
 }
 
+/**
+ * Writes DescribeTopicPartitionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeTopicPartitionsRequest(writer: KafkaWriter, message: DescribeTopicPartitionsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTopicPartitionsRequest', version, 0, 0);
   }
-  writeDescribeTopicPartitionsRequestStruct(writer, message, version);
+  try {
+    writeDescribeTopicPartitionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTopicPartitionsRequest');
+  }
 }
 
 function readDescribeTopicPartitionsRequestStruct(reader: KafkaReader, version: number): DescribeTopicPartitionsRequest {

@@ -2,7 +2,7 @@
 // DescribeTopicPartitionsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeTopicPartitionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -108,18 +108,32 @@ export function isDefaultDescribeTopicPartitionsResponseCursor(message: Describe
 /** The versions of DescribeTopicPartitionsResponse that Kafka's schema defines. */
 export const describeTopicPartitionsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeTopicPartitionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeTopicPartitionsResponse(reader: KafkaReader, version: number): DescribeTopicPartitionsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTopicPartitionsResponse', version, 0, 0);
   }
-  return readDescribeTopicPartitionsResponseStruct(reader, version);
+  try {
+    return readDescribeTopicPartitionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTopicPartitionsResponse');
+  }
 }
 
+/**
+ * Writes DescribeTopicPartitionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeTopicPartitionsResponse(writer: KafkaWriter, message: DescribeTopicPartitionsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTopicPartitionsResponse', version, 0, 0);
   }
-  writeDescribeTopicPartitionsResponseStruct(writer, message, version);
+  try {
+    writeDescribeTopicPartitionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTopicPartitionsResponse');
+  }
 }
 
 function readDescribeTopicPartitionsResponseStruct(reader: KafkaReader, version: number): DescribeTopicPartitionsResponse {

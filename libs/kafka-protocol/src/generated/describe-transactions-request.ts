@@ -2,7 +2,7 @@
 // DescribeTransactionsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeTransactionsRequest {
   /** Array of transactionalIds to include in describe results. If empty, then no results will be returned. Versions 0+. */
   transactionalIds: string[];
@@ -17,18 +17,32 @@ export function defaultDescribeTransactionsRequest(): DescribeTransactionsReques
 /** The versions of DescribeTransactionsRequest that Kafka's schema defines. */
 export const describeTransactionsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeTransactionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeTransactionsRequest(reader: KafkaReader, version: number): DescribeTransactionsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTransactionsRequest', version, 0, 0);
   }
-  return readDescribeTransactionsRequestStruct(reader, version);
+  try {
+    return readDescribeTransactionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTransactionsRequest');
+  }
 }
 
+/**
+ * Writes DescribeTransactionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeTransactionsRequest(writer: KafkaWriter, message: DescribeTransactionsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTransactionsRequest', version, 0, 0);
   }
-  writeDescribeTransactionsRequestStruct(writer, message, version);
+  try {
+    writeDescribeTransactionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTransactionsRequest');
+  }
 }
 
 function readDescribeTransactionsRequestStruct(reader: KafkaReader, _version: number): DescribeTransactionsRequest {

@@ -2,7 +2,7 @@
 // DescribeTransactionsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeTransactionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -68,18 +68,32 @@ export function defaultDescribeTransactionsResponseTopicData(): DescribeTransact
 /** The versions of DescribeTransactionsResponse that Kafka's schema defines. */
 export const describeTransactionsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeTransactionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeTransactionsResponse(reader: KafkaReader, version: number): DescribeTransactionsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTransactionsResponse', version, 0, 0);
   }
-  return readDescribeTransactionsResponseStruct(reader, version);
+  try {
+    return readDescribeTransactionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTransactionsResponse');
+  }
 }
 
+/**
+ * Writes DescribeTransactionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeTransactionsResponse(writer: KafkaWriter, message: DescribeTransactionsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeTransactionsResponse', version, 0, 0);
   }
-  writeDescribeTransactionsResponseStruct(writer, message, version);
+  try {
+    writeDescribeTransactionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeTransactionsResponse');
+  }
 }
 
 function readDescribeTransactionsResponseStruct(reader: KafkaReader, version: number): DescribeTransactionsResponse {

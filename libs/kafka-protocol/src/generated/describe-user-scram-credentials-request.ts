@@ -2,7 +2,7 @@
 // DescribeUserScramCredentialsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeUserScramCredentialsRequest {
   /** The users to describe, or null/empty to describe all users. Versions 0+. Nullable 0+. */
   users: UserName[] | null;
@@ -29,18 +29,32 @@ export function defaultUserName(): UserName {
 /** The versions of DescribeUserScramCredentialsRequest that Kafka's schema defines. */
 export const describeUserScramCredentialsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeUserScramCredentialsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeUserScramCredentialsRequest(reader: KafkaReader, version: number): DescribeUserScramCredentialsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeUserScramCredentialsRequest', version, 0, 0);
   }
-  return readDescribeUserScramCredentialsRequestStruct(reader, version);
+  try {
+    return readDescribeUserScramCredentialsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeUserScramCredentialsRequest');
+  }
 }
 
+/**
+ * Writes DescribeUserScramCredentialsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeUserScramCredentialsRequest(writer: KafkaWriter, message: DescribeUserScramCredentialsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeUserScramCredentialsRequest', version, 0, 0);
   }
-  writeDescribeUserScramCredentialsRequestStruct(writer, message, version);
+  try {
+    writeDescribeUserScramCredentialsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeUserScramCredentialsRequest');
+  }
 }
 
 function readDescribeUserScramCredentialsRequestStruct(reader: KafkaReader, version: number): DescribeUserScramCredentialsRequest {

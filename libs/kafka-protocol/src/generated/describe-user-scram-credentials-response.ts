@@ -2,7 +2,7 @@
 // DescribeUserScramCredentialsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface DescribeUserScramCredentialsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -62,18 +62,32 @@ export function defaultCredentialInfo(): CredentialInfo {
 /** The versions of DescribeUserScramCredentialsResponse that Kafka's schema defines. */
 export const describeUserScramCredentialsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads DescribeUserScramCredentialsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readDescribeUserScramCredentialsResponse(reader: KafkaReader, version: number): DescribeUserScramCredentialsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeUserScramCredentialsResponse', version, 0, 0);
   }
-  return readDescribeUserScramCredentialsResponseStruct(reader, version);
+  try {
+    return readDescribeUserScramCredentialsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeUserScramCredentialsResponse');
+  }
 }
 
+/**
+ * Writes DescribeUserScramCredentialsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeDescribeUserScramCredentialsResponse(writer: KafkaWriter, message: DescribeUserScramCredentialsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('DescribeUserScramCredentialsResponse', version, 0, 0);
   }
-  writeDescribeUserScramCredentialsResponseStruct(writer, message, version);
+  try {
+    writeDescribeUserScramCredentialsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'DescribeUserScramCredentialsResponse');
+  }
 }
 
 function readDescribeUserScramCredentialsResponseStruct(reader: KafkaReader, version: number): DescribeUserScramCredentialsResponse {

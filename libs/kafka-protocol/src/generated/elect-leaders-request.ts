@@ -2,7 +2,7 @@
 // ElectLeadersRequest: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ElectLeadersRequest {
   /** Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica. Versions 1+. */
   electionType: number;
@@ -38,18 +38,32 @@ export function defaultElectLeadersRequestTopicPartitions(): ElectLeadersRequest
 /** The versions of ElectLeadersRequest that Kafka's schema defines. */
 export const electLeadersRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads ElectLeadersRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readElectLeadersRequest(reader: KafkaReader, version: number): ElectLeadersRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ElectLeadersRequest', version, 0, 2);
   }
-  return readElectLeadersRequestStruct(reader, version);
+  try {
+    return readElectLeadersRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ElectLeadersRequest');
+  }
 }
 
+/**
+ * Writes ElectLeadersRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeElectLeadersRequest(writer: KafkaWriter, message: ElectLeadersRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ElectLeadersRequest', version, 0, 2);
   }
-  writeElectLeadersRequestStruct(writer, message, version);
+  try {
+    writeElectLeadersRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ElectLeadersRequest');
+  }
 }
 
 function readElectLeadersRequestStruct(reader: KafkaReader, version: number): ElectLeadersRequest {

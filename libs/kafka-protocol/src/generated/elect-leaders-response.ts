@@ -2,7 +2,7 @@
 // ElectLeadersResponse: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ElectLeadersResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -56,18 +56,32 @@ export function defaultElectLeadersResponsePartitionResult(): ElectLeadersRespon
 /** The versions of ElectLeadersResponse that Kafka's schema defines. */
 export const electLeadersResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads ElectLeadersResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readElectLeadersResponse(reader: KafkaReader, version: number): ElectLeadersResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ElectLeadersResponse', version, 0, 2);
   }
-  return readElectLeadersResponseStruct(reader, version);
+  try {
+    return readElectLeadersResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ElectLeadersResponse');
+  }
 }
 
+/**
+ * Writes ElectLeadersResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeElectLeadersResponse(writer: KafkaWriter, message: ElectLeadersResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ElectLeadersResponse', version, 0, 2);
   }
-  writeElectLeadersResponseStruct(writer, message, version);
+  try {
+    writeElectLeadersResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ElectLeadersResponse');
+  }
 }
 
 function readElectLeadersResponseStruct(reader: KafkaReader, version: number): ElectLeadersResponse {

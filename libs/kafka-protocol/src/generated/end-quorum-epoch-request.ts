@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface EndQuorumEpochRequest {
   /** The cluster id. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -96,18 +96,32 @@ export function defaultEndQuorumEpochRequestLeaderEndpoint(): EndQuorumEpochRequ
 /** The versions of EndQuorumEpochRequest that Kafka's schema defines. */
 export const endQuorumEpochRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads EndQuorumEpochRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readEndQuorumEpochRequest(reader: KafkaReader, version: number): EndQuorumEpochRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('EndQuorumEpochRequest', version, 0, 1);
   }
-  return readEndQuorumEpochRequestStruct(reader, version);
+  try {
+    return readEndQuorumEpochRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndQuorumEpochRequest');
+  }
 }
 
+/**
+ * Writes EndQuorumEpochRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEndQuorumEpochRequest(writer: KafkaWriter, message: EndQuorumEpochRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('EndQuorumEpochRequest', version, 0, 1);
   }
-  writeEndQuorumEpochRequestStruct(writer, message, version);
+  try {
+    writeEndQuorumEpochRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndQuorumEpochRequest');
+  }
 }
 
 function readEndQuorumEpochRequestStruct(reader: KafkaReader, version: number): EndQuorumEpochRequest {

@@ -2,7 +2,7 @@
 // EndQuorumEpochResponse: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface EndQuorumEpochResponse {
   /** The top level error code. Versions 0+. */
   errorCode: number;
@@ -77,18 +77,32 @@ export function defaultEndQuorumEpochResponseNodeEndpoint(): EndQuorumEpochRespo
 /** The versions of EndQuorumEpochResponse that Kafka's schema defines. */
 export const endQuorumEpochResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads EndQuorumEpochResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readEndQuorumEpochResponse(reader: KafkaReader, version: number): EndQuorumEpochResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('EndQuorumEpochResponse', version, 0, 1);
   }
-  return readEndQuorumEpochResponseStruct(reader, version);
+  try {
+    return readEndQuorumEpochResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndQuorumEpochResponse');
+  }
 }
 
+/**
+ * Writes EndQuorumEpochResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEndQuorumEpochResponse(writer: KafkaWriter, message: EndQuorumEpochResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('EndQuorumEpochResponse', version, 0, 1);
   }
-  writeEndQuorumEpochResponseStruct(writer, message, version);
+  try {
+    writeEndQuorumEpochResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndQuorumEpochResponse');
+  }
 }
 
 function readEndQuorumEpochResponseStruct(reader: KafkaReader, version: number): EndQuorumEpochResponse {

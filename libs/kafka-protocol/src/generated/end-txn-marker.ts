@@ -2,7 +2,7 @@
 // EndTxnMarker: versions 0-0, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface EndTxnMarker {
   /** The coordinator epoch when appending the record Versions 0+. */
   coordinatorEpoch: number;
@@ -17,18 +17,32 @@ export function defaultEndTxnMarker(): EndTxnMarker {
 /** The versions of EndTxnMarker that Kafka's schema defines. */
 export const endTxnMarkerVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads EndTxnMarker; anything wrong with the input is a KafkaProtocolError. */
 export function readEndTxnMarker(reader: KafkaReader, version: number): EndTxnMarker {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EndTxnMarker', version, 0, 0);
   }
-  return readEndTxnMarkerStruct(reader, version);
+  try {
+    return readEndTxnMarkerStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnMarker');
+  }
 }
 
+/**
+ * Writes EndTxnMarker; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEndTxnMarker(writer: KafkaWriter, message: EndTxnMarker, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EndTxnMarker', version, 0, 0);
   }
-  writeEndTxnMarkerStruct(writer, message, version);
+  try {
+    writeEndTxnMarkerStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnMarker');
+  }
 }
 
 function readEndTxnMarkerStruct(reader: KafkaReader, _version: number): EndTxnMarker {

@@ -2,7 +2,7 @@
 // EndTxnRequest: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface EndTxnRequest {
   /** The ID of the transaction to end. Versions 0+. */
   transactionalId: string;
@@ -26,18 +26,32 @@ export function defaultEndTxnRequest(): EndTxnRequest {
 /** The versions of EndTxnRequest that Kafka's schema defines. */
 export const endTxnRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads EndTxnRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readEndTxnRequest(reader: KafkaReader, version: number): EndTxnRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('EndTxnRequest', version, 0, 5);
   }
-  return readEndTxnRequestStruct(reader, version);
+  try {
+    return readEndTxnRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnRequest');
+  }
 }
 
+/**
+ * Writes EndTxnRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEndTxnRequest(writer: KafkaWriter, message: EndTxnRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('EndTxnRequest', version, 0, 5);
   }
-  writeEndTxnRequestStruct(writer, message, version);
+  try {
+    writeEndTxnRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnRequest');
+  }
 }
 
 function readEndTxnRequestStruct(reader: KafkaReader, version: number): EndTxnRequest {

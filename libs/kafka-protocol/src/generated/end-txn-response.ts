@@ -2,7 +2,7 @@
 // EndTxnResponse: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface EndTxnResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -26,18 +26,32 @@ export function defaultEndTxnResponse(): EndTxnResponse {
 /** The versions of EndTxnResponse that Kafka's schema defines. */
 export const endTxnResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads EndTxnResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readEndTxnResponse(reader: KafkaReader, version: number): EndTxnResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('EndTxnResponse', version, 0, 5);
   }
-  return readEndTxnResponseStruct(reader, version);
+  try {
+    return readEndTxnResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnResponse');
+  }
 }
 
+/**
+ * Writes EndTxnResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEndTxnResponse(writer: KafkaWriter, message: EndTxnResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('EndTxnResponse', version, 0, 5);
   }
-  writeEndTxnResponseStruct(writer, message, version);
+  try {
+    writeEndTxnResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EndTxnResponse');
+  }
 }
 
 function readEndTxnResponseStruct(reader: KafkaReader, version: number): EndTxnResponse {

@@ -2,7 +2,7 @@
 // EnvelopeRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface EnvelopeRequest {
   /** The embedded request header and data. Versions 0+. */
   requestData: Buffer;
@@ -23,18 +23,32 @@ export function defaultEnvelopeRequest(): EnvelopeRequest {
 /** The versions of EnvelopeRequest that Kafka's schema defines. */
 export const envelopeRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads EnvelopeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readEnvelopeRequest(reader: KafkaReader, version: number): EnvelopeRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EnvelopeRequest', version, 0, 0);
   }
-  return readEnvelopeRequestStruct(reader, version);
+  try {
+    return readEnvelopeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EnvelopeRequest');
+  }
 }
 
+/**
+ * Writes EnvelopeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEnvelopeRequest(writer: KafkaWriter, message: EnvelopeRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EnvelopeRequest', version, 0, 0);
   }
-  writeEnvelopeRequestStruct(writer, message, version);
+  try {
+    writeEnvelopeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EnvelopeRequest');
+  }
 }
 
 function readEnvelopeRequestStruct(reader: KafkaReader, _version: number): EnvelopeRequest {

@@ -2,7 +2,7 @@
 // EnvelopeResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface EnvelopeResponse {
   /** The embedded response header and data. Versions 0+. Nullable 0+. */
   responseData: Buffer | null;
@@ -20,18 +20,32 @@ export function defaultEnvelopeResponse(): EnvelopeResponse {
 /** The versions of EnvelopeResponse that Kafka's schema defines. */
 export const envelopeResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads EnvelopeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readEnvelopeResponse(reader: KafkaReader, version: number): EnvelopeResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EnvelopeResponse', version, 0, 0);
   }
-  return readEnvelopeResponseStruct(reader, version);
+  try {
+    return readEnvelopeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EnvelopeResponse');
+  }
 }
 
+/**
+ * Writes EnvelopeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeEnvelopeResponse(writer: KafkaWriter, message: EnvelopeResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('EnvelopeResponse', version, 0, 0);
   }
-  writeEnvelopeResponseStruct(writer, message, version);
+  try {
+    writeEnvelopeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'EnvelopeResponse');
+  }
 }
 
 function readEnvelopeResponseStruct(reader: KafkaReader, _version: number): EnvelopeResponse {

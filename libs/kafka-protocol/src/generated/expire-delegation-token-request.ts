@@ -2,7 +2,7 @@
 // ExpireDelegationTokenRequest: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ExpireDelegationTokenRequest {
   /** The HMAC of the delegation token to be expired. Versions 0+. */
   hmac: Buffer;
@@ -20,18 +20,32 @@ export function defaultExpireDelegationTokenRequest(): ExpireDelegationTokenRequ
 /** The versions of ExpireDelegationTokenRequest that Kafka's schema defines. */
 export const expireDelegationTokenRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ExpireDelegationTokenRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readExpireDelegationTokenRequest(reader: KafkaReader, version: number): ExpireDelegationTokenRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ExpireDelegationTokenRequest', version, 1, 2);
   }
-  return readExpireDelegationTokenRequestStruct(reader, version);
+  try {
+    return readExpireDelegationTokenRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ExpireDelegationTokenRequest');
+  }
 }
 
+/**
+ * Writes ExpireDelegationTokenRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeExpireDelegationTokenRequest(writer: KafkaWriter, message: ExpireDelegationTokenRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ExpireDelegationTokenRequest', version, 1, 2);
   }
-  writeExpireDelegationTokenRequestStruct(writer, message, version);
+  try {
+    writeExpireDelegationTokenRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ExpireDelegationTokenRequest');
+  }
 }
 
 function readExpireDelegationTokenRequestStruct(reader: KafkaReader, version: number): ExpireDelegationTokenRequest {

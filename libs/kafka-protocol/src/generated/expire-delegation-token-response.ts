@@ -2,7 +2,7 @@
 // ExpireDelegationTokenResponse: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ExpireDelegationTokenResponse {
   /** The error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -23,18 +23,32 @@ export function defaultExpireDelegationTokenResponse(): ExpireDelegationTokenRes
 /** The versions of ExpireDelegationTokenResponse that Kafka's schema defines. */
 export const expireDelegationTokenResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ExpireDelegationTokenResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readExpireDelegationTokenResponse(reader: KafkaReader, version: number): ExpireDelegationTokenResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ExpireDelegationTokenResponse', version, 1, 2);
   }
-  return readExpireDelegationTokenResponseStruct(reader, version);
+  try {
+    return readExpireDelegationTokenResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ExpireDelegationTokenResponse');
+  }
 }
 
+/**
+ * Writes ExpireDelegationTokenResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeExpireDelegationTokenResponse(writer: KafkaWriter, message: ExpireDelegationTokenResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ExpireDelegationTokenResponse', version, 1, 2);
   }
-  writeExpireDelegationTokenResponseStruct(writer, message, version);
+  try {
+    writeExpireDelegationTokenResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ExpireDelegationTokenResponse');
+  }
 }
 
 function readExpireDelegationTokenResponseStruct(reader: KafkaReader, version: number): ExpireDelegationTokenResponse {

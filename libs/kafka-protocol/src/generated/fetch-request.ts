@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface FetchRequest {
   /** The clusterId if known. This is used to validate metadata fetches prior to broker registration. Versions 12+. Nullable 12+. Tag 0, tagged 12+. */
   clusterId: string | null;
@@ -142,18 +142,32 @@ export function isDefaultFetchRequestReplicaState(message: FetchRequestReplicaSt
 /** The versions of FetchRequest that Kafka's schema defines. */
 export const fetchRequestVersions = { lowest: 4, highest: 18 } as const;
 
+/** Reads FetchRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readFetchRequest(reader: KafkaReader, version: number): FetchRequest {
   if (version < 4 || version > 18) {
     throw unsupportedVersionError('FetchRequest', version, 4, 18);
   }
-  return readFetchRequestStruct(reader, version);
+  try {
+    return readFetchRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchRequest');
+  }
 }
 
+/**
+ * Writes FetchRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFetchRequest(writer: KafkaWriter, message: FetchRequest, version: number): void {
   if (version < 4 || version > 18) {
     throw unsupportedVersionError('FetchRequest', version, 4, 18);
   }
-  writeFetchRequestStruct(writer, message, version);
+  try {
+    writeFetchRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchRequest');
+  }
 }
 
 function readFetchRequestStruct(reader: KafkaReader, version: number): FetchRequest {

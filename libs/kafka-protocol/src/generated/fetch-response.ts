@@ -2,7 +2,7 @@
 // FetchResponse: versions 4-18, flexible 12+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface FetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -191,18 +191,32 @@ export function isDefaultFetchResponseSnapshotId(message: FetchResponseSnapshotI
 /** The versions of FetchResponse that Kafka's schema defines. */
 export const fetchResponseVersions = { lowest: 4, highest: 18 } as const;
 
+/** Reads FetchResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readFetchResponse(reader: KafkaReader, version: number): FetchResponse {
   if (version < 4 || version > 18) {
     throw unsupportedVersionError('FetchResponse', version, 4, 18);
   }
-  return readFetchResponseStruct(reader, version);
+  try {
+    return readFetchResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchResponse');
+  }
 }
 
+/**
+ * Writes FetchResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFetchResponse(writer: KafkaWriter, message: FetchResponse, version: number): void {
   if (version < 4 || version > 18) {
     throw unsupportedVersionError('FetchResponse', version, 4, 18);
   }
-  writeFetchResponseStruct(writer, message, version);
+  try {
+    writeFetchResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchResponse');
+  }
 }
 
 function readFetchResponseStruct(reader: KafkaReader, version: number): FetchResponse {

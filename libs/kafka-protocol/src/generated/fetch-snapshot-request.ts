@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface FetchSnapshotRequest {
   /** The clusterId if known, this is used to validate metadata fetches prior to broker registration. Versions 0+. Nullable 0+. Tag 0, tagged 0+. */
   clusterId: string | null;
@@ -88,18 +88,32 @@ export function isDefaultFetchSnapshotRequestSnapshotId(message: FetchSnapshotRe
 /** The versions of FetchSnapshotRequest that Kafka's schema defines. */
 export const fetchSnapshotRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads FetchSnapshotRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readFetchSnapshotRequest(reader: KafkaReader, version: number): FetchSnapshotRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('FetchSnapshotRequest', version, 0, 1);
   }
-  return readFetchSnapshotRequestStruct(reader, version);
+  try {
+    return readFetchSnapshotRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchSnapshotRequest');
+  }
 }
 
+/**
+ * Writes FetchSnapshotRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFetchSnapshotRequest(writer: KafkaWriter, message: FetchSnapshotRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('FetchSnapshotRequest', version, 0, 1);
   }
-  writeFetchSnapshotRequestStruct(writer, message, version);
+  try {
+    writeFetchSnapshotRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchSnapshotRequest');
+  }
 }
 
 function readFetchSnapshotRequestStruct(reader: KafkaReader, version: number): FetchSnapshotRequest {

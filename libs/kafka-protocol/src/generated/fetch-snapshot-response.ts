@@ -2,7 +2,7 @@
 // FetchSnapshotResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface FetchSnapshotResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -133,18 +133,32 @@ export function isDefaultFetchSnapshotResponseLeaderIdAndEpoch(message: FetchSna
 /** The versions of FetchSnapshotResponse that Kafka's schema defines. */
 export const fetchSnapshotResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads FetchSnapshotResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readFetchSnapshotResponse(reader: KafkaReader, version: number): FetchSnapshotResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('FetchSnapshotResponse', version, 0, 1);
   }
-  return readFetchSnapshotResponseStruct(reader, version);
+  try {
+    return readFetchSnapshotResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchSnapshotResponse');
+  }
 }
 
+/**
+ * Writes FetchSnapshotResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFetchSnapshotResponse(writer: KafkaWriter, message: FetchSnapshotResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('FetchSnapshotResponse', version, 0, 1);
   }
-  writeFetchSnapshotResponseStruct(writer, message, version);
+  try {
+    writeFetchSnapshotResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FetchSnapshotResponse');
+  }
 }
 
 function readFetchSnapshotResponseStruct(reader: KafkaReader, version: number): FetchSnapshotResponse {

@@ -2,7 +2,7 @@
 // FindCoordinatorRequest: versions 0-6, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface FindCoordinatorRequest {
   /** The coordinator key. Versions 0-3. */
   key: string;
@@ -23,18 +23,32 @@ export function defaultFindCoordinatorRequest(): FindCoordinatorRequest {
 /** The versions of FindCoordinatorRequest that Kafka's schema defines. */
 export const findCoordinatorRequestVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads FindCoordinatorRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readFindCoordinatorRequest(reader: KafkaReader, version: number): FindCoordinatorRequest {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('FindCoordinatorRequest', version, 0, 6);
   }
-  return readFindCoordinatorRequestStruct(reader, version);
+  try {
+    return readFindCoordinatorRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FindCoordinatorRequest');
+  }
 }
 
+/**
+ * Writes FindCoordinatorRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFindCoordinatorRequest(writer: KafkaWriter, message: FindCoordinatorRequest, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('FindCoordinatorRequest', version, 0, 6);
   }
-  writeFindCoordinatorRequestStruct(writer, message, version);
+  try {
+    writeFindCoordinatorRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FindCoordinatorRequest');
+  }
 }
 
 function readFindCoordinatorRequestStruct(reader: KafkaReader, version: number): FindCoordinatorRequest {

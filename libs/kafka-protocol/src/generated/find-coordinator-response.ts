@@ -2,7 +2,7 @@
 // FindCoordinatorResponse: versions 0-6, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface FindCoordinatorResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -62,18 +62,32 @@ export function defaultCoordinator(): Coordinator {
 /** The versions of FindCoordinatorResponse that Kafka's schema defines. */
 export const findCoordinatorResponseVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads FindCoordinatorResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readFindCoordinatorResponse(reader: KafkaReader, version: number): FindCoordinatorResponse {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('FindCoordinatorResponse', version, 0, 6);
   }
-  return readFindCoordinatorResponseStruct(reader, version);
+  try {
+    return readFindCoordinatorResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FindCoordinatorResponse');
+  }
 }
 
+/**
+ * Writes FindCoordinatorResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeFindCoordinatorResponse(writer: KafkaWriter, message: FindCoordinatorResponse, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('FindCoordinatorResponse', version, 0, 6);
   }
-  writeFindCoordinatorResponseStruct(writer, message, version);
+  try {
+    writeFindCoordinatorResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'FindCoordinatorResponse');
+  }
 }
 
 function readFindCoordinatorResponseStruct(reader: KafkaReader, version: number): FindCoordinatorResponse {

@@ -2,7 +2,7 @@
 // GetTelemetrySubscriptionsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface GetTelemetrySubscriptionsRequest {
   /** Unique id for this client instance, must be set to 0 on the first request. Versions 0+. */
   clientInstanceId: Buffer;
@@ -17,18 +17,32 @@ export function defaultGetTelemetrySubscriptionsRequest(): GetTelemetrySubscript
 /** The versions of GetTelemetrySubscriptionsRequest that Kafka's schema defines. */
 export const getTelemetrySubscriptionsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads GetTelemetrySubscriptionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readGetTelemetrySubscriptionsRequest(reader: KafkaReader, version: number): GetTelemetrySubscriptionsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('GetTelemetrySubscriptionsRequest', version, 0, 0);
   }
-  return readGetTelemetrySubscriptionsRequestStruct(reader, version);
+  try {
+    return readGetTelemetrySubscriptionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'GetTelemetrySubscriptionsRequest');
+  }
 }
 
+/**
+ * Writes GetTelemetrySubscriptionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeGetTelemetrySubscriptionsRequest(writer: KafkaWriter, message: GetTelemetrySubscriptionsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('GetTelemetrySubscriptionsRequest', version, 0, 0);
   }
-  writeGetTelemetrySubscriptionsRequestStruct(writer, message, version);
+  try {
+    writeGetTelemetrySubscriptionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'GetTelemetrySubscriptionsRequest');
+  }
 }
 
 function readGetTelemetrySubscriptionsRequestStruct(reader: KafkaReader, _version: number): GetTelemetrySubscriptionsRequest {

@@ -2,7 +2,7 @@
 // GetTelemetrySubscriptionsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface GetTelemetrySubscriptionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -41,18 +41,32 @@ export function defaultGetTelemetrySubscriptionsResponse(): GetTelemetrySubscrip
 /** The versions of GetTelemetrySubscriptionsResponse that Kafka's schema defines. */
 export const getTelemetrySubscriptionsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads GetTelemetrySubscriptionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readGetTelemetrySubscriptionsResponse(reader: KafkaReader, version: number): GetTelemetrySubscriptionsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('GetTelemetrySubscriptionsResponse', version, 0, 0);
   }
-  return readGetTelemetrySubscriptionsResponseStruct(reader, version);
+  try {
+    return readGetTelemetrySubscriptionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'GetTelemetrySubscriptionsResponse');
+  }
 }
 
+/**
+ * Writes GetTelemetrySubscriptionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeGetTelemetrySubscriptionsResponse(writer: KafkaWriter, message: GetTelemetrySubscriptionsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('GetTelemetrySubscriptionsResponse', version, 0, 0);
   }
-  writeGetTelemetrySubscriptionsResponseStruct(writer, message, version);
+  try {
+    writeGetTelemetrySubscriptionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'GetTelemetrySubscriptionsResponse');
+  }
 }
 
 function readGetTelemetrySubscriptionsResponseStruct(reader: KafkaReader, _version: number): GetTelemetrySubscriptionsResponse {

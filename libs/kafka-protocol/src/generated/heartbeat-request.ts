@@ -2,7 +2,7 @@
 // HeartbeatRequest: versions 0-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface HeartbeatRequest {
   /** The group id. Versions 0+. */
   groupId: string;
@@ -26,18 +26,32 @@ export function defaultHeartbeatRequest(): HeartbeatRequest {
 /** The versions of HeartbeatRequest that Kafka's schema defines. */
 export const heartbeatRequestVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads HeartbeatRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readHeartbeatRequest(reader: KafkaReader, version: number): HeartbeatRequest {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('HeartbeatRequest', version, 0, 4);
   }
-  return readHeartbeatRequestStruct(reader, version);
+  try {
+    return readHeartbeatRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'HeartbeatRequest');
+  }
 }
 
+/**
+ * Writes HeartbeatRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeHeartbeatRequest(writer: KafkaWriter, message: HeartbeatRequest, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('HeartbeatRequest', version, 0, 4);
   }
-  writeHeartbeatRequestStruct(writer, message, version);
+  try {
+    writeHeartbeatRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'HeartbeatRequest');
+  }
 }
 
 function readHeartbeatRequestStruct(reader: KafkaReader, version: number): HeartbeatRequest {

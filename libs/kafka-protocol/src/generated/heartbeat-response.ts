@@ -2,7 +2,7 @@
 // HeartbeatResponse: versions 0-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface HeartbeatResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -20,18 +20,32 @@ export function defaultHeartbeatResponse(): HeartbeatResponse {
 /** The versions of HeartbeatResponse that Kafka's schema defines. */
 export const heartbeatResponseVersions = { lowest: 0, highest: 4 } as const;
 
+/** Reads HeartbeatResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readHeartbeatResponse(reader: KafkaReader, version: number): HeartbeatResponse {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('HeartbeatResponse', version, 0, 4);
   }
-  return readHeartbeatResponseStruct(reader, version);
+  try {
+    return readHeartbeatResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'HeartbeatResponse');
+  }
 }
 
+/**
+ * Writes HeartbeatResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeHeartbeatResponse(writer: KafkaWriter, message: HeartbeatResponse, version: number): void {
   if (version < 0 || version > 4) {
     throw unsupportedVersionError('HeartbeatResponse', version, 0, 4);
   }
-  writeHeartbeatResponseStruct(writer, message, version);
+  try {
+    writeHeartbeatResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'HeartbeatResponse');
+  }
 }
 
 function readHeartbeatResponseStruct(reader: KafkaReader, version: number): HeartbeatResponse {

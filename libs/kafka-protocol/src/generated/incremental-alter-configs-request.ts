@@ -2,7 +2,7 @@
 // IncrementalAlterConfigsRequest: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface IncrementalAlterConfigsRequest {
   /** The incremental updates for each resource. Versions 0+. */
   resources: IncrementalAlterConfigsRequestAlterConfigsResource[];
@@ -56,18 +56,32 @@ export function defaultIncrementalAlterConfigsRequestAlterableConfig(): Incremen
 /** The versions of IncrementalAlterConfigsRequest that Kafka's schema defines. */
 export const incrementalAlterConfigsRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads IncrementalAlterConfigsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readIncrementalAlterConfigsRequest(reader: KafkaReader, version: number): IncrementalAlterConfigsRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('IncrementalAlterConfigsRequest', version, 0, 1);
   }
-  return readIncrementalAlterConfigsRequestStruct(reader, version);
+  try {
+    return readIncrementalAlterConfigsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'IncrementalAlterConfigsRequest');
+  }
 }
 
+/**
+ * Writes IncrementalAlterConfigsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeIncrementalAlterConfigsRequest(writer: KafkaWriter, message: IncrementalAlterConfigsRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('IncrementalAlterConfigsRequest', version, 0, 1);
   }
-  writeIncrementalAlterConfigsRequestStruct(writer, message, version);
+  try {
+    writeIncrementalAlterConfigsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'IncrementalAlterConfigsRequest');
+  }
 }
 
 function readIncrementalAlterConfigsRequestStruct(reader: KafkaReader, version: number): IncrementalAlterConfigsRequest {

@@ -2,7 +2,7 @@
 // IncrementalAlterConfigsResponse: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface IncrementalAlterConfigsResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -41,18 +41,32 @@ export function defaultIncrementalAlterConfigsResponseAlterConfigsResourceRespon
 /** The versions of IncrementalAlterConfigsResponse that Kafka's schema defines. */
 export const incrementalAlterConfigsResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads IncrementalAlterConfigsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readIncrementalAlterConfigsResponse(reader: KafkaReader, version: number): IncrementalAlterConfigsResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('IncrementalAlterConfigsResponse', version, 0, 1);
   }
-  return readIncrementalAlterConfigsResponseStruct(reader, version);
+  try {
+    return readIncrementalAlterConfigsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'IncrementalAlterConfigsResponse');
+  }
 }
 
+/**
+ * Writes IncrementalAlterConfigsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeIncrementalAlterConfigsResponse(writer: KafkaWriter, message: IncrementalAlterConfigsResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('IncrementalAlterConfigsResponse', version, 0, 1);
   }
-  writeIncrementalAlterConfigsResponseStruct(writer, message, version);
+  try {
+    writeIncrementalAlterConfigsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'IncrementalAlterConfigsResponse');
+  }
 }
 
 function readIncrementalAlterConfigsResponseStruct(reader: KafkaReader, version: number): IncrementalAlterConfigsResponse {

@@ -2,7 +2,7 @@
 // InitProducerIdRequest: versions 0-6, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface InitProducerIdRequest {
   /** The transactional id, or null if the producer is not transactional. Versions 0+. Nullable 0+. */
   transactionalId: string | null;
@@ -32,18 +32,32 @@ export function defaultInitProducerIdRequest(): InitProducerIdRequest {
 /** The versions of InitProducerIdRequest that Kafka's schema defines. */
 export const initProducerIdRequestVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads InitProducerIdRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readInitProducerIdRequest(reader: KafkaReader, version: number): InitProducerIdRequest {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('InitProducerIdRequest', version, 0, 6);
   }
-  return readInitProducerIdRequestStruct(reader, version);
+  try {
+    return readInitProducerIdRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitProducerIdRequest');
+  }
 }
 
+/**
+ * Writes InitProducerIdRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeInitProducerIdRequest(writer: KafkaWriter, message: InitProducerIdRequest, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('InitProducerIdRequest', version, 0, 6);
   }
-  writeInitProducerIdRequestStruct(writer, message, version);
+  try {
+    writeInitProducerIdRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitProducerIdRequest');
+  }
 }
 
 function readInitProducerIdRequestStruct(reader: KafkaReader, version: number): InitProducerIdRequest {

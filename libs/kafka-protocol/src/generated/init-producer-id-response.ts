@@ -2,7 +2,7 @@
 // InitProducerIdResponse: versions 0-6, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface InitProducerIdResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -32,18 +32,32 @@ export function defaultInitProducerIdResponse(): InitProducerIdResponse {
 /** The versions of InitProducerIdResponse that Kafka's schema defines. */
 export const initProducerIdResponseVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads InitProducerIdResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readInitProducerIdResponse(reader: KafkaReader, version: number): InitProducerIdResponse {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('InitProducerIdResponse', version, 0, 6);
   }
-  return readInitProducerIdResponseStruct(reader, version);
+  try {
+    return readInitProducerIdResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitProducerIdResponse');
+  }
 }
 
+/**
+ * Writes InitProducerIdResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeInitProducerIdResponse(writer: KafkaWriter, message: InitProducerIdResponse, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('InitProducerIdResponse', version, 0, 6);
   }
-  writeInitProducerIdResponseStruct(writer, message, version);
+  try {
+    writeInitProducerIdResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitProducerIdResponse');
+  }
 }
 
 function readInitProducerIdResponseStruct(reader: KafkaReader, version: number): InitProducerIdResponse {

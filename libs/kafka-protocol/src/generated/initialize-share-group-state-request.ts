@@ -2,7 +2,7 @@
 // InitializeShareGroupStateRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface InitializeShareGroupStateRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -53,18 +53,32 @@ export function defaultInitializeShareGroupStateRequestPartitionData(): Initiali
 /** The versions of InitializeShareGroupStateRequest that Kafka's schema defines. */
 export const initializeShareGroupStateRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads InitializeShareGroupStateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readInitializeShareGroupStateRequest(reader: KafkaReader, version: number): InitializeShareGroupStateRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('InitializeShareGroupStateRequest', version, 0, 0);
   }
-  return readInitializeShareGroupStateRequestStruct(reader, version);
+  try {
+    return readInitializeShareGroupStateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitializeShareGroupStateRequest');
+  }
 }
 
+/**
+ * Writes InitializeShareGroupStateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeInitializeShareGroupStateRequest(writer: KafkaWriter, message: InitializeShareGroupStateRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('InitializeShareGroupStateRequest', version, 0, 0);
   }
-  writeInitializeShareGroupStateRequestStruct(writer, message, version);
+  try {
+    writeInitializeShareGroupStateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitializeShareGroupStateRequest');
+  }
 }
 
 function readInitializeShareGroupStateRequestStruct(reader: KafkaReader, version: number): InitializeShareGroupStateRequest {

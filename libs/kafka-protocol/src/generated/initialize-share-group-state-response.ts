@@ -2,7 +2,7 @@
 // InitializeShareGroupStateResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface InitializeShareGroupStateResponse {
   /** The initialization results. Versions 0+. */
   results: InitializeStateResult[];
@@ -50,18 +50,32 @@ export function defaultInitializeShareGroupStateResponsePartitionResult(): Initi
 /** The versions of InitializeShareGroupStateResponse that Kafka's schema defines. */
 export const initializeShareGroupStateResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads InitializeShareGroupStateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readInitializeShareGroupStateResponse(reader: KafkaReader, version: number): InitializeShareGroupStateResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('InitializeShareGroupStateResponse', version, 0, 0);
   }
-  return readInitializeShareGroupStateResponseStruct(reader, version);
+  try {
+    return readInitializeShareGroupStateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitializeShareGroupStateResponse');
+  }
 }
 
+/**
+ * Writes InitializeShareGroupStateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeInitializeShareGroupStateResponse(writer: KafkaWriter, message: InitializeShareGroupStateResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('InitializeShareGroupStateResponse', version, 0, 0);
   }
-  writeInitializeShareGroupStateResponseStruct(writer, message, version);
+  try {
+    writeInitializeShareGroupStateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'InitializeShareGroupStateResponse');
+  }
 }
 
 function readInitializeShareGroupStateResponseStruct(reader: KafkaReader, version: number): InitializeShareGroupStateResponse {

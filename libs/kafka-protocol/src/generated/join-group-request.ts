@@ -2,7 +2,7 @@
 // JoinGroupRequest: versions 0-9, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface JoinGroupRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -53,18 +53,32 @@ export function defaultJoinGroupRequestProtocol(): JoinGroupRequestProtocol {
 /** The versions of JoinGroupRequest that Kafka's schema defines. */
 export const joinGroupRequestVersions = { lowest: 0, highest: 9 } as const;
 
+/** Reads JoinGroupRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readJoinGroupRequest(reader: KafkaReader, version: number): JoinGroupRequest {
   if (version < 0 || version > 9) {
     throw unsupportedVersionError('JoinGroupRequest', version, 0, 9);
   }
-  return readJoinGroupRequestStruct(reader, version);
+  try {
+    return readJoinGroupRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'JoinGroupRequest');
+  }
 }
 
+/**
+ * Writes JoinGroupRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeJoinGroupRequest(writer: KafkaWriter, message: JoinGroupRequest, version: number): void {
   if (version < 0 || version > 9) {
     throw unsupportedVersionError('JoinGroupRequest', version, 0, 9);
   }
-  writeJoinGroupRequestStruct(writer, message, version);
+  try {
+    writeJoinGroupRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'JoinGroupRequest');
+  }
 }
 
 function readJoinGroupRequestStruct(reader: KafkaReader, version: number): JoinGroupRequest {

@@ -2,7 +2,7 @@
 // JoinGroupResponse: versions 0-9, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface JoinGroupResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 2+. */
   throttleTimeMs: number;
@@ -59,18 +59,32 @@ export function defaultJoinGroupResponseMember(): JoinGroupResponseMember {
 /** The versions of JoinGroupResponse that Kafka's schema defines. */
 export const joinGroupResponseVersions = { lowest: 0, highest: 9 } as const;
 
+/** Reads JoinGroupResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readJoinGroupResponse(reader: KafkaReader, version: number): JoinGroupResponse {
   if (version < 0 || version > 9) {
     throw unsupportedVersionError('JoinGroupResponse', version, 0, 9);
   }
-  return readJoinGroupResponseStruct(reader, version);
+  try {
+    return readJoinGroupResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'JoinGroupResponse');
+  }
 }
 
+/**
+ * Writes JoinGroupResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeJoinGroupResponse(writer: KafkaWriter, message: JoinGroupResponse, version: number): void {
   if (version < 0 || version > 9) {
     throw unsupportedVersionError('JoinGroupResponse', version, 0, 9);
   }
-  writeJoinGroupResponseStruct(writer, message, version);
+  try {
+    writeJoinGroupResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'JoinGroupResponse');
+  }
 }
 
 function readJoinGroupResponseStruct(reader: KafkaReader, version: number): JoinGroupResponse {

@@ -2,7 +2,7 @@
 // KRaftVersionRecord: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface KRaftVersionRecord {
   /** The version of the kraft version record. Versions 0+. */
   version: number;
@@ -20,18 +20,32 @@ export function defaultKRaftVersionRecord(): KRaftVersionRecord {
 /** The versions of KRaftVersionRecord that Kafka's schema defines. */
 export const kRaftVersionRecordVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads KRaftVersionRecord; anything wrong with the input is a KafkaProtocolError. */
 export function readKRaftVersionRecord(reader: KafkaReader, version: number): KRaftVersionRecord {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('KRaftVersionRecord', version, 0, 0);
   }
-  return readKRaftVersionRecordStruct(reader, version);
+  try {
+    return readKRaftVersionRecordStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'KRaftVersionRecord');
+  }
 }
 
+/**
+ * Writes KRaftVersionRecord; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeKRaftVersionRecord(writer: KafkaWriter, message: KRaftVersionRecord, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('KRaftVersionRecord', version, 0, 0);
   }
-  writeKRaftVersionRecordStruct(writer, message, version);
+  try {
+    writeKRaftVersionRecordStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'KRaftVersionRecord');
+  }
 }
 
 function readKRaftVersionRecordStruct(reader: KafkaReader, _version: number): KRaftVersionRecord {

@@ -2,7 +2,7 @@
 // LeaderAndIsrRequest: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface LeaderAndIsrRequest {
 }
 
@@ -14,18 +14,32 @@ export function defaultLeaderAndIsrRequest(): LeaderAndIsrRequest {
 /** The versions of LeaderAndIsrRequest that Kafka's schema defines. */
 export const leaderAndIsrRequestVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads LeaderAndIsrRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readLeaderAndIsrRequest(reader: KafkaReader, version: number): LeaderAndIsrRequest {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('LeaderAndIsrRequest', version, 1, 0);
   }
-  return readLeaderAndIsrRequestStruct(reader, version);
+  try {
+    return readLeaderAndIsrRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderAndIsrRequest');
+  }
 }
 
+/**
+ * Writes LeaderAndIsrRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeLeaderAndIsrRequest(writer: KafkaWriter, message: LeaderAndIsrRequest, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('LeaderAndIsrRequest', version, 1, 0);
   }
-  writeLeaderAndIsrRequestStruct(writer, message, version);
+  try {
+    writeLeaderAndIsrRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderAndIsrRequest');
+  }
 }
 
 function readLeaderAndIsrRequestStruct(_reader: KafkaReader, _version: number): LeaderAndIsrRequest {

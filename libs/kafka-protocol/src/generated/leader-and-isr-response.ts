@@ -2,7 +2,7 @@
 // LeaderAndIsrResponse: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface LeaderAndIsrResponse {
 }
 
@@ -14,18 +14,32 @@ export function defaultLeaderAndIsrResponse(): LeaderAndIsrResponse {
 /** The versions of LeaderAndIsrResponse that Kafka's schema defines. */
 export const leaderAndIsrResponseVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads LeaderAndIsrResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readLeaderAndIsrResponse(reader: KafkaReader, version: number): LeaderAndIsrResponse {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('LeaderAndIsrResponse', version, 1, 0);
   }
-  return readLeaderAndIsrResponseStruct(reader, version);
+  try {
+    return readLeaderAndIsrResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderAndIsrResponse');
+  }
 }
 
+/**
+ * Writes LeaderAndIsrResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeLeaderAndIsrResponse(writer: KafkaWriter, message: LeaderAndIsrResponse, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('LeaderAndIsrResponse', version, 1, 0);
   }
-  writeLeaderAndIsrResponseStruct(writer, message, version);
+  try {
+    writeLeaderAndIsrResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderAndIsrResponse');
+  }
 }
 
 function readLeaderAndIsrResponseStruct(_reader: KafkaReader, _version: number): LeaderAndIsrResponse {

@@ -3,7 +3,7 @@
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
 import { isZeroUuid } from '../kafka-values';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface LeaderChangeMessage {
   /** The version of the leader change message. Versions 0+. */
   version: number;
@@ -41,18 +41,32 @@ export function defaultLeaderChangeMessageVoter(): LeaderChangeMessageVoter {
 /** The versions of LeaderChangeMessage that Kafka's schema defines. */
 export const leaderChangeMessageVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads LeaderChangeMessage; anything wrong with the input is a KafkaProtocolError. */
 export function readLeaderChangeMessage(reader: KafkaReader, version: number): LeaderChangeMessage {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('LeaderChangeMessage', version, 0, 1);
   }
-  return readLeaderChangeMessageStruct(reader, version);
+  try {
+    return readLeaderChangeMessageStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderChangeMessage');
+  }
 }
 
+/**
+ * Writes LeaderChangeMessage; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeLeaderChangeMessage(writer: KafkaWriter, message: LeaderChangeMessage, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('LeaderChangeMessage', version, 0, 1);
   }
-  writeLeaderChangeMessageStruct(writer, message, version);
+  try {
+    writeLeaderChangeMessageStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaderChangeMessage');
+  }
 }
 
 function readLeaderChangeMessageStruct(reader: KafkaReader, version: number): LeaderChangeMessage {

@@ -2,7 +2,7 @@
 // LeaveGroupRequest: versions 0-5, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface LeaveGroupRequest {
   /** The ID of the group to leave. Versions 0+. */
   groupId: string;
@@ -41,18 +41,32 @@ export function defaultMemberIdentity(): MemberIdentity {
 /** The versions of LeaveGroupRequest that Kafka's schema defines. */
 export const leaveGroupRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads LeaveGroupRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readLeaveGroupRequest(reader: KafkaReader, version: number): LeaveGroupRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('LeaveGroupRequest', version, 0, 5);
   }
-  return readLeaveGroupRequestStruct(reader, version);
+  try {
+    return readLeaveGroupRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaveGroupRequest');
+  }
 }
 
+/**
+ * Writes LeaveGroupRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeLeaveGroupRequest(writer: KafkaWriter, message: LeaveGroupRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('LeaveGroupRequest', version, 0, 5);
   }
-  writeLeaveGroupRequestStruct(writer, message, version);
+  try {
+    writeLeaveGroupRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaveGroupRequest');
+  }
 }
 
 function readLeaveGroupRequestStruct(reader: KafkaReader, version: number): LeaveGroupRequest {

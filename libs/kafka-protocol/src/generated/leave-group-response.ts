@@ -2,7 +2,7 @@
 // LeaveGroupResponse: versions 0-5, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface LeaveGroupResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -41,18 +41,32 @@ export function defaultMemberResponse(): MemberResponse {
 /** The versions of LeaveGroupResponse that Kafka's schema defines. */
 export const leaveGroupResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads LeaveGroupResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readLeaveGroupResponse(reader: KafkaReader, version: number): LeaveGroupResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('LeaveGroupResponse', version, 0, 5);
   }
-  return readLeaveGroupResponseStruct(reader, version);
+  try {
+    return readLeaveGroupResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaveGroupResponse');
+  }
 }
 
+/**
+ * Writes LeaveGroupResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeLeaveGroupResponse(writer: KafkaWriter, message: LeaveGroupResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('LeaveGroupResponse', version, 0, 5);
   }
-  writeLeaveGroupResponseStruct(writer, message, version);
+  try {
+    writeLeaveGroupResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'LeaveGroupResponse');
+  }
 }
 
 function readLeaveGroupResponseStruct(reader: KafkaReader, version: number): LeaveGroupResponse {

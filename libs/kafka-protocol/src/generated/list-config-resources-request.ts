@@ -2,7 +2,7 @@
 // ListConfigResourcesRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ListConfigResourcesRequest {
   /** The list of resource type. If the list is empty, it uses default supported config resource types. Versions 1+. */
   resourceTypes: number[];
@@ -17,18 +17,32 @@ export function defaultListConfigResourcesRequest(): ListConfigResourcesRequest 
 /** The versions of ListConfigResourcesRequest that Kafka's schema defines. */
 export const listConfigResourcesRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ListConfigResourcesRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readListConfigResourcesRequest(reader: KafkaReader, version: number): ListConfigResourcesRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ListConfigResourcesRequest', version, 0, 1);
   }
-  return readListConfigResourcesRequestStruct(reader, version);
+  try {
+    return readListConfigResourcesRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListConfigResourcesRequest');
+  }
 }
 
+/**
+ * Writes ListConfigResourcesRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListConfigResourcesRequest(writer: KafkaWriter, message: ListConfigResourcesRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ListConfigResourcesRequest', version, 0, 1);
   }
-  writeListConfigResourcesRequestStruct(writer, message, version);
+  try {
+    writeListConfigResourcesRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListConfigResourcesRequest');
+  }
 }
 
 function readListConfigResourcesRequestStruct(reader: KafkaReader, version: number): ListConfigResourcesRequest {

@@ -2,7 +2,7 @@
 // ListConfigResourcesResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ListConfigResourcesResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -38,18 +38,32 @@ export function defaultConfigResource(): ConfigResource {
 /** The versions of ListConfigResourcesResponse that Kafka's schema defines. */
 export const listConfigResourcesResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ListConfigResourcesResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readListConfigResourcesResponse(reader: KafkaReader, version: number): ListConfigResourcesResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ListConfigResourcesResponse', version, 0, 1);
   }
-  return readListConfigResourcesResponseStruct(reader, version);
+  try {
+    return readListConfigResourcesResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListConfigResourcesResponse');
+  }
 }
 
+/**
+ * Writes ListConfigResourcesResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListConfigResourcesResponse(writer: KafkaWriter, message: ListConfigResourcesResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ListConfigResourcesResponse', version, 0, 1);
   }
-  writeListConfigResourcesResponseStruct(writer, message, version);
+  try {
+    writeListConfigResourcesResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListConfigResourcesResponse');
+  }
 }
 
 function readListConfigResourcesResponseStruct(reader: KafkaReader, version: number): ListConfigResourcesResponse {

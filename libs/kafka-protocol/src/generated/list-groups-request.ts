@@ -2,7 +2,7 @@
 // ListGroupsRequest: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ListGroupsRequest {
   /** The states of the groups we want to list. If empty, all groups are returned with their state. Versions 4+. */
   statesFilter: string[];
@@ -20,18 +20,32 @@ export function defaultListGroupsRequest(): ListGroupsRequest {
 /** The versions of ListGroupsRequest that Kafka's schema defines. */
 export const listGroupsRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads ListGroupsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readListGroupsRequest(reader: KafkaReader, version: number): ListGroupsRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ListGroupsRequest', version, 0, 5);
   }
-  return readListGroupsRequestStruct(reader, version);
+  try {
+    return readListGroupsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListGroupsRequest');
+  }
 }
 
+/**
+ * Writes ListGroupsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListGroupsRequest(writer: KafkaWriter, message: ListGroupsRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ListGroupsRequest', version, 0, 5);
   }
-  writeListGroupsRequestStruct(writer, message, version);
+  try {
+    writeListGroupsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListGroupsRequest');
+  }
 }
 
 function readListGroupsRequestStruct(reader: KafkaReader, version: number): ListGroupsRequest {

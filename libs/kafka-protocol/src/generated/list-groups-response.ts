@@ -2,7 +2,7 @@
 // ListGroupsResponse: versions 0-5, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ListGroupsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -44,18 +44,32 @@ export function defaultListedGroup(): ListedGroup {
 /** The versions of ListGroupsResponse that Kafka's schema defines. */
 export const listGroupsResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads ListGroupsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readListGroupsResponse(reader: KafkaReader, version: number): ListGroupsResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ListGroupsResponse', version, 0, 5);
   }
-  return readListGroupsResponseStruct(reader, version);
+  try {
+    return readListGroupsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListGroupsResponse');
+  }
 }
 
+/**
+ * Writes ListGroupsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListGroupsResponse(writer: KafkaWriter, message: ListGroupsResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('ListGroupsResponse', version, 0, 5);
   }
-  writeListGroupsResponseStruct(writer, message, version);
+  try {
+    writeListGroupsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListGroupsResponse');
+  }
 }
 
 function readListGroupsResponseStruct(reader: KafkaReader, version: number): ListGroupsResponse {

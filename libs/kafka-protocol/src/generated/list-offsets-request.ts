@@ -2,7 +2,7 @@
 // ListOffsetsRequest: versions 1-11, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ListOffsetsRequest {
   /** The broker ID of the requester, or -1 if this request is being made by a normal consumer. Versions 0+. */
   replicaId: number;
@@ -59,18 +59,32 @@ export function defaultListOffsetsPartition(): ListOffsetsPartition {
 /** The versions of ListOffsetsRequest that Kafka's schema defines. */
 export const listOffsetsRequestVersions = { lowest: 1, highest: 11 } as const;
 
+/** Reads ListOffsetsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readListOffsetsRequest(reader: KafkaReader, version: number): ListOffsetsRequest {
   if (version < 1 || version > 11) {
     throw unsupportedVersionError('ListOffsetsRequest', version, 1, 11);
   }
-  return readListOffsetsRequestStruct(reader, version);
+  try {
+    return readListOffsetsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListOffsetsRequest');
+  }
 }
 
+/**
+ * Writes ListOffsetsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListOffsetsRequest(writer: KafkaWriter, message: ListOffsetsRequest, version: number): void {
   if (version < 1 || version > 11) {
     throw unsupportedVersionError('ListOffsetsRequest', version, 1, 11);
   }
-  writeListOffsetsRequestStruct(writer, message, version);
+  try {
+    writeListOffsetsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListOffsetsRequest');
+  }
 }
 
 function readListOffsetsRequestStruct(reader: KafkaReader, version: number): ListOffsetsRequest {

@@ -2,7 +2,7 @@
 // ListOffsetsResponse: versions 1-11, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ListOffsetsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 2+. */
   throttleTimeMs: number;
@@ -59,18 +59,32 @@ export function defaultListOffsetsPartitionResponse(): ListOffsetsPartitionRespo
 /** The versions of ListOffsetsResponse that Kafka's schema defines. */
 export const listOffsetsResponseVersions = { lowest: 1, highest: 11 } as const;
 
+/** Reads ListOffsetsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readListOffsetsResponse(reader: KafkaReader, version: number): ListOffsetsResponse {
   if (version < 1 || version > 11) {
     throw unsupportedVersionError('ListOffsetsResponse', version, 1, 11);
   }
-  return readListOffsetsResponseStruct(reader, version);
+  try {
+    return readListOffsetsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListOffsetsResponse');
+  }
 }
 
+/**
+ * Writes ListOffsetsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListOffsetsResponse(writer: KafkaWriter, message: ListOffsetsResponse, version: number): void {
   if (version < 1 || version > 11) {
     throw unsupportedVersionError('ListOffsetsResponse', version, 1, 11);
   }
-  writeListOffsetsResponseStruct(writer, message, version);
+  try {
+    writeListOffsetsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListOffsetsResponse');
+  }
 }
 
 function readListOffsetsResponseStruct(reader: KafkaReader, version: number): ListOffsetsResponse {

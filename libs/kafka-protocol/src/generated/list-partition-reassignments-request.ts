@@ -2,7 +2,7 @@
 // ListPartitionReassignmentsRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ListPartitionReassignmentsRequest {
   /** The time in ms to wait for the request to complete. Versions 0+. */
   timeoutMs: number;
@@ -35,18 +35,32 @@ export function defaultListPartitionReassignmentsTopics(): ListPartitionReassign
 /** The versions of ListPartitionReassignmentsRequest that Kafka's schema defines. */
 export const listPartitionReassignmentsRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ListPartitionReassignmentsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readListPartitionReassignmentsRequest(reader: KafkaReader, version: number): ListPartitionReassignmentsRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ListPartitionReassignmentsRequest', version, 0, 0);
   }
-  return readListPartitionReassignmentsRequestStruct(reader, version);
+  try {
+    return readListPartitionReassignmentsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListPartitionReassignmentsRequest');
+  }
 }
 
+/**
+ * Writes ListPartitionReassignmentsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListPartitionReassignmentsRequest(writer: KafkaWriter, message: ListPartitionReassignmentsRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ListPartitionReassignmentsRequest', version, 0, 0);
   }
-  writeListPartitionReassignmentsRequestStruct(writer, message, version);
+  try {
+    writeListPartitionReassignmentsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListPartitionReassignmentsRequest');
+  }
 }
 
 function readListPartitionReassignmentsRequestStruct(reader: KafkaReader, version: number): ListPartitionReassignmentsRequest {

@@ -2,7 +2,7 @@
 // ListPartitionReassignmentsResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ListPartitionReassignmentsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -62,18 +62,32 @@ export function defaultOngoingPartitionReassignment(): OngoingPartitionReassignm
 /** The versions of ListPartitionReassignmentsResponse that Kafka's schema defines. */
 export const listPartitionReassignmentsResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ListPartitionReassignmentsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readListPartitionReassignmentsResponse(reader: KafkaReader, version: number): ListPartitionReassignmentsResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ListPartitionReassignmentsResponse', version, 0, 0);
   }
-  return readListPartitionReassignmentsResponseStruct(reader, version);
+  try {
+    return readListPartitionReassignmentsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListPartitionReassignmentsResponse');
+  }
 }
 
+/**
+ * Writes ListPartitionReassignmentsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListPartitionReassignmentsResponse(writer: KafkaWriter, message: ListPartitionReassignmentsResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ListPartitionReassignmentsResponse', version, 0, 0);
   }
-  writeListPartitionReassignmentsResponseStruct(writer, message, version);
+  try {
+    writeListPartitionReassignmentsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListPartitionReassignmentsResponse');
+  }
 }
 
 function readListPartitionReassignmentsResponseStruct(reader: KafkaReader, version: number): ListPartitionReassignmentsResponse {

@@ -2,7 +2,7 @@
 // ListTransactionsRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ListTransactionsRequest {
   /** The transaction states to filter by: if empty, all transactions are returned; if non-empty, then only transactions matching one of the filtered states will be returned. Versions 0+. */
   stateFilters: string[];
@@ -26,18 +26,32 @@ export function defaultListTransactionsRequest(): ListTransactionsRequest {
 /** The versions of ListTransactionsRequest that Kafka's schema defines. */
 export const listTransactionsRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads ListTransactionsRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readListTransactionsRequest(reader: KafkaReader, version: number): ListTransactionsRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ListTransactionsRequest', version, 0, 2);
   }
-  return readListTransactionsRequestStruct(reader, version);
+  try {
+    return readListTransactionsRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListTransactionsRequest');
+  }
 }
 
+/**
+ * Writes ListTransactionsRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListTransactionsRequest(writer: KafkaWriter, message: ListTransactionsRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ListTransactionsRequest', version, 0, 2);
   }
-  writeListTransactionsRequestStruct(writer, message, version);
+  try {
+    writeListTransactionsRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListTransactionsRequest');
+  }
 }
 
 function readListTransactionsRequestStruct(reader: KafkaReader, version: number): ListTransactionsRequest {

@@ -2,7 +2,7 @@
 // ListTransactionsResponse: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ListTransactionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -44,18 +44,32 @@ export function defaultListTransactionsResponseTransactionState(): ListTransacti
 /** The versions of ListTransactionsResponse that Kafka's schema defines. */
 export const listTransactionsResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads ListTransactionsResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readListTransactionsResponse(reader: KafkaReader, version: number): ListTransactionsResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ListTransactionsResponse', version, 0, 2);
   }
-  return readListTransactionsResponseStruct(reader, version);
+  try {
+    return readListTransactionsResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListTransactionsResponse');
+  }
 }
 
+/**
+ * Writes ListTransactionsResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeListTransactionsResponse(writer: KafkaWriter, message: ListTransactionsResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('ListTransactionsResponse', version, 0, 2);
   }
-  writeListTransactionsResponseStruct(writer, message, version);
+  try {
+    writeListTransactionsResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ListTransactionsResponse');
+  }
 }
 
 function readListTransactionsResponseStruct(reader: KafkaReader, version: number): ListTransactionsResponse {

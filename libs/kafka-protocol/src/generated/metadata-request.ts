@@ -2,7 +2,7 @@
 // MetadataRequest: versions 0-13, flexible 9+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface MetadataRequest {
   /** The topics to fetch metadata for. Versions 0+. Nullable 1+. */
   topics: MetadataRequestTopic[] | null;
@@ -41,18 +41,32 @@ export function defaultMetadataRequestTopic(): MetadataRequestTopic {
 /** The versions of MetadataRequest that Kafka's schema defines. */
 export const metadataRequestVersions = { lowest: 0, highest: 13 } as const;
 
+/** Reads MetadataRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readMetadataRequest(reader: KafkaReader, version: number): MetadataRequest {
   if (version < 0 || version > 13) {
     throw unsupportedVersionError('MetadataRequest', version, 0, 13);
   }
-  return readMetadataRequestStruct(reader, version);
+  try {
+    return readMetadataRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'MetadataRequest');
+  }
 }
 
+/**
+ * Writes MetadataRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeMetadataRequest(writer: KafkaWriter, message: MetadataRequest, version: number): void {
   if (version < 0 || version > 13) {
     throw unsupportedVersionError('MetadataRequest', version, 0, 13);
   }
-  writeMetadataRequestStruct(writer, message, version);
+  try {
+    writeMetadataRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'MetadataRequest');
+  }
 }
 
 function readMetadataRequestStruct(reader: KafkaReader, version: number): MetadataRequest {

@@ -2,7 +2,7 @@
 // MetadataResponse: versions 0-13, flexible 9+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface MetadataResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 3+. */
   throttleTimeMs: number;
@@ -113,18 +113,32 @@ export function defaultMetadataResponsePartition(): MetadataResponsePartition {
 /** The versions of MetadataResponse that Kafka's schema defines. */
 export const metadataResponseVersions = { lowest: 0, highest: 13 } as const;
 
+/** Reads MetadataResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readMetadataResponse(reader: KafkaReader, version: number): MetadataResponse {
   if (version < 0 || version > 13) {
     throw unsupportedVersionError('MetadataResponse', version, 0, 13);
   }
-  return readMetadataResponseStruct(reader, version);
+  try {
+    return readMetadataResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'MetadataResponse');
+  }
 }
 
+/**
+ * Writes MetadataResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeMetadataResponse(writer: KafkaWriter, message: MetadataResponse, version: number): void {
   if (version < 0 || version > 13) {
     throw unsupportedVersionError('MetadataResponse', version, 0, 13);
   }
-  writeMetadataResponseStruct(writer, message, version);
+  try {
+    writeMetadataResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'MetadataResponse');
+  }
 }
 
 function readMetadataResponseStruct(reader: KafkaReader, version: number): MetadataResponse {

@@ -2,7 +2,7 @@
 // OffsetCommitRequest: versions 2-10, flexible 8+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface OffsetCommitRequest {
   /** The unique group identifier. Versions 0+. */
   groupId: string;
@@ -71,18 +71,32 @@ export function defaultOffsetCommitRequestPartition(): OffsetCommitRequestPartit
 /** The versions of OffsetCommitRequest that Kafka's schema defines. */
 export const offsetCommitRequestVersions = { lowest: 2, highest: 10 } as const;
 
+/** Reads OffsetCommitRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetCommitRequest(reader: KafkaReader, version: number): OffsetCommitRequest {
   if (version < 2 || version > 10) {
     throw unsupportedVersionError('OffsetCommitRequest', version, 2, 10);
   }
-  return readOffsetCommitRequestStruct(reader, version);
+  try {
+    return readOffsetCommitRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetCommitRequest');
+  }
 }
 
+/**
+ * Writes OffsetCommitRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetCommitRequest(writer: KafkaWriter, message: OffsetCommitRequest, version: number): void {
   if (version < 2 || version > 10) {
     throw unsupportedVersionError('OffsetCommitRequest', version, 2, 10);
   }
-  writeOffsetCommitRequestStruct(writer, message, version);
+  try {
+    writeOffsetCommitRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetCommitRequest');
+  }
 }
 
 function readOffsetCommitRequestStruct(reader: KafkaReader, version: number): OffsetCommitRequest {

@@ -2,7 +2,7 @@
 // OffsetCommitResponse: versions 2-10, flexible 8+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface OffsetCommitResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 3+. */
   throttleTimeMs: number;
@@ -53,18 +53,32 @@ export function defaultOffsetCommitResponsePartition(): OffsetCommitResponsePart
 /** The versions of OffsetCommitResponse that Kafka's schema defines. */
 export const offsetCommitResponseVersions = { lowest: 2, highest: 10 } as const;
 
+/** Reads OffsetCommitResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetCommitResponse(reader: KafkaReader, version: number): OffsetCommitResponse {
   if (version < 2 || version > 10) {
     throw unsupportedVersionError('OffsetCommitResponse', version, 2, 10);
   }
-  return readOffsetCommitResponseStruct(reader, version);
+  try {
+    return readOffsetCommitResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetCommitResponse');
+  }
 }
 
+/**
+ * Writes OffsetCommitResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetCommitResponse(writer: KafkaWriter, message: OffsetCommitResponse, version: number): void {
   if (version < 2 || version > 10) {
     throw unsupportedVersionError('OffsetCommitResponse', version, 2, 10);
   }
-  writeOffsetCommitResponseStruct(writer, message, version);
+  try {
+    writeOffsetCommitResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetCommitResponse');
+  }
 }
 
 function readOffsetCommitResponseStruct(reader: KafkaReader, version: number): OffsetCommitResponse {

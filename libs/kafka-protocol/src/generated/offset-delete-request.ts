@@ -2,7 +2,7 @@
 // OffsetDeleteRequest: versions 0-0, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface OffsetDeleteRequest {
   /** The unique group identifier. Versions 0+. */
   groupId: string;
@@ -47,18 +47,32 @@ export function defaultOffsetDeleteRequestPartition(): OffsetDeleteRequestPartit
 /** The versions of OffsetDeleteRequest that Kafka's schema defines. */
 export const offsetDeleteRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads OffsetDeleteRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetDeleteRequest(reader: KafkaReader, version: number): OffsetDeleteRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('OffsetDeleteRequest', version, 0, 0);
   }
-  return readOffsetDeleteRequestStruct(reader, version);
+  try {
+    return readOffsetDeleteRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetDeleteRequest');
+  }
 }
 
+/**
+ * Writes OffsetDeleteRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetDeleteRequest(writer: KafkaWriter, message: OffsetDeleteRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('OffsetDeleteRequest', version, 0, 0);
   }
-  writeOffsetDeleteRequestStruct(writer, message, version);
+  try {
+    writeOffsetDeleteRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetDeleteRequest');
+  }
 }
 
 function readOffsetDeleteRequestStruct(reader: KafkaReader, version: number): OffsetDeleteRequest {

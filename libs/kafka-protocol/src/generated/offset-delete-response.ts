@@ -2,7 +2,7 @@
 // OffsetDeleteResponse: versions 0-0, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface OffsetDeleteResponse {
   /** The top-level error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -53,18 +53,32 @@ export function defaultOffsetDeleteResponsePartition(): OffsetDeleteResponsePart
 /** The versions of OffsetDeleteResponse that Kafka's schema defines. */
 export const offsetDeleteResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads OffsetDeleteResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetDeleteResponse(reader: KafkaReader, version: number): OffsetDeleteResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('OffsetDeleteResponse', version, 0, 0);
   }
-  return readOffsetDeleteResponseStruct(reader, version);
+  try {
+    return readOffsetDeleteResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetDeleteResponse');
+  }
 }
 
+/**
+ * Writes OffsetDeleteResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetDeleteResponse(writer: KafkaWriter, message: OffsetDeleteResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('OffsetDeleteResponse', version, 0, 0);
   }
-  writeOffsetDeleteResponseStruct(writer, message, version);
+  try {
+    writeOffsetDeleteResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetDeleteResponse');
+  }
 }
 
 function readOffsetDeleteResponseStruct(reader: KafkaReader, version: number): OffsetDeleteResponse {

@@ -2,7 +2,7 @@
 // OffsetFetchRequest: versions 1-10, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface OffsetFetchRequest {
   /** The group to fetch offsets for. Versions 0-7. */
   groupId: string;
@@ -80,18 +80,32 @@ export function defaultOffsetFetchRequestTopics(): OffsetFetchRequestTopics {
 /** The versions of OffsetFetchRequest that Kafka's schema defines. */
 export const offsetFetchRequestVersions = { lowest: 1, highest: 10 } as const;
 
+/** Reads OffsetFetchRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetFetchRequest(reader: KafkaReader, version: number): OffsetFetchRequest {
   if (version < 1 || version > 10) {
     throw unsupportedVersionError('OffsetFetchRequest', version, 1, 10);
   }
-  return readOffsetFetchRequestStruct(reader, version);
+  try {
+    return readOffsetFetchRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetFetchRequest');
+  }
 }
 
+/**
+ * Writes OffsetFetchRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetFetchRequest(writer: KafkaWriter, message: OffsetFetchRequest, version: number): void {
   if (version < 1 || version > 10) {
     throw unsupportedVersionError('OffsetFetchRequest', version, 1, 10);
   }
-  writeOffsetFetchRequestStruct(writer, message, version);
+  try {
+    writeOffsetFetchRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetFetchRequest');
+  }
 }
 
 function readOffsetFetchRequestStruct(reader: KafkaReader, version: number): OffsetFetchRequest {

@@ -2,7 +2,7 @@
 // OffsetFetchResponse: versions 1-10, flexible 6+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface OffsetFetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 3+. */
   throttleTimeMs: number;
@@ -125,18 +125,32 @@ export function defaultOffsetFetchResponsePartitions(): OffsetFetchResponseParti
 /** The versions of OffsetFetchResponse that Kafka's schema defines. */
 export const offsetFetchResponseVersions = { lowest: 1, highest: 10 } as const;
 
+/** Reads OffsetFetchResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetFetchResponse(reader: KafkaReader, version: number): OffsetFetchResponse {
   if (version < 1 || version > 10) {
     throw unsupportedVersionError('OffsetFetchResponse', version, 1, 10);
   }
-  return readOffsetFetchResponseStruct(reader, version);
+  try {
+    return readOffsetFetchResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetFetchResponse');
+  }
 }
 
+/**
+ * Writes OffsetFetchResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetFetchResponse(writer: KafkaWriter, message: OffsetFetchResponse, version: number): void {
   if (version < 1 || version > 10) {
     throw unsupportedVersionError('OffsetFetchResponse', version, 1, 10);
   }
-  writeOffsetFetchResponseStruct(writer, message, version);
+  try {
+    writeOffsetFetchResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetFetchResponse');
+  }
 }
 
 function readOffsetFetchResponseStruct(reader: KafkaReader, version: number): OffsetFetchResponse {

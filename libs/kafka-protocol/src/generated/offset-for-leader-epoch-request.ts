@@ -2,7 +2,7 @@
 // OffsetForLeaderEpochRequest: versions 2-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface OffsetForLeaderEpochRequest {
   /** The broker ID of the follower, of -1 if this request is from a consumer. Versions 3+. */
   replicaId: number;
@@ -53,18 +53,32 @@ export function defaultOffsetForLeaderPartition(): OffsetForLeaderPartition {
 /** The versions of OffsetForLeaderEpochRequest that Kafka's schema defines. */
 export const offsetForLeaderEpochRequestVersions = { lowest: 2, highest: 4 } as const;
 
+/** Reads OffsetForLeaderEpochRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetForLeaderEpochRequest(reader: KafkaReader, version: number): OffsetForLeaderEpochRequest {
   if (version < 2 || version > 4) {
     throw unsupportedVersionError('OffsetForLeaderEpochRequest', version, 2, 4);
   }
-  return readOffsetForLeaderEpochRequestStruct(reader, version);
+  try {
+    return readOffsetForLeaderEpochRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetForLeaderEpochRequest');
+  }
 }
 
+/**
+ * Writes OffsetForLeaderEpochRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetForLeaderEpochRequest(writer: KafkaWriter, message: OffsetForLeaderEpochRequest, version: number): void {
   if (version < 2 || version > 4) {
     throw unsupportedVersionError('OffsetForLeaderEpochRequest', version, 2, 4);
   }
-  writeOffsetForLeaderEpochRequestStruct(writer, message, version);
+  try {
+    writeOffsetForLeaderEpochRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetForLeaderEpochRequest');
+  }
 }
 
 function readOffsetForLeaderEpochRequestStruct(reader: KafkaReader, version: number): OffsetForLeaderEpochRequest {

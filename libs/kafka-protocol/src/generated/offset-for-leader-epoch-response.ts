@@ -2,7 +2,7 @@
 // OffsetForLeaderEpochResponse: versions 2-4, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface OffsetForLeaderEpochResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 2+. */
   throttleTimeMs: number;
@@ -56,18 +56,32 @@ export function defaultOffsetForLeaderEpochResponseEpochEndOffset(): OffsetForLe
 /** The versions of OffsetForLeaderEpochResponse that Kafka's schema defines. */
 export const offsetForLeaderEpochResponseVersions = { lowest: 2, highest: 4 } as const;
 
+/** Reads OffsetForLeaderEpochResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readOffsetForLeaderEpochResponse(reader: KafkaReader, version: number): OffsetForLeaderEpochResponse {
   if (version < 2 || version > 4) {
     throw unsupportedVersionError('OffsetForLeaderEpochResponse', version, 2, 4);
   }
-  return readOffsetForLeaderEpochResponseStruct(reader, version);
+  try {
+    return readOffsetForLeaderEpochResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetForLeaderEpochResponse');
+  }
 }
 
+/**
+ * Writes OffsetForLeaderEpochResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeOffsetForLeaderEpochResponse(writer: KafkaWriter, message: OffsetForLeaderEpochResponse, version: number): void {
   if (version < 2 || version > 4) {
     throw unsupportedVersionError('OffsetForLeaderEpochResponse', version, 2, 4);
   }
-  writeOffsetForLeaderEpochResponseStruct(writer, message, version);
+  try {
+    writeOffsetForLeaderEpochResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'OffsetForLeaderEpochResponse');
+  }
 }
 
 function readOffsetForLeaderEpochResponseStruct(reader: KafkaReader, version: number): OffsetForLeaderEpochResponse {

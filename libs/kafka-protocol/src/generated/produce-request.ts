@@ -2,7 +2,7 @@
 // ProduceRequest: versions 3-13, flexible 9+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ProduceRequest {
   /** The transactional ID, or null if the producer is not transactional. Versions 3+. Nullable 3+. */
   transactionalId: string | null;
@@ -59,18 +59,32 @@ export function defaultPartitionProduceData(): PartitionProduceData {
 /** The versions of ProduceRequest that Kafka's schema defines. */
 export const produceRequestVersions = { lowest: 3, highest: 13 } as const;
 
+/** Reads ProduceRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readProduceRequest(reader: KafkaReader, version: number): ProduceRequest {
   if (version < 3 || version > 13) {
     throw unsupportedVersionError('ProduceRequest', version, 3, 13);
   }
-  return readProduceRequestStruct(reader, version);
+  try {
+    return readProduceRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ProduceRequest');
+  }
 }
 
+/**
+ * Writes ProduceRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeProduceRequest(writer: KafkaWriter, message: ProduceRequest, version: number): void {
   if (version < 3 || version > 13) {
     throw unsupportedVersionError('ProduceRequest', version, 3, 13);
   }
-  writeProduceRequestStruct(writer, message, version);
+  try {
+    writeProduceRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ProduceRequest');
+  }
 }
 
 function readProduceRequestStruct(reader: KafkaReader, version: number): ProduceRequest {

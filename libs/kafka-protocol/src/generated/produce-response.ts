@@ -2,7 +2,7 @@
 // ProduceResponse: versions 3-13, flexible 9+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ProduceResponse {
   /** Each produce response. Versions 0+. */
   responses: TopicProduceResponse[];
@@ -132,18 +132,32 @@ export function isDefaultProduceResponseLeaderIdAndEpoch(message: ProduceRespons
 /** The versions of ProduceResponse that Kafka's schema defines. */
 export const produceResponseVersions = { lowest: 3, highest: 13 } as const;
 
+/** Reads ProduceResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readProduceResponse(reader: KafkaReader, version: number): ProduceResponse {
   if (version < 3 || version > 13) {
     throw unsupportedVersionError('ProduceResponse', version, 3, 13);
   }
-  return readProduceResponseStruct(reader, version);
+  try {
+    return readProduceResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ProduceResponse');
+  }
 }
 
+/**
+ * Writes ProduceResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeProduceResponse(writer: KafkaWriter, message: ProduceResponse, version: number): void {
   if (version < 3 || version > 13) {
     throw unsupportedVersionError('ProduceResponse', version, 3, 13);
   }
-  writeProduceResponseStruct(writer, message, version);
+  try {
+    writeProduceResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ProduceResponse');
+  }
 }
 
 function readProduceResponseStruct(reader: KafkaReader, version: number): ProduceResponse {

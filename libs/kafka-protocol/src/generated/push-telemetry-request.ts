@@ -2,7 +2,7 @@
 // PushTelemetryRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface PushTelemetryRequest {
   /** Unique id for this client instance. Versions 0+. */
   clientInstanceId: Buffer;
@@ -29,18 +29,32 @@ export function defaultPushTelemetryRequest(): PushTelemetryRequest {
 /** The versions of PushTelemetryRequest that Kafka's schema defines. */
 export const pushTelemetryRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads PushTelemetryRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readPushTelemetryRequest(reader: KafkaReader, version: number): PushTelemetryRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('PushTelemetryRequest', version, 0, 0);
   }
-  return readPushTelemetryRequestStruct(reader, version);
+  try {
+    return readPushTelemetryRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'PushTelemetryRequest');
+  }
 }
 
+/**
+ * Writes PushTelemetryRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writePushTelemetryRequest(writer: KafkaWriter, message: PushTelemetryRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('PushTelemetryRequest', version, 0, 0);
   }
-  writePushTelemetryRequestStruct(writer, message, version);
+  try {
+    writePushTelemetryRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'PushTelemetryRequest');
+  }
 }
 
 function readPushTelemetryRequestStruct(reader: KafkaReader, _version: number): PushTelemetryRequest {

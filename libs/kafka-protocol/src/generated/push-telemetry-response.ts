@@ -2,7 +2,7 @@
 // PushTelemetryResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface PushTelemetryResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -20,18 +20,32 @@ export function defaultPushTelemetryResponse(): PushTelemetryResponse {
 /** The versions of PushTelemetryResponse that Kafka's schema defines. */
 export const pushTelemetryResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads PushTelemetryResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readPushTelemetryResponse(reader: KafkaReader, version: number): PushTelemetryResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('PushTelemetryResponse', version, 0, 0);
   }
-  return readPushTelemetryResponseStruct(reader, version);
+  try {
+    return readPushTelemetryResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'PushTelemetryResponse');
+  }
 }
 
+/**
+ * Writes PushTelemetryResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writePushTelemetryResponse(writer: KafkaWriter, message: PushTelemetryResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('PushTelemetryResponse', version, 0, 0);
   }
-  writePushTelemetryResponseStruct(writer, message, version);
+  try {
+    writePushTelemetryResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'PushTelemetryResponse');
+  }
 }
 
 function readPushTelemetryResponseStruct(reader: KafkaReader, _version: number): PushTelemetryResponse {

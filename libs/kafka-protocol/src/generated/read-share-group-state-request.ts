@@ -2,7 +2,7 @@
 // ReadShareGroupStateRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ReadShareGroupStateRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -50,18 +50,32 @@ export function defaultReadShareGroupStateRequestPartitionData(): ReadShareGroup
 /** The versions of ReadShareGroupStateRequest that Kafka's schema defines. */
 export const readShareGroupStateRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ReadShareGroupStateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readReadShareGroupStateRequest(reader: KafkaReader, version: number): ReadShareGroupStateRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ReadShareGroupStateRequest', version, 0, 0);
   }
-  return readReadShareGroupStateRequestStruct(reader, version);
+  try {
+    return readReadShareGroupStateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateRequest');
+  }
 }
 
+/**
+ * Writes ReadShareGroupStateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeReadShareGroupStateRequest(writer: KafkaWriter, message: ReadShareGroupStateRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ReadShareGroupStateRequest', version, 0, 0);
   }
-  writeReadShareGroupStateRequestStruct(writer, message, version);
+  try {
+    writeReadShareGroupStateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateRequest');
+  }
 }
 
 function readReadShareGroupStateRequestStruct(reader: KafkaReader, version: number): ReadShareGroupStateRequest {

@@ -2,7 +2,7 @@
 // ReadShareGroupStateResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ReadShareGroupStateResponse {
   /** The read results. Versions 0+. */
   results: ReadStateResult[];
@@ -80,18 +80,32 @@ export function defaultReadShareGroupStateResponseStateBatch(): ReadShareGroupSt
 /** The versions of ReadShareGroupStateResponse that Kafka's schema defines. */
 export const readShareGroupStateResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads ReadShareGroupStateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readReadShareGroupStateResponse(reader: KafkaReader, version: number): ReadShareGroupStateResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ReadShareGroupStateResponse', version, 0, 0);
   }
-  return readReadShareGroupStateResponseStruct(reader, version);
+  try {
+    return readReadShareGroupStateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateResponse');
+  }
 }
 
+/**
+ * Writes ReadShareGroupStateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeReadShareGroupStateResponse(writer: KafkaWriter, message: ReadShareGroupStateResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('ReadShareGroupStateResponse', version, 0, 0);
   }
-  writeReadShareGroupStateResponseStruct(writer, message, version);
+  try {
+    writeReadShareGroupStateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateResponse');
+  }
 }
 
 function readReadShareGroupStateResponseStruct(reader: KafkaReader, version: number): ReadShareGroupStateResponse {

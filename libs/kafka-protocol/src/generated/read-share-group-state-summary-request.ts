@@ -2,7 +2,7 @@
 // ReadShareGroupStateSummaryRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ReadShareGroupStateSummaryRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -50,18 +50,32 @@ export function defaultReadShareGroupStateSummaryRequestPartitionData(): ReadSha
 /** The versions of ReadShareGroupStateSummaryRequest that Kafka's schema defines. */
 export const readShareGroupStateSummaryRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ReadShareGroupStateSummaryRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readReadShareGroupStateSummaryRequest(reader: KafkaReader, version: number): ReadShareGroupStateSummaryRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ReadShareGroupStateSummaryRequest', version, 0, 1);
   }
-  return readReadShareGroupStateSummaryRequestStruct(reader, version);
+  try {
+    return readReadShareGroupStateSummaryRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateSummaryRequest');
+  }
 }
 
+/**
+ * Writes ReadShareGroupStateSummaryRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeReadShareGroupStateSummaryRequest(writer: KafkaWriter, message: ReadShareGroupStateSummaryRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ReadShareGroupStateSummaryRequest', version, 0, 1);
   }
-  writeReadShareGroupStateSummaryRequestStruct(writer, message, version);
+  try {
+    writeReadShareGroupStateSummaryRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateSummaryRequest');
+  }
 }
 
 function readReadShareGroupStateSummaryRequestStruct(reader: KafkaReader, version: number): ReadShareGroupStateSummaryRequest {

@@ -2,7 +2,7 @@
 // ReadShareGroupStateSummaryResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ReadShareGroupStateSummaryResponse {
   /** The read results. Versions 0+. */
   results: ReadStateSummaryResult[];
@@ -62,18 +62,32 @@ export function defaultReadShareGroupStateSummaryResponsePartitionResult(): Read
 /** The versions of ReadShareGroupStateSummaryResponse that Kafka's schema defines. */
 export const readShareGroupStateSummaryResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ReadShareGroupStateSummaryResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readReadShareGroupStateSummaryResponse(reader: KafkaReader, version: number): ReadShareGroupStateSummaryResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ReadShareGroupStateSummaryResponse', version, 0, 1);
   }
-  return readReadShareGroupStateSummaryResponseStruct(reader, version);
+  try {
+    return readReadShareGroupStateSummaryResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateSummaryResponse');
+  }
 }
 
+/**
+ * Writes ReadShareGroupStateSummaryResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeReadShareGroupStateSummaryResponse(writer: KafkaWriter, message: ReadShareGroupStateSummaryResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ReadShareGroupStateSummaryResponse', version, 0, 1);
   }
-  writeReadShareGroupStateSummaryResponseStruct(writer, message, version);
+  try {
+    writeReadShareGroupStateSummaryResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ReadShareGroupStateSummaryResponse');
+  }
 }
 
 function readReadShareGroupStateSummaryResponseStruct(reader: KafkaReader, version: number): ReadShareGroupStateSummaryResponse {

@@ -2,7 +2,7 @@
 // RemoveRaftVoterRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface RemoveRaftVoterRequest {
   /** The cluster id of the request. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -23,18 +23,32 @@ export function defaultRemoveRaftVoterRequest(): RemoveRaftVoterRequest {
 /** The versions of RemoveRaftVoterRequest that Kafka's schema defines. */
 export const removeRaftVoterRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads RemoveRaftVoterRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readRemoveRaftVoterRequest(reader: KafkaReader, version: number): RemoveRaftVoterRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('RemoveRaftVoterRequest', version, 0, 0);
   }
-  return readRemoveRaftVoterRequestStruct(reader, version);
+  try {
+    return readRemoveRaftVoterRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RemoveRaftVoterRequest');
+  }
 }
 
+/**
+ * Writes RemoveRaftVoterRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeRemoveRaftVoterRequest(writer: KafkaWriter, message: RemoveRaftVoterRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('RemoveRaftVoterRequest', version, 0, 0);
   }
-  writeRemoveRaftVoterRequestStruct(writer, message, version);
+  try {
+    writeRemoveRaftVoterRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RemoveRaftVoterRequest');
+  }
 }
 
 function readRemoveRaftVoterRequestStruct(reader: KafkaReader, _version: number): RemoveRaftVoterRequest {

@@ -2,7 +2,7 @@
 // RemoveRaftVoterResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface RemoveRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultRemoveRaftVoterResponse(): RemoveRaftVoterResponse {
 /** The versions of RemoveRaftVoterResponse that Kafka's schema defines. */
 export const removeRaftVoterResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads RemoveRaftVoterResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readRemoveRaftVoterResponse(reader: KafkaReader, version: number): RemoveRaftVoterResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('RemoveRaftVoterResponse', version, 0, 0);
   }
-  return readRemoveRaftVoterResponseStruct(reader, version);
+  try {
+    return readRemoveRaftVoterResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RemoveRaftVoterResponse');
+  }
 }
 
+/**
+ * Writes RemoveRaftVoterResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeRemoveRaftVoterResponse(writer: KafkaWriter, message: RemoveRaftVoterResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('RemoveRaftVoterResponse', version, 0, 0);
   }
-  writeRemoveRaftVoterResponseStruct(writer, message, version);
+  try {
+    writeRemoveRaftVoterResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RemoveRaftVoterResponse');
+  }
 }
 
 function readRemoveRaftVoterResponseStruct(reader: KafkaReader, _version: number): RemoveRaftVoterResponse {

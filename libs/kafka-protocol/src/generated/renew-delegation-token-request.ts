@@ -2,7 +2,7 @@
 // RenewDelegationTokenRequest: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface RenewDelegationTokenRequest {
   /** The HMAC of the delegation token to be renewed. Versions 0+. */
   hmac: Buffer;
@@ -20,18 +20,32 @@ export function defaultRenewDelegationTokenRequest(): RenewDelegationTokenReques
 /** The versions of RenewDelegationTokenRequest that Kafka's schema defines. */
 export const renewDelegationTokenRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads RenewDelegationTokenRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readRenewDelegationTokenRequest(reader: KafkaReader, version: number): RenewDelegationTokenRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RenewDelegationTokenRequest', version, 1, 2);
   }
-  return readRenewDelegationTokenRequestStruct(reader, version);
+  try {
+    return readRenewDelegationTokenRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RenewDelegationTokenRequest');
+  }
 }
 
+/**
+ * Writes RenewDelegationTokenRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeRenewDelegationTokenRequest(writer: KafkaWriter, message: RenewDelegationTokenRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RenewDelegationTokenRequest', version, 1, 2);
   }
-  writeRenewDelegationTokenRequestStruct(writer, message, version);
+  try {
+    writeRenewDelegationTokenRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RenewDelegationTokenRequest');
+  }
 }
 
 function readRenewDelegationTokenRequestStruct(reader: KafkaReader, version: number): RenewDelegationTokenRequest {

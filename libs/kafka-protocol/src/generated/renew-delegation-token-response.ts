@@ -2,7 +2,7 @@
 // RenewDelegationTokenResponse: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface RenewDelegationTokenResponse {
   /** The error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -23,18 +23,32 @@ export function defaultRenewDelegationTokenResponse(): RenewDelegationTokenRespo
 /** The versions of RenewDelegationTokenResponse that Kafka's schema defines. */
 export const renewDelegationTokenResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads RenewDelegationTokenResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readRenewDelegationTokenResponse(reader: KafkaReader, version: number): RenewDelegationTokenResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RenewDelegationTokenResponse', version, 1, 2);
   }
-  return readRenewDelegationTokenResponseStruct(reader, version);
+  try {
+    return readRenewDelegationTokenResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RenewDelegationTokenResponse');
+  }
 }
 
+/**
+ * Writes RenewDelegationTokenResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeRenewDelegationTokenResponse(writer: KafkaWriter, message: RenewDelegationTokenResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RenewDelegationTokenResponse', version, 1, 2);
   }
-  writeRenewDelegationTokenResponseStruct(writer, message, version);
+  try {
+    writeRenewDelegationTokenResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RenewDelegationTokenResponse');
+  }
 }
 
 function readRenewDelegationTokenResponseStruct(reader: KafkaReader, version: number): RenewDelegationTokenResponse {

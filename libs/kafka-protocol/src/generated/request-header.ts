@@ -2,7 +2,7 @@
 // RequestHeader: versions 1-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface RequestHeader {
   /** The API key of this request. Versions 0+. */
   requestApiKey: number;
@@ -26,18 +26,32 @@ export function defaultRequestHeader(): RequestHeader {
 /** The versions of RequestHeader that Kafka's schema defines. */
 export const requestHeaderVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads RequestHeader; anything wrong with the input is a KafkaProtocolError. */
 export function readRequestHeader(reader: KafkaReader, version: number): RequestHeader {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RequestHeader', version, 1, 2);
   }
-  return readRequestHeaderStruct(reader, version);
+  try {
+    return readRequestHeaderStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RequestHeader');
+  }
 }
 
+/**
+ * Writes RequestHeader; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeRequestHeader(writer: KafkaWriter, message: RequestHeader, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('RequestHeader', version, 1, 2);
   }
-  writeRequestHeaderStruct(writer, message, version);
+  try {
+    writeRequestHeaderStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'RequestHeader');
+  }
 }
 
 function readRequestHeaderStruct(reader: KafkaReader, version: number): RequestHeader {

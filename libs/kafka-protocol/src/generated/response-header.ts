@@ -2,7 +2,7 @@
 // ResponseHeader: versions 0-1, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ResponseHeader {
   /** The correlation ID of this response. Versions 0+. */
   correlationId: number;
@@ -17,18 +17,32 @@ export function defaultResponseHeader(): ResponseHeader {
 /** The versions of ResponseHeader that Kafka's schema defines. */
 export const responseHeaderVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads ResponseHeader; anything wrong with the input is a KafkaProtocolError. */
 export function readResponseHeader(reader: KafkaReader, version: number): ResponseHeader {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ResponseHeader', version, 0, 1);
   }
-  return readResponseHeaderStruct(reader, version);
+  try {
+    return readResponseHeaderStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ResponseHeader');
+  }
 }
 
+/**
+ * Writes ResponseHeader; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeResponseHeader(writer: KafkaWriter, message: ResponseHeader, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('ResponseHeader', version, 0, 1);
   }
-  writeResponseHeaderStruct(writer, message, version);
+  try {
+    writeResponseHeaderStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ResponseHeader');
+  }
 }
 
 function readResponseHeaderStruct(reader: KafkaReader, version: number): ResponseHeader {

@@ -2,7 +2,7 @@
 // SaslAuthenticateRequest: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SaslAuthenticateRequest {
   /** The SASL authentication bytes from the client, as defined by the SASL mechanism. Versions 0+. */
   authBytes: Buffer;
@@ -17,18 +17,32 @@ export function defaultSaslAuthenticateRequest(): SaslAuthenticateRequest {
 /** The versions of SaslAuthenticateRequest that Kafka's schema defines. */
 export const saslAuthenticateRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads SaslAuthenticateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readSaslAuthenticateRequest(reader: KafkaReader, version: number): SaslAuthenticateRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('SaslAuthenticateRequest', version, 0, 2);
   }
-  return readSaslAuthenticateRequestStruct(reader, version);
+  try {
+    return readSaslAuthenticateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslAuthenticateRequest');
+  }
 }
 
+/**
+ * Writes SaslAuthenticateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSaslAuthenticateRequest(writer: KafkaWriter, message: SaslAuthenticateRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('SaslAuthenticateRequest', version, 0, 2);
   }
-  writeSaslAuthenticateRequestStruct(writer, message, version);
+  try {
+    writeSaslAuthenticateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslAuthenticateRequest');
+  }
 }
 
 function readSaslAuthenticateRequestStruct(reader: KafkaReader, version: number): SaslAuthenticateRequest {

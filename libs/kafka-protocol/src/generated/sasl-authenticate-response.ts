@@ -2,7 +2,7 @@
 // SaslAuthenticateResponse: versions 0-2, flexible 2+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SaslAuthenticateResponse {
   /** The error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -26,18 +26,32 @@ export function defaultSaslAuthenticateResponse(): SaslAuthenticateResponse {
 /** The versions of SaslAuthenticateResponse that Kafka's schema defines. */
 export const saslAuthenticateResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads SaslAuthenticateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readSaslAuthenticateResponse(reader: KafkaReader, version: number): SaslAuthenticateResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('SaslAuthenticateResponse', version, 0, 2);
   }
-  return readSaslAuthenticateResponseStruct(reader, version);
+  try {
+    return readSaslAuthenticateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslAuthenticateResponse');
+  }
 }
 
+/**
+ * Writes SaslAuthenticateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSaslAuthenticateResponse(writer: KafkaWriter, message: SaslAuthenticateResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('SaslAuthenticateResponse', version, 0, 2);
   }
-  writeSaslAuthenticateResponseStruct(writer, message, version);
+  try {
+    writeSaslAuthenticateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslAuthenticateResponse');
+  }
 }
 
 function readSaslAuthenticateResponseStruct(reader: KafkaReader, version: number): SaslAuthenticateResponse {

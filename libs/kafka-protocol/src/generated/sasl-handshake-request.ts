@@ -2,7 +2,7 @@
 // SaslHandshakeRequest: versions 0-1, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SaslHandshakeRequest {
   /** The SASL mechanism chosen by the client. Versions 0+. */
   mechanism: string;
@@ -17,18 +17,32 @@ export function defaultSaslHandshakeRequest(): SaslHandshakeRequest {
 /** The versions of SaslHandshakeRequest that Kafka's schema defines. */
 export const saslHandshakeRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads SaslHandshakeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readSaslHandshakeRequest(reader: KafkaReader, version: number): SaslHandshakeRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('SaslHandshakeRequest', version, 0, 1);
   }
-  return readSaslHandshakeRequestStruct(reader, version);
+  try {
+    return readSaslHandshakeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslHandshakeRequest');
+  }
 }
 
+/**
+ * Writes SaslHandshakeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSaslHandshakeRequest(writer: KafkaWriter, message: SaslHandshakeRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('SaslHandshakeRequest', version, 0, 1);
   }
-  writeSaslHandshakeRequestStruct(writer, message, version);
+  try {
+    writeSaslHandshakeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslHandshakeRequest');
+  }
 }
 
 function readSaslHandshakeRequestStruct(reader: KafkaReader, _version: number): SaslHandshakeRequest {

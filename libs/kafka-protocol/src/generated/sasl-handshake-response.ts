@@ -2,7 +2,7 @@
 // SaslHandshakeResponse: versions 0-1, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SaslHandshakeResponse {
   /** The error code, or 0 if there was no error. Versions 0+. */
   errorCode: number;
@@ -20,18 +20,32 @@ export function defaultSaslHandshakeResponse(): SaslHandshakeResponse {
 /** The versions of SaslHandshakeResponse that Kafka's schema defines. */
 export const saslHandshakeResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads SaslHandshakeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readSaslHandshakeResponse(reader: KafkaReader, version: number): SaslHandshakeResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('SaslHandshakeResponse', version, 0, 1);
   }
-  return readSaslHandshakeResponseStruct(reader, version);
+  try {
+    return readSaslHandshakeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslHandshakeResponse');
+  }
 }
 
+/**
+ * Writes SaslHandshakeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSaslHandshakeResponse(writer: KafkaWriter, message: SaslHandshakeResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('SaslHandshakeResponse', version, 0, 1);
   }
-  writeSaslHandshakeResponseStruct(writer, message, version);
+  try {
+    writeSaslHandshakeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SaslHandshakeResponse');
+  }
 }
 
 function readSaslHandshakeResponseStruct(reader: KafkaReader, _version: number): SaslHandshakeResponse {

@@ -2,7 +2,7 @@
 // ShareAcknowledgeRequest: versions 1-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ShareAcknowledgeRequest {
   /** The group identifier. Versions 0+. Nullable 0+. */
   groupId: string | null;
@@ -77,18 +77,32 @@ export function defaultShareAcknowledgeRequestAcknowledgementBatch(): ShareAckno
 /** The versions of ShareAcknowledgeRequest that Kafka's schema defines. */
 export const shareAcknowledgeRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ShareAcknowledgeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readShareAcknowledgeRequest(reader: KafkaReader, version: number): ShareAcknowledgeRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareAcknowledgeRequest', version, 1, 2);
   }
-  return readShareAcknowledgeRequestStruct(reader, version);
+  try {
+    return readShareAcknowledgeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareAcknowledgeRequest');
+  }
 }
 
+/**
+ * Writes ShareAcknowledgeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareAcknowledgeRequest(writer: KafkaWriter, message: ShareAcknowledgeRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareAcknowledgeRequest', version, 1, 2);
   }
-  writeShareAcknowledgeRequestStruct(writer, message, version);
+  try {
+    writeShareAcknowledgeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareAcknowledgeRequest');
+  }
 }
 
 function readShareAcknowledgeRequestStruct(reader: KafkaReader, version: number): ShareAcknowledgeRequest {

@@ -2,7 +2,7 @@
 // ShareAcknowledgeResponse: versions 1-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ShareAcknowledgeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -111,18 +111,32 @@ export function isDefaultShareAcknowledgeResponseLeaderIdAndEpoch(message: Share
 /** The versions of ShareAcknowledgeResponse that Kafka's schema defines. */
 export const shareAcknowledgeResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ShareAcknowledgeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readShareAcknowledgeResponse(reader: KafkaReader, version: number): ShareAcknowledgeResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareAcknowledgeResponse', version, 1, 2);
   }
-  return readShareAcknowledgeResponseStruct(reader, version);
+  try {
+    return readShareAcknowledgeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareAcknowledgeResponse');
+  }
 }
 
+/**
+ * Writes ShareAcknowledgeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareAcknowledgeResponse(writer: KafkaWriter, message: ShareAcknowledgeResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareAcknowledgeResponse', version, 1, 2);
   }
-  writeShareAcknowledgeResponseStruct(writer, message, version);
+  try {
+    writeShareAcknowledgeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareAcknowledgeResponse');
+  }
 }
 
 function readShareAcknowledgeResponseStruct(reader: KafkaReader, version: number): ShareAcknowledgeResponse {

@@ -2,7 +2,7 @@
 // ShareFetchRequest: versions 1-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface ShareFetchRequest {
   /** The group identifier. Versions 0+. Nullable 0+. */
   groupId: string | null;
@@ -116,18 +116,32 @@ export function defaultShareFetchRequestForgottenTopic(): ShareFetchRequestForgo
 /** The versions of ShareFetchRequest that Kafka's schema defines. */
 export const shareFetchRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ShareFetchRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readShareFetchRequest(reader: KafkaReader, version: number): ShareFetchRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareFetchRequest', version, 1, 2);
   }
-  return readShareFetchRequestStruct(reader, version);
+  try {
+    return readShareFetchRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareFetchRequest');
+  }
 }
 
+/**
+ * Writes ShareFetchRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareFetchRequest(writer: KafkaWriter, message: ShareFetchRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareFetchRequest', version, 1, 2);
   }
-  writeShareFetchRequestStruct(writer, message, version);
+  try {
+    writeShareFetchRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareFetchRequest');
+  }
 }
 
 function readShareFetchRequestStruct(reader: KafkaReader, version: number): ShareFetchRequest {

@@ -2,7 +2,7 @@
 // ShareFetchResponse: versions 1-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedVersionError } from '../errors';
 export interface ShareFetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -141,18 +141,32 @@ export function isDefaultShareFetchResponseLeaderIdAndEpoch(message: ShareFetchR
 /** The versions of ShareFetchResponse that Kafka's schema defines. */
 export const shareFetchResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads ShareFetchResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readShareFetchResponse(reader: KafkaReader, version: number): ShareFetchResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareFetchResponse', version, 1, 2);
   }
-  return readShareFetchResponseStruct(reader, version);
+  try {
+    return readShareFetchResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareFetchResponse');
+  }
 }
 
+/**
+ * Writes ShareFetchResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareFetchResponse(writer: KafkaWriter, message: ShareFetchResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('ShareFetchResponse', version, 1, 2);
   }
-  writeShareFetchResponseStruct(writer, message, version);
+  try {
+    writeShareFetchResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareFetchResponse');
+  }
 }
 
 function readShareFetchResponseStruct(reader: KafkaReader, version: number): ShareFetchResponse {

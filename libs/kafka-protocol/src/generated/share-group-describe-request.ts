@@ -2,7 +2,7 @@
 // ShareGroupDescribeRequest: versions 1-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ShareGroupDescribeRequest {
   /** The ids of the groups to describe. Versions 0+. */
   groupIds: string[];
@@ -20,18 +20,32 @@ export function defaultShareGroupDescribeRequest(): ShareGroupDescribeRequest {
 /** The versions of ShareGroupDescribeRequest that Kafka's schema defines. */
 export const shareGroupDescribeRequestVersions = { lowest: 1, highest: 1 } as const;
 
+/** Reads ShareGroupDescribeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readShareGroupDescribeRequest(reader: KafkaReader, version: number): ShareGroupDescribeRequest {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupDescribeRequest', version, 1, 1);
   }
-  return readShareGroupDescribeRequestStruct(reader, version);
+  try {
+    return readShareGroupDescribeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupDescribeRequest');
+  }
 }
 
+/**
+ * Writes ShareGroupDescribeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareGroupDescribeRequest(writer: KafkaWriter, message: ShareGroupDescribeRequest, version: number): void {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupDescribeRequest', version, 1, 1);
   }
-  writeShareGroupDescribeRequestStruct(writer, message, version);
+  try {
+    writeShareGroupDescribeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupDescribeRequest');
+  }
 }
 
 function readShareGroupDescribeRequestStruct(reader: KafkaReader, _version: number): ShareGroupDescribeRequest {

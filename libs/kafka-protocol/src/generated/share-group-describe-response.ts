@@ -2,7 +2,7 @@
 // ShareGroupDescribeResponse: versions 1-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ShareGroupDescribeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -120,18 +120,32 @@ export function isDefaultShareGroupDescribeResponseAssignment(message: ShareGrou
 /** The versions of ShareGroupDescribeResponse that Kafka's schema defines. */
 export const shareGroupDescribeResponseVersions = { lowest: 1, highest: 1 } as const;
 
+/** Reads ShareGroupDescribeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readShareGroupDescribeResponse(reader: KafkaReader, version: number): ShareGroupDescribeResponse {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupDescribeResponse', version, 1, 1);
   }
-  return readShareGroupDescribeResponseStruct(reader, version);
+  try {
+    return readShareGroupDescribeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupDescribeResponse');
+  }
 }
 
+/**
+ * Writes ShareGroupDescribeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareGroupDescribeResponse(writer: KafkaWriter, message: ShareGroupDescribeResponse, version: number): void {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupDescribeResponse', version, 1, 1);
   }
-  writeShareGroupDescribeResponseStruct(writer, message, version);
+  try {
+    writeShareGroupDescribeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupDescribeResponse');
+  }
 }
 
 function readShareGroupDescribeResponseStruct(reader: KafkaReader, version: number): ShareGroupDescribeResponse {

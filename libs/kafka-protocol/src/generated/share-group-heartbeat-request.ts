@@ -2,7 +2,7 @@
 // ShareGroupHeartbeatRequest: versions 1-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ShareGroupHeartbeatRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -29,18 +29,32 @@ export function defaultShareGroupHeartbeatRequest(): ShareGroupHeartbeatRequest 
 /** The versions of ShareGroupHeartbeatRequest that Kafka's schema defines. */
 export const shareGroupHeartbeatRequestVersions = { lowest: 1, highest: 1 } as const;
 
+/** Reads ShareGroupHeartbeatRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readShareGroupHeartbeatRequest(reader: KafkaReader, version: number): ShareGroupHeartbeatRequest {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupHeartbeatRequest', version, 1, 1);
   }
-  return readShareGroupHeartbeatRequestStruct(reader, version);
+  try {
+    return readShareGroupHeartbeatRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupHeartbeatRequest');
+  }
 }
 
+/**
+ * Writes ShareGroupHeartbeatRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareGroupHeartbeatRequest(writer: KafkaWriter, message: ShareGroupHeartbeatRequest, version: number): void {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupHeartbeatRequest', version, 1, 1);
   }
-  writeShareGroupHeartbeatRequestStruct(writer, message, version);
+  try {
+    writeShareGroupHeartbeatRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupHeartbeatRequest');
+  }
 }
 
 function readShareGroupHeartbeatRequestStruct(reader: KafkaReader, _version: number): ShareGroupHeartbeatRequest {

@@ -2,7 +2,7 @@
 // ShareGroupHeartbeatResponse: versions 1-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface ShareGroupHeartbeatResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -67,18 +67,32 @@ export function isDefaultShareGroupHeartbeatResponseAssignment(message: ShareGro
 /** The versions of ShareGroupHeartbeatResponse that Kafka's schema defines. */
 export const shareGroupHeartbeatResponseVersions = { lowest: 1, highest: 1 } as const;
 
+/** Reads ShareGroupHeartbeatResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readShareGroupHeartbeatResponse(reader: KafkaReader, version: number): ShareGroupHeartbeatResponse {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupHeartbeatResponse', version, 1, 1);
   }
-  return readShareGroupHeartbeatResponseStruct(reader, version);
+  try {
+    return readShareGroupHeartbeatResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupHeartbeatResponse');
+  }
 }
 
+/**
+ * Writes ShareGroupHeartbeatResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeShareGroupHeartbeatResponse(writer: KafkaWriter, message: ShareGroupHeartbeatResponse, version: number): void {
   if (version < 1 || version > 1) {
     throw unsupportedVersionError('ShareGroupHeartbeatResponse', version, 1, 1);
   }
-  writeShareGroupHeartbeatResponseStruct(writer, message, version);
+  try {
+    writeShareGroupHeartbeatResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'ShareGroupHeartbeatResponse');
+  }
 }
 
 function readShareGroupHeartbeatResponseStruct(reader: KafkaReader, version: number): ShareGroupHeartbeatResponse {

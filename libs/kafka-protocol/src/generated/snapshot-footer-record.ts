@@ -2,7 +2,7 @@
 // SnapshotFooterRecord: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SnapshotFooterRecord {
   /** The version of the snapshot footer record. Versions 0+. */
   version: number;
@@ -17,18 +17,32 @@ export function defaultSnapshotFooterRecord(): SnapshotFooterRecord {
 /** The versions of SnapshotFooterRecord that Kafka's schema defines. */
 export const snapshotFooterRecordVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads SnapshotFooterRecord; anything wrong with the input is a KafkaProtocolError. */
 export function readSnapshotFooterRecord(reader: KafkaReader, version: number): SnapshotFooterRecord {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('SnapshotFooterRecord', version, 0, 0);
   }
-  return readSnapshotFooterRecordStruct(reader, version);
+  try {
+    return readSnapshotFooterRecordStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SnapshotFooterRecord');
+  }
 }
 
+/**
+ * Writes SnapshotFooterRecord; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSnapshotFooterRecord(writer: KafkaWriter, message: SnapshotFooterRecord, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('SnapshotFooterRecord', version, 0, 0);
   }
-  writeSnapshotFooterRecordStruct(writer, message, version);
+  try {
+    writeSnapshotFooterRecordStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SnapshotFooterRecord');
+  }
 }
 
 function readSnapshotFooterRecordStruct(reader: KafkaReader, _version: number): SnapshotFooterRecord {

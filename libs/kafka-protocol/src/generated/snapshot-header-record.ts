@@ -2,7 +2,7 @@
 // SnapshotHeaderRecord: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface SnapshotHeaderRecord {
   /** The version of the snapshot header record. Versions 0+. */
   version: number;
@@ -20,18 +20,32 @@ export function defaultSnapshotHeaderRecord(): SnapshotHeaderRecord {
 /** The versions of SnapshotHeaderRecord that Kafka's schema defines. */
 export const snapshotHeaderRecordVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads SnapshotHeaderRecord; anything wrong with the input is a KafkaProtocolError. */
 export function readSnapshotHeaderRecord(reader: KafkaReader, version: number): SnapshotHeaderRecord {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('SnapshotHeaderRecord', version, 0, 0);
   }
-  return readSnapshotHeaderRecordStruct(reader, version);
+  try {
+    return readSnapshotHeaderRecordStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SnapshotHeaderRecord');
+  }
 }
 
+/**
+ * Writes SnapshotHeaderRecord; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSnapshotHeaderRecord(writer: KafkaWriter, message: SnapshotHeaderRecord, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('SnapshotHeaderRecord', version, 0, 0);
   }
-  writeSnapshotHeaderRecordStruct(writer, message, version);
+  try {
+    writeSnapshotHeaderRecordStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SnapshotHeaderRecord');
+  }
 }
 
 function readSnapshotHeaderRecordStruct(reader: KafkaReader, _version: number): SnapshotHeaderRecord {

@@ -2,7 +2,7 @@
 // StopReplicaRequest: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface StopReplicaRequest {
 }
 
@@ -14,18 +14,32 @@ export function defaultStopReplicaRequest(): StopReplicaRequest {
 /** The versions of StopReplicaRequest that Kafka's schema defines. */
 export const stopReplicaRequestVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads StopReplicaRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readStopReplicaRequest(reader: KafkaReader, version: number): StopReplicaRequest {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('StopReplicaRequest', version, 1, 0);
   }
-  return readStopReplicaRequestStruct(reader, version);
+  try {
+    return readStopReplicaRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StopReplicaRequest');
+  }
 }
 
+/**
+ * Writes StopReplicaRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStopReplicaRequest(writer: KafkaWriter, message: StopReplicaRequest, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('StopReplicaRequest', version, 1, 0);
   }
-  writeStopReplicaRequestStruct(writer, message, version);
+  try {
+    writeStopReplicaRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StopReplicaRequest');
+  }
 }
 
 function readStopReplicaRequestStruct(_reader: KafkaReader, _version: number): StopReplicaRequest {

@@ -2,7 +2,7 @@
 // StopReplicaResponse: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface StopReplicaResponse {
 }
 
@@ -14,18 +14,32 @@ export function defaultStopReplicaResponse(): StopReplicaResponse {
 /** The versions of StopReplicaResponse that Kafka's schema defines. */
 export const stopReplicaResponseVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads StopReplicaResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readStopReplicaResponse(reader: KafkaReader, version: number): StopReplicaResponse {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('StopReplicaResponse', version, 1, 0);
   }
-  return readStopReplicaResponseStruct(reader, version);
+  try {
+    return readStopReplicaResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StopReplicaResponse');
+  }
 }
 
+/**
+ * Writes StopReplicaResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStopReplicaResponse(writer: KafkaWriter, message: StopReplicaResponse, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('StopReplicaResponse', version, 1, 0);
   }
-  writeStopReplicaResponseStruct(writer, message, version);
+  try {
+    writeStopReplicaResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StopReplicaResponse');
+  }
 }
 
 function readStopReplicaResponseStruct(_reader: KafkaReader, _version: number): StopReplicaResponse {

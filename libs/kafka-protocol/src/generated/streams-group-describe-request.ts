@@ -2,7 +2,7 @@
 // StreamsGroupDescribeRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupDescribeRequest {
   /** The ids of the groups to describe Versions 0+. */
   groupIds: string[];
@@ -23,18 +23,32 @@ export function defaultStreamsGroupDescribeRequest(): StreamsGroupDescribeReques
 /** The versions of StreamsGroupDescribeRequest that Kafka's schema defines. */
 export const streamsGroupDescribeRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads StreamsGroupDescribeRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupDescribeRequest(reader: KafkaReader, version: number): StreamsGroupDescribeRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupDescribeRequest', version, 0, 1);
   }
-  return readStreamsGroupDescribeRequestStruct(reader, version);
+  try {
+    return readStreamsGroupDescribeRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupDescribeRequest');
+  }
 }
 
+/**
+ * Writes StreamsGroupDescribeRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupDescribeRequest(writer: KafkaWriter, message: StreamsGroupDescribeRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupDescribeRequest', version, 0, 1);
   }
-  writeStreamsGroupDescribeRequestStruct(writer, message, version);
+  try {
+    writeStreamsGroupDescribeRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupDescribeRequest');
+  }
 }
 
 function readStreamsGroupDescribeRequestStruct(reader: KafkaReader, version: number): StreamsGroupDescribeRequest {

@@ -2,7 +2,7 @@
 // StreamsGroupDescribeResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupDescribeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -362,18 +362,32 @@ export function isDefaultStreamsGroupDescribeResponseTopologyDescriptionNode(mes
 /** The versions of StreamsGroupDescribeResponse that Kafka's schema defines. */
 export const streamsGroupDescribeResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads StreamsGroupDescribeResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupDescribeResponse(reader: KafkaReader, version: number): StreamsGroupDescribeResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupDescribeResponse', version, 0, 1);
   }
-  return readStreamsGroupDescribeResponseStruct(reader, version);
+  try {
+    return readStreamsGroupDescribeResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupDescribeResponse');
+  }
 }
 
+/**
+ * Writes StreamsGroupDescribeResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupDescribeResponse(writer: KafkaWriter, message: StreamsGroupDescribeResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupDescribeResponse', version, 0, 1);
   }
-  writeStreamsGroupDescribeResponseStruct(writer, message, version);
+  try {
+    writeStreamsGroupDescribeResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupDescribeResponse');
+  }
 }
 
 function readStreamsGroupDescribeResponseStruct(reader: KafkaReader, version: number): StreamsGroupDescribeResponse {

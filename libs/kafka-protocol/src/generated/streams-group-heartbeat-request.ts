@@ -2,7 +2,7 @@
 // StreamsGroupHeartbeatRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupHeartbeatRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -221,18 +221,32 @@ export function isDefaultStreamsGroupHeartbeatRequestEndpoint(message: StreamsGr
 /** The versions of StreamsGroupHeartbeatRequest that Kafka's schema defines. */
 export const streamsGroupHeartbeatRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads StreamsGroupHeartbeatRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupHeartbeatRequest(reader: KafkaReader, version: number): StreamsGroupHeartbeatRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupHeartbeatRequest', version, 0, 1);
   }
-  return readStreamsGroupHeartbeatRequestStruct(reader, version);
+  try {
+    return readStreamsGroupHeartbeatRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupHeartbeatRequest');
+  }
 }
 
+/**
+ * Writes StreamsGroupHeartbeatRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupHeartbeatRequest(writer: KafkaWriter, message: StreamsGroupHeartbeatRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupHeartbeatRequest', version, 0, 1);
   }
-  writeStreamsGroupHeartbeatRequestStruct(writer, message, version);
+  try {
+    writeStreamsGroupHeartbeatRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupHeartbeatRequest');
+  }
 }
 
 function readStreamsGroupHeartbeatRequestStruct(reader: KafkaReader, version: number): StreamsGroupHeartbeatRequest {

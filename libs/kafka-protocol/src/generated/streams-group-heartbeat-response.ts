@@ -2,7 +2,7 @@
 // StreamsGroupHeartbeatResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupHeartbeatResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -143,18 +143,32 @@ export function isDefaultStreamsGroupHeartbeatResponseEndpoint(message: StreamsG
 /** The versions of StreamsGroupHeartbeatResponse that Kafka's schema defines. */
 export const streamsGroupHeartbeatResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads StreamsGroupHeartbeatResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupHeartbeatResponse(reader: KafkaReader, version: number): StreamsGroupHeartbeatResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupHeartbeatResponse', version, 0, 1);
   }
-  return readStreamsGroupHeartbeatResponseStruct(reader, version);
+  try {
+    return readStreamsGroupHeartbeatResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupHeartbeatResponse');
+  }
 }
 
+/**
+ * Writes StreamsGroupHeartbeatResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupHeartbeatResponse(writer: KafkaWriter, message: StreamsGroupHeartbeatResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('StreamsGroupHeartbeatResponse', version, 0, 1);
   }
-  writeStreamsGroupHeartbeatResponseStruct(writer, message, version);
+  try {
+    writeStreamsGroupHeartbeatResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupHeartbeatResponse');
+  }
 }
 
 function readStreamsGroupHeartbeatResponseStruct(reader: KafkaReader, version: number): StreamsGroupHeartbeatResponse {

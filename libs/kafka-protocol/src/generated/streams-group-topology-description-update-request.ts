@@ -2,7 +2,7 @@
 // StreamsGroupTopologyDescriptionUpdateRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupTopologyDescriptionUpdateRequest {
   /** The streams group identifier. Versions 0+. */
   groupId: string;
@@ -112,18 +112,32 @@ export function isDefaultStreamsGroupTopologyDescriptionUpdateRequestTopologyDes
 /** The versions of StreamsGroupTopologyDescriptionUpdateRequest that Kafka's schema defines. */
 export const streamsGroupTopologyDescriptionUpdateRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads StreamsGroupTopologyDescriptionUpdateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupTopologyDescriptionUpdateRequest(reader: KafkaReader, version: number): StreamsGroupTopologyDescriptionUpdateRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('StreamsGroupTopologyDescriptionUpdateRequest', version, 0, 0);
   }
-  return readStreamsGroupTopologyDescriptionUpdateRequestStruct(reader, version);
+  try {
+    return readStreamsGroupTopologyDescriptionUpdateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupTopologyDescriptionUpdateRequest');
+  }
 }
 
+/**
+ * Writes StreamsGroupTopologyDescriptionUpdateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupTopologyDescriptionUpdateRequest(writer: KafkaWriter, message: StreamsGroupTopologyDescriptionUpdateRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('StreamsGroupTopologyDescriptionUpdateRequest', version, 0, 0);
   }
-  writeStreamsGroupTopologyDescriptionUpdateRequestStruct(writer, message, version);
+  try {
+    writeStreamsGroupTopologyDescriptionUpdateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupTopologyDescriptionUpdateRequest');
+  }
 }
 
 function readStreamsGroupTopologyDescriptionUpdateRequestStruct(reader: KafkaReader, version: number): StreamsGroupTopologyDescriptionUpdateRequest {

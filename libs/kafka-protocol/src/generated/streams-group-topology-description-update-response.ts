@@ -2,7 +2,7 @@
 // StreamsGroupTopologyDescriptionUpdateResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface StreamsGroupTopologyDescriptionUpdateResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultStreamsGroupTopologyDescriptionUpdateResponse(): StreamsG
 /** The versions of StreamsGroupTopologyDescriptionUpdateResponse that Kafka's schema defines. */
 export const streamsGroupTopologyDescriptionUpdateResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads StreamsGroupTopologyDescriptionUpdateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readStreamsGroupTopologyDescriptionUpdateResponse(reader: KafkaReader, version: number): StreamsGroupTopologyDescriptionUpdateResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('StreamsGroupTopologyDescriptionUpdateResponse', version, 0, 0);
   }
-  return readStreamsGroupTopologyDescriptionUpdateResponseStruct(reader, version);
+  try {
+    return readStreamsGroupTopologyDescriptionUpdateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupTopologyDescriptionUpdateResponse');
+  }
 }
 
+/**
+ * Writes StreamsGroupTopologyDescriptionUpdateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeStreamsGroupTopologyDescriptionUpdateResponse(writer: KafkaWriter, message: StreamsGroupTopologyDescriptionUpdateResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('StreamsGroupTopologyDescriptionUpdateResponse', version, 0, 0);
   }
-  writeStreamsGroupTopologyDescriptionUpdateResponseStruct(writer, message, version);
+  try {
+    writeStreamsGroupTopologyDescriptionUpdateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'StreamsGroupTopologyDescriptionUpdateResponse');
+  }
 }
 
 function readStreamsGroupTopologyDescriptionUpdateResponseStruct(reader: KafkaReader, _version: number): StreamsGroupTopologyDescriptionUpdateResponse {

@@ -2,7 +2,7 @@
 // SyncGroupRequest: versions 0-5, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface SyncGroupRequest {
   /** The unique group identifier. Versions 0+. */
   groupId: string;
@@ -50,18 +50,32 @@ export function defaultSyncGroupRequestAssignment(): SyncGroupRequestAssignment 
 /** The versions of SyncGroupRequest that Kafka's schema defines. */
 export const syncGroupRequestVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads SyncGroupRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readSyncGroupRequest(reader: KafkaReader, version: number): SyncGroupRequest {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('SyncGroupRequest', version, 0, 5);
   }
-  return readSyncGroupRequestStruct(reader, version);
+  try {
+    return readSyncGroupRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SyncGroupRequest');
+  }
 }
 
+/**
+ * Writes SyncGroupRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSyncGroupRequest(writer: KafkaWriter, message: SyncGroupRequest, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('SyncGroupRequest', version, 0, 5);
   }
-  writeSyncGroupRequestStruct(writer, message, version);
+  try {
+    writeSyncGroupRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SyncGroupRequest');
+  }
 }
 
 function readSyncGroupRequestStruct(reader: KafkaReader, version: number): SyncGroupRequest {

@@ -2,7 +2,7 @@
 // SyncGroupResponse: versions 0-5, flexible 4+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedVersionError } from '../errors';
 export interface SyncGroupResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 1+. */
   throttleTimeMs: number;
@@ -29,18 +29,32 @@ export function defaultSyncGroupResponse(): SyncGroupResponse {
 /** The versions of SyncGroupResponse that Kafka's schema defines. */
 export const syncGroupResponseVersions = { lowest: 0, highest: 5 } as const;
 
+/** Reads SyncGroupResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readSyncGroupResponse(reader: KafkaReader, version: number): SyncGroupResponse {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('SyncGroupResponse', version, 0, 5);
   }
-  return readSyncGroupResponseStruct(reader, version);
+  try {
+    return readSyncGroupResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SyncGroupResponse');
+  }
 }
 
+/**
+ * Writes SyncGroupResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeSyncGroupResponse(writer: KafkaWriter, message: SyncGroupResponse, version: number): void {
   if (version < 0 || version > 5) {
     throw unsupportedVersionError('SyncGroupResponse', version, 0, 5);
   }
-  writeSyncGroupResponseStruct(writer, message, version);
+  try {
+    writeSyncGroupResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'SyncGroupResponse');
+  }
 }
 
 function readSyncGroupResponseStruct(reader: KafkaReader, version: number): SyncGroupResponse {

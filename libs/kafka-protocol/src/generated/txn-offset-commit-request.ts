@@ -2,7 +2,7 @@
 // TxnOffsetCommitRequest: versions 0-6, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, nullFieldError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface TxnOffsetCommitRequest {
   /** The ID of the transaction. Versions 0+. */
   transactionalId: string;
@@ -77,18 +77,32 @@ export function defaultTxnOffsetCommitRequestPartition(): TxnOffsetCommitRequest
 /** The versions of TxnOffsetCommitRequest that Kafka's schema defines. */
 export const txnOffsetCommitRequestVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads TxnOffsetCommitRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readTxnOffsetCommitRequest(reader: KafkaReader, version: number): TxnOffsetCommitRequest {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('TxnOffsetCommitRequest', version, 0, 6);
   }
-  return readTxnOffsetCommitRequestStruct(reader, version);
+  try {
+    return readTxnOffsetCommitRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'TxnOffsetCommitRequest');
+  }
 }
 
+/**
+ * Writes TxnOffsetCommitRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeTxnOffsetCommitRequest(writer: KafkaWriter, message: TxnOffsetCommitRequest, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('TxnOffsetCommitRequest', version, 0, 6);
   }
-  writeTxnOffsetCommitRequestStruct(writer, message, version);
+  try {
+    writeTxnOffsetCommitRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'TxnOffsetCommitRequest');
+  }
 }
 
 function readTxnOffsetCommitRequestStruct(reader: KafkaReader, version: number): TxnOffsetCommitRequest {

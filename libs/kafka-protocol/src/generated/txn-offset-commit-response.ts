@@ -2,7 +2,7 @@
 // TxnOffsetCommitResponse: versions 0-6, flexible 3+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface TxnOffsetCommitResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -53,18 +53,32 @@ export function defaultTxnOffsetCommitResponsePartition(): TxnOffsetCommitRespon
 /** The versions of TxnOffsetCommitResponse that Kafka's schema defines. */
 export const txnOffsetCommitResponseVersions = { lowest: 0, highest: 6 } as const;
 
+/** Reads TxnOffsetCommitResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readTxnOffsetCommitResponse(reader: KafkaReader, version: number): TxnOffsetCommitResponse {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('TxnOffsetCommitResponse', version, 0, 6);
   }
-  return readTxnOffsetCommitResponseStruct(reader, version);
+  try {
+    return readTxnOffsetCommitResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'TxnOffsetCommitResponse');
+  }
 }
 
+/**
+ * Writes TxnOffsetCommitResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeTxnOffsetCommitResponse(writer: KafkaWriter, message: TxnOffsetCommitResponse, version: number): void {
   if (version < 0 || version > 6) {
     throw unsupportedVersionError('TxnOffsetCommitResponse', version, 0, 6);
   }
-  writeTxnOffsetCommitResponseStruct(writer, message, version);
+  try {
+    writeTxnOffsetCommitResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'TxnOffsetCommitResponse');
+  }
 }
 
 function readTxnOffsetCommitResponseStruct(reader: KafkaReader, version: number): TxnOffsetCommitResponse {

@@ -2,7 +2,7 @@
 // UnregisterBrokerRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UnregisterBrokerRequest {
   /** The broker ID to unregister. Versions 0+. */
   brokerId: number;
@@ -17,18 +17,32 @@ export function defaultUnregisterBrokerRequest(): UnregisterBrokerRequest {
 /** The versions of UnregisterBrokerRequest that Kafka's schema defines. */
 export const unregisterBrokerRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UnregisterBrokerRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readUnregisterBrokerRequest(reader: KafkaReader, version: number): UnregisterBrokerRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterBrokerRequest', version, 0, 0);
   }
-  return readUnregisterBrokerRequestStruct(reader, version);
+  try {
+    return readUnregisterBrokerRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterBrokerRequest');
+  }
 }
 
+/**
+ * Writes UnregisterBrokerRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUnregisterBrokerRequest(writer: KafkaWriter, message: UnregisterBrokerRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterBrokerRequest', version, 0, 0);
   }
-  writeUnregisterBrokerRequestStruct(writer, message, version);
+  try {
+    writeUnregisterBrokerRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterBrokerRequest');
+  }
 }
 
 function readUnregisterBrokerRequestStruct(reader: KafkaReader, _version: number): UnregisterBrokerRequest {

@@ -2,7 +2,7 @@
 // UnregisterBrokerResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UnregisterBrokerResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultUnregisterBrokerResponse(): UnregisterBrokerResponse {
 /** The versions of UnregisterBrokerResponse that Kafka's schema defines. */
 export const unregisterBrokerResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UnregisterBrokerResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readUnregisterBrokerResponse(reader: KafkaReader, version: number): UnregisterBrokerResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterBrokerResponse', version, 0, 0);
   }
-  return readUnregisterBrokerResponseStruct(reader, version);
+  try {
+    return readUnregisterBrokerResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterBrokerResponse');
+  }
 }
 
+/**
+ * Writes UnregisterBrokerResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUnregisterBrokerResponse(writer: KafkaWriter, message: UnregisterBrokerResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterBrokerResponse', version, 0, 0);
   }
-  writeUnregisterBrokerResponseStruct(writer, message, version);
+  try {
+    writeUnregisterBrokerResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterBrokerResponse');
+  }
 }
 
 function readUnregisterBrokerResponseStruct(reader: KafkaReader, _version: number): UnregisterBrokerResponse {

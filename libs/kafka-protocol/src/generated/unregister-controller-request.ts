@@ -2,7 +2,7 @@
 // UnregisterControllerRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UnregisterControllerRequest {
   /** The controller ID to unregister. Versions 0+. */
   controllerId: number;
@@ -17,18 +17,32 @@ export function defaultUnregisterControllerRequest(): UnregisterControllerReques
 /** The versions of UnregisterControllerRequest that Kafka's schema defines. */
 export const unregisterControllerRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UnregisterControllerRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readUnregisterControllerRequest(reader: KafkaReader, version: number): UnregisterControllerRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterControllerRequest', version, 0, 0);
   }
-  return readUnregisterControllerRequestStruct(reader, version);
+  try {
+    return readUnregisterControllerRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterControllerRequest');
+  }
 }
 
+/**
+ * Writes UnregisterControllerRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUnregisterControllerRequest(writer: KafkaWriter, message: UnregisterControllerRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterControllerRequest', version, 0, 0);
   }
-  writeUnregisterControllerRequestStruct(writer, message, version);
+  try {
+    writeUnregisterControllerRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterControllerRequest');
+  }
 }
 
 function readUnregisterControllerRequestStruct(reader: KafkaReader, _version: number): UnregisterControllerRequest {

@@ -2,7 +2,7 @@
 // UnregisterControllerResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UnregisterControllerResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -23,18 +23,32 @@ export function defaultUnregisterControllerResponse(): UnregisterControllerRespo
 /** The versions of UnregisterControllerResponse that Kafka's schema defines. */
 export const unregisterControllerResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UnregisterControllerResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readUnregisterControllerResponse(reader: KafkaReader, version: number): UnregisterControllerResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterControllerResponse', version, 0, 0);
   }
-  return readUnregisterControllerResponseStruct(reader, version);
+  try {
+    return readUnregisterControllerResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterControllerResponse');
+  }
 }
 
+/**
+ * Writes UnregisterControllerResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUnregisterControllerResponse(writer: KafkaWriter, message: UnregisterControllerResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UnregisterControllerResponse', version, 0, 0);
   }
-  writeUnregisterControllerResponseStruct(writer, message, version);
+  try {
+    writeUnregisterControllerResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UnregisterControllerResponse');
+  }
 }
 
 function readUnregisterControllerResponseStruct(reader: KafkaReader, _version: number): UnregisterControllerResponse {

@@ -2,7 +2,7 @@
 // UpdateFeaturesRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface UpdateFeaturesRequest {
   /** How long to wait in milliseconds before timing out the request. Versions 0+. */
   timeoutMs: number;
@@ -44,18 +44,32 @@ export function defaultFeatureUpdateKey(): FeatureUpdateKey {
 /** The versions of UpdateFeaturesRequest that Kafka's schema defines. */
 export const updateFeaturesRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads UpdateFeaturesRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateFeaturesRequest(reader: KafkaReader, version: number): UpdateFeaturesRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('UpdateFeaturesRequest', version, 0, 2);
   }
-  return readUpdateFeaturesRequestStruct(reader, version);
+  try {
+    return readUpdateFeaturesRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateFeaturesRequest');
+  }
 }
 
+/**
+ * Writes UpdateFeaturesRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateFeaturesRequest(writer: KafkaWriter, message: UpdateFeaturesRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('UpdateFeaturesRequest', version, 0, 2);
   }
-  writeUpdateFeaturesRequestStruct(writer, message, version);
+  try {
+    writeUpdateFeaturesRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateFeaturesRequest');
+  }
 }
 
 function readUpdateFeaturesRequestStruct(reader: KafkaReader, version: number): UpdateFeaturesRequest {

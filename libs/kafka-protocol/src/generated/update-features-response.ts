@@ -2,7 +2,7 @@
 // UpdateFeaturesResponse: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UpdateFeaturesResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -44,18 +44,32 @@ export function defaultUpdatableFeatureResult(): UpdatableFeatureResult {
 /** The versions of UpdateFeaturesResponse that Kafka's schema defines. */
 export const updateFeaturesResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads UpdateFeaturesResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateFeaturesResponse(reader: KafkaReader, version: number): UpdateFeaturesResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('UpdateFeaturesResponse', version, 0, 2);
   }
-  return readUpdateFeaturesResponseStruct(reader, version);
+  try {
+    return readUpdateFeaturesResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateFeaturesResponse');
+  }
 }
 
+/**
+ * Writes UpdateFeaturesResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateFeaturesResponse(writer: KafkaWriter, message: UpdateFeaturesResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('UpdateFeaturesResponse', version, 0, 2);
   }
-  writeUpdateFeaturesResponseStruct(writer, message, version);
+  try {
+    writeUpdateFeaturesResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateFeaturesResponse');
+  }
 }
 
 function readUpdateFeaturesResponseStruct(reader: KafkaReader, version: number): UpdateFeaturesResponse {

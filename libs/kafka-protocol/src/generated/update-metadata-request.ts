@@ -2,7 +2,7 @@
 // UpdateMetadataRequest: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UpdateMetadataRequest {
 }
 
@@ -14,18 +14,32 @@ export function defaultUpdateMetadataRequest(): UpdateMetadataRequest {
 /** The versions of UpdateMetadataRequest that Kafka's schema defines. */
 export const updateMetadataRequestVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads UpdateMetadataRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateMetadataRequest(reader: KafkaReader, version: number): UpdateMetadataRequest {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('UpdateMetadataRequest', version, 1, 0);
   }
-  return readUpdateMetadataRequestStruct(reader, version);
+  try {
+    return readUpdateMetadataRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateMetadataRequest');
+  }
 }
 
+/**
+ * Writes UpdateMetadataRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateMetadataRequest(writer: KafkaWriter, message: UpdateMetadataRequest, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('UpdateMetadataRequest', version, 1, 0);
   }
-  writeUpdateMetadataRequestStruct(writer, message, version);
+  try {
+    writeUpdateMetadataRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateMetadataRequest');
+  }
 }
 
 function readUpdateMetadataRequestStruct(_reader: KafkaReader, _version: number): UpdateMetadataRequest {

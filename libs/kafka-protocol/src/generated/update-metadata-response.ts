@@ -2,7 +2,7 @@
 // UpdateMetadataResponse: versions none, flexible none.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UpdateMetadataResponse {
 }
 
@@ -14,18 +14,32 @@ export function defaultUpdateMetadataResponse(): UpdateMetadataResponse {
 /** The versions of UpdateMetadataResponse that Kafka's schema defines. */
 export const updateMetadataResponseVersions = { lowest: 1, highest: 0 } as const;
 
+/** Reads UpdateMetadataResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateMetadataResponse(reader: KafkaReader, version: number): UpdateMetadataResponse {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('UpdateMetadataResponse', version, 1, 0);
   }
-  return readUpdateMetadataResponseStruct(reader, version);
+  try {
+    return readUpdateMetadataResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateMetadataResponse');
+  }
 }
 
+/**
+ * Writes UpdateMetadataResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateMetadataResponse(writer: KafkaWriter, message: UpdateMetadataResponse, version: number): void {
   if (version < 1 || version > 0) {
     throw unsupportedVersionError('UpdateMetadataResponse', version, 1, 0);
   }
-  writeUpdateMetadataResponseStruct(writer, message, version);
+  try {
+    writeUpdateMetadataResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateMetadataResponse');
+  }
 }
 
 function readUpdateMetadataResponseStruct(_reader: KafkaReader, _version: number): UpdateMetadataResponse {

@@ -2,7 +2,7 @@
 // UpdateRaftVoterRequest: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UpdateRaftVoterRequest {
   /** The cluster id. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -72,18 +72,32 @@ export function isDefaultUpdateRaftVoterRequestKRaftVersionFeature(message: Upda
 /** The versions of UpdateRaftVoterRequest that Kafka's schema defines. */
 export const updateRaftVoterRequestVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UpdateRaftVoterRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateRaftVoterRequest(reader: KafkaReader, version: number): UpdateRaftVoterRequest {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UpdateRaftVoterRequest', version, 0, 0);
   }
-  return readUpdateRaftVoterRequestStruct(reader, version);
+  try {
+    return readUpdateRaftVoterRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateRaftVoterRequest');
+  }
 }
 
+/**
+ * Writes UpdateRaftVoterRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateRaftVoterRequest(writer: KafkaWriter, message: UpdateRaftVoterRequest, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UpdateRaftVoterRequest', version, 0, 0);
   }
-  writeUpdateRaftVoterRequestStruct(writer, message, version);
+  try {
+    writeUpdateRaftVoterRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateRaftVoterRequest');
+  }
 }
 
 function readUpdateRaftVoterRequestStruct(reader: KafkaReader, version: number): UpdateRaftVoterRequest {

@@ -2,7 +2,7 @@
 // UpdateRaftVoterResponse: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface UpdateRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+. */
   throttleTimeMs: number;
@@ -53,18 +53,32 @@ export function isDefaultCurrentLeader(message: CurrentLeader): boolean {
 /** The versions of UpdateRaftVoterResponse that Kafka's schema defines. */
 export const updateRaftVoterResponseVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads UpdateRaftVoterResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readUpdateRaftVoterResponse(reader: KafkaReader, version: number): UpdateRaftVoterResponse {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UpdateRaftVoterResponse', version, 0, 0);
   }
-  return readUpdateRaftVoterResponseStruct(reader, version);
+  try {
+    return readUpdateRaftVoterResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateRaftVoterResponse');
+  }
 }
 
+/**
+ * Writes UpdateRaftVoterResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeUpdateRaftVoterResponse(writer: KafkaWriter, message: UpdateRaftVoterResponse, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('UpdateRaftVoterResponse', version, 0, 0);
   }
-  writeUpdateRaftVoterResponseStruct(writer, message, version);
+  try {
+    writeUpdateRaftVoterResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'UpdateRaftVoterResponse');
+  }
 }
 
 function readUpdateRaftVoterResponseStruct(reader: KafkaReader, version: number): UpdateRaftVoterResponse {

@@ -2,7 +2,7 @@
 // VoteRequest: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface VoteRequest {
   /** The cluster id. Versions 0+. Nullable 0+. */
   clusterId: string | null;
@@ -71,18 +71,32 @@ export function defaultVoteRequestPartitionData(): VoteRequestPartitionData {
 /** The versions of VoteRequest that Kafka's schema defines. */
 export const voteRequestVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads VoteRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readVoteRequest(reader: KafkaReader, version: number): VoteRequest {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('VoteRequest', version, 0, 2);
   }
-  return readVoteRequestStruct(reader, version);
+  try {
+    return readVoteRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VoteRequest');
+  }
 }
 
+/**
+ * Writes VoteRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeVoteRequest(writer: KafkaWriter, message: VoteRequest, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('VoteRequest', version, 0, 2);
   }
-  writeVoteRequestStruct(writer, message, version);
+  try {
+    writeVoteRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VoteRequest');
+  }
 }
 
 function readVoteRequestStruct(reader: KafkaReader, version: number): VoteRequest {

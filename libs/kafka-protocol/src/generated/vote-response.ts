@@ -2,7 +2,7 @@
 // VoteResponse: versions 0-2, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import { KafkaWriter } from '../kafka-writer';
-import { unsupportedFieldError, unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedFieldError, unsupportedVersionError } from '../errors';
 export interface VoteResponse {
   /** The top level error code. Versions 0+. */
   errorCode: number;
@@ -80,18 +80,32 @@ export function defaultVoteResponseNodeEndpoint(): VoteResponseNodeEndpoint {
 /** The versions of VoteResponse that Kafka's schema defines. */
 export const voteResponseVersions = { lowest: 0, highest: 2 } as const;
 
+/** Reads VoteResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readVoteResponse(reader: KafkaReader, version: number): VoteResponse {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('VoteResponse', version, 0, 2);
   }
-  return readVoteResponseStruct(reader, version);
+  try {
+    return readVoteResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VoteResponse');
+  }
 }
 
+/**
+ * Writes VoteResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeVoteResponse(writer: KafkaWriter, message: VoteResponse, version: number): void {
   if (version < 0 || version > 2) {
     throw unsupportedVersionError('VoteResponse', version, 0, 2);
   }
-  writeVoteResponseStruct(writer, message, version);
+  try {
+    writeVoteResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VoteResponse');
+  }
 }
 
 function readVoteResponseStruct(reader: KafkaReader, version: number): VoteResponse {

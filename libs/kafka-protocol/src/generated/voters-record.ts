@@ -2,7 +2,7 @@
 // VotersRecord: versions 0-0, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface VotersRecord {
   /** The version of the voters record. Versions 0+. */
   version: number;
@@ -81,18 +81,32 @@ export function isDefaultVotersRecordKRaftVersionFeature(message: VotersRecordKR
 /** The versions of VotersRecord that Kafka's schema defines. */
 export const votersRecordVersions = { lowest: 0, highest: 0 } as const;
 
+/** Reads VotersRecord; anything wrong with the input is a KafkaProtocolError. */
 export function readVotersRecord(reader: KafkaReader, version: number): VotersRecord {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('VotersRecord', version, 0, 0);
   }
-  return readVotersRecordStruct(reader, version);
+  try {
+    return readVotersRecordStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VotersRecord');
+  }
 }
 
+/**
+ * Writes VotersRecord; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeVotersRecord(writer: KafkaWriter, message: VotersRecord, version: number): void {
   if (version < 0 || version > 0) {
     throw unsupportedVersionError('VotersRecord', version, 0, 0);
   }
-  writeVotersRecordStruct(writer, message, version);
+  try {
+    writeVotersRecordStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'VotersRecord');
+  }
 }
 
 function readVotersRecordStruct(reader: KafkaReader, version: number): VotersRecord {

@@ -2,7 +2,7 @@
 // WriteShareGroupStateRequest: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface WriteShareGroupStateRequest {
   /** The group identifier. Versions 0+. */
   groupId: string;
@@ -83,18 +83,32 @@ export function defaultWriteShareGroupStateRequestStateBatch(): WriteShareGroupS
 /** The versions of WriteShareGroupStateRequest that Kafka's schema defines. */
 export const writeShareGroupStateRequestVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads WriteShareGroupStateRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readWriteShareGroupStateRequest(reader: KafkaReader, version: number): WriteShareGroupStateRequest {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('WriteShareGroupStateRequest', version, 0, 1);
   }
-  return readWriteShareGroupStateRequestStruct(reader, version);
+  try {
+    return readWriteShareGroupStateRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteShareGroupStateRequest');
+  }
 }
 
+/**
+ * Writes WriteShareGroupStateRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeWriteShareGroupStateRequest(writer: KafkaWriter, message: WriteShareGroupStateRequest, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('WriteShareGroupStateRequest', version, 0, 1);
   }
-  writeWriteShareGroupStateRequestStruct(writer, message, version);
+  try {
+    writeWriteShareGroupStateRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteShareGroupStateRequest');
+  }
 }
 
 function readWriteShareGroupStateRequestStruct(reader: KafkaReader, version: number): WriteShareGroupStateRequest {

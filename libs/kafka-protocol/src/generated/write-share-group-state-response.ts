@@ -2,7 +2,7 @@
 // WriteShareGroupStateResponse: versions 0-1, flexible 0+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface WriteShareGroupStateResponse {
   /** The write results. Versions 0+. */
   results: WriteStateResult[];
@@ -50,18 +50,32 @@ export function defaultWriteShareGroupStateResponsePartitionResult(): WriteShare
 /** The versions of WriteShareGroupStateResponse that Kafka's schema defines. */
 export const writeShareGroupStateResponseVersions = { lowest: 0, highest: 1 } as const;
 
+/** Reads WriteShareGroupStateResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readWriteShareGroupStateResponse(reader: KafkaReader, version: number): WriteShareGroupStateResponse {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('WriteShareGroupStateResponse', version, 0, 1);
   }
-  return readWriteShareGroupStateResponseStruct(reader, version);
+  try {
+    return readWriteShareGroupStateResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteShareGroupStateResponse');
+  }
 }
 
+/**
+ * Writes WriteShareGroupStateResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeWriteShareGroupStateResponse(writer: KafkaWriter, message: WriteShareGroupStateResponse, version: number): void {
   if (version < 0 || version > 1) {
     throw unsupportedVersionError('WriteShareGroupStateResponse', version, 0, 1);
   }
-  writeWriteShareGroupStateResponseStruct(writer, message, version);
+  try {
+    writeWriteShareGroupStateResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteShareGroupStateResponse');
+  }
 }
 
 function readWriteShareGroupStateResponseStruct(reader: KafkaReader, version: number): WriteShareGroupStateResponse {

@@ -2,7 +2,7 @@
 // WriteTxnMarkersRequest: versions 1-2, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface WriteTxnMarkersRequest {
   /** The transaction markers to be written. Versions 0+. */
   markers: WritableTxnMarker[];
@@ -59,18 +59,32 @@ export function defaultWritableTxnMarkerTopic(): WritableTxnMarkerTopic {
 /** The versions of WriteTxnMarkersRequest that Kafka's schema defines. */
 export const writeTxnMarkersRequestVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads WriteTxnMarkersRequest; anything wrong with the input is a KafkaProtocolError. */
 export function readWriteTxnMarkersRequest(reader: KafkaReader, version: number): WriteTxnMarkersRequest {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('WriteTxnMarkersRequest', version, 1, 2);
   }
-  return readWriteTxnMarkersRequestStruct(reader, version);
+  try {
+    return readWriteTxnMarkersRequestStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteTxnMarkersRequest');
+  }
 }
 
+/**
+ * Writes WriteTxnMarkersRequest; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeWriteTxnMarkersRequest(writer: KafkaWriter, message: WriteTxnMarkersRequest, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('WriteTxnMarkersRequest', version, 1, 2);
   }
-  writeWriteTxnMarkersRequestStruct(writer, message, version);
+  try {
+    writeWriteTxnMarkersRequestStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteTxnMarkersRequest');
+  }
 }
 
 function readWriteTxnMarkersRequestStruct(reader: KafkaReader, version: number): WriteTxnMarkersRequest {

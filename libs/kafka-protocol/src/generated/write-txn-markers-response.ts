@@ -2,7 +2,7 @@
 // WriteTxnMarkersResponse: versions 1-2, flexible 1+.
 import type { KafkaReader } from '../kafka-reader';
 import type { KafkaWriter } from '../kafka-writer';
-import { unsupportedVersionError } from '../errors';
+import { asKafkaProtocolError, unsupportedVersionError } from '../errors';
 export interface WriteTxnMarkersResponse {
   /** The results for writing makers. Versions 0+. */
   markers: WritableTxnMarkerResult[];
@@ -62,18 +62,32 @@ export function defaultWritableTxnMarkerPartitionResult(): WritableTxnMarkerPart
 /** The versions of WriteTxnMarkersResponse that Kafka's schema defines. */
 export const writeTxnMarkersResponseVersions = { lowest: 1, highest: 2 } as const;
 
+/** Reads WriteTxnMarkersResponse; anything wrong with the input is a KafkaProtocolError. */
 export function readWriteTxnMarkersResponse(reader: KafkaReader, version: number): WriteTxnMarkersResponse {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('WriteTxnMarkersResponse', version, 1, 2);
   }
-  return readWriteTxnMarkersResponseStruct(reader, version);
+  try {
+    return readWriteTxnMarkersResponseStruct(reader, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteTxnMarkersResponse');
+  }
 }
 
+/**
+ * Writes WriteTxnMarkersResponse; a message this version cannot carry, or a value that does not fit its field
+ * (an int16 of 70000, a number where an int64 is due), is a KafkaProtocolError, after which the
+ * writer holds part of the message and is to be dropped.
+ */
 export function writeWriteTxnMarkersResponse(writer: KafkaWriter, message: WriteTxnMarkersResponse, version: number): void {
   if (version < 1 || version > 2) {
     throw unsupportedVersionError('WriteTxnMarkersResponse', version, 1, 2);
   }
-  writeWriteTxnMarkersResponseStruct(writer, message, version);
+  try {
+    writeWriteTxnMarkersResponseStruct(writer, message, version);
+  } catch (error) {
+    throw asKafkaProtocolError(error, 'WriteTxnMarkersResponse');
+  }
 }
 
 function readWriteTxnMarkersResponseStruct(reader: KafkaReader, version: number): WriteTxnMarkersResponse {
