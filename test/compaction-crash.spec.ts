@@ -1,7 +1,7 @@
 // Proves the log cleaner's swap is atomic across real process crashes: for every step of the
 // swap (cleaner/segment-swap.ts: the .cleaned files written, each old file set aside as .deleted,
-// the .cleaned renamed to .swap with the .log.swap as the commit point, the .deleted removed, the
-// .swap renamed into place), a child (support/compaction-crash-cleaner.mjs) cleans a compacted
+// the .cleaned renamed to .swap with the .log.swap as the commit point, the .swap renamed into
+// place, the .deleted removed), a child (support/compaction-crash-cleaner.mjs) cleans a compacted
 // log of four closed segments and is SIGKILLed by the cleaner's test hook right after that step.
 // This process then reopens the log and checks that it holds exactly the old records or exactly
 // the compacted ones (never a mix, never a loss): the old ones for a crash before the commit
@@ -28,7 +28,8 @@ const folder = 'changelog-0';
 const config: Partial<LogConfig> = { cleanupPolicy: ['compact'], minCleanableDirtyRatio: 0 };
 /**
  * Whether a crash after `step` is past the commit point, the .log.swap's rename: all of step 3
- * and later, but not 3.1, which stops after the indexes' renames and before the .log's.
+ * and later (steps run 1, 2, 3, 5, 4), but not 3.1, which stops after the indexes' renames and
+ * before the .log's.
  */
 function committedAfter(step: number): boolean {
   return step === 3 || step >= 4;
@@ -142,7 +143,7 @@ describe('log cleaner swap across crashes', () => {
       const { log, report } = await Log.open(path.join(root.directory, folder), { config });
       cleanups.push(() => log.abandon());
       const committed = committedAfter(step);
-      expect(report.cleanerSwap).toBe(step === 5 ? 'none' : committed ? 'completed' : 'discarded');
+      expect(report.cleanerSwap).toBe(step === 4 ? 'none' : committed ? 'completed' : 'discarded');
       expect(await readAll(log)).toEqual(committed ? expectedNew : records);
       expect(
         fs.readdirSync(log.directory).filter((name) => /\.(cleaned|deleted|swap)$/.test(name)),

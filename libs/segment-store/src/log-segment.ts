@@ -599,6 +599,11 @@ export class LogSegment {
     await this.logFile.flush();
   }
 
+  /** Makes the indexes durable on the libuv pool: the cleaner's, off the event loop. */
+  async flushIndexes(): Promise<void> {
+    await Promise.all([this.offsetIndex.flush(), this.timeIndex.flush()]);
+  }
+
   /** Makes the indexes durable too; used on roll and clean close. */
   flushIndexesSync(): void {
     this.offsetIndex.flushSync();

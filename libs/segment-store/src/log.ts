@@ -67,7 +67,12 @@ import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
 import type { WritebackBinding } from './native-writeback';
 import { loadSegments } from './log-loader';
 import { codecRegistered } from './cleaner/batch-filter';
-import { swapCleanedSegment } from './cleaner/segment-swap';
+import {
+  installCleanedSegment,
+  removeSetAside,
+  restoreSetAside,
+  setAsideOldSegments,
+} from './cleaner/segment-swap';
 import { segmentsPastRetention } from './log-retention';
 import {
   cleanShutdownFile,
@@ -624,36 +629,63 @@ export class Log {
 
   /**
    * Replaces `group`, consecutive closed segments of this log, with `cleaned`, the segment the
-   * cleaner wrote from them (flushed, its `.cleaned` files durable): the swap of
-   * cleaner/segment-swap.ts, then the new segment opened under the log's names in their place.
-   * Returns false, changing nothing, when the log changed since the cleaner read the group
-   * (a truncation, retention or DeleteRecords removed one of them): the caller discards its
-   * files. Synchronous, so no append, read or truncation sees the swap half done.
+   * cleaner wrote from them (its `.cleaned` files durable): the swap of cleaner/segment-swap.ts,
+   * then the new segment opened under the log's names in their place. Resolves false, keeping
+   * the old segments, when the log changed since the cleaner read the group (a truncation,
+   * retention or DeleteRecords removed one of them, or the log closed); the caller removes the
+   * cleaned files. Closes `cleaned` in every case. Setting the old files aside and removing them are asynchronous; the commit
+   * and the replacement in memory are one synchronous step, so no append, read or truncation
+   * sees the swap half done.
    */
-  replaceCleanedSegments(group: readonly LogSegment[], cleaned: LogSegment): boolean {
-    this.ensureOpen();
-    const first = this.segments.indexOf(group[0]!);
-    if (
-      first < 0 ||
-      first + group.length >= this.segments.length ||
-      group.some((segment, index) => this.segments[first + index] !== segment)
-    ) {
-      return false;
-    }
-    assert(cleaned.baseOffset === group[0]!.baseOffset, 'a cleaned segment keeps its base offset');
+  async replaceCleanedSegments(
+    group: readonly LogSegment[],
+    cleaned: LogSegment,
+  ): Promise<boolean> {
+    // The cleaned segment's files are only renamed from here on: its descriptors go first.
     cleaned.close();
-    // The old segments' descriptors are let go before their files are renamed: a reader's pin
-    // keeps its own open; nothing opens them again by a path that is about to change.
-    for (const segment of group) segment.close();
-    swapCleanedSegment(
-      this.directory,
-      group.map((segment) => segment.baseOffset),
-      cleaned.baseOffset,
-    );
-    const installed = LogSegment.open(this.directory, cleaned.baseOffset, this.config, this.files);
-    installed.loadTrusted();
-    this.segments.splice(first, group.length, installed);
+    this.ensureOpen();
+    assert(cleaned.baseOffset === group[0]!.baseOffset, 'a cleaned segment keeps its base offset');
+    if (!this.holdsClosedSegments(group)) return false;
+    const baseOffsets = group.map((segment) => segment.baseOffset);
+    // The old files are renamed while the log still reads them: their descriptors stay pinned
+    // open, so nothing reopens them by a path that is about to change.
+    const pins = group.map((segment) => segment.logFile.acquire());
+    try {
+      await setAsideOldSegments(this.directory, baseOffsets);
+      if (this.closed || !this.holdsClosedSegments(group)) {
+        const kept = group.filter((segment) => this.segments.includes(segment));
+        restoreSetAside(
+          this.directory,
+          kept.map((segment) => segment.baseOffset),
+          group.filter((segment) => !kept.includes(segment)).map((segment) => segment.baseOffset),
+        );
+        return false;
+      }
+      installCleanedSegment(this.directory, cleaned.baseOffset);
+      const installed = LogSegment.open(
+        this.directory,
+        cleaned.baseOffset,
+        this.config,
+        this.files,
+      );
+      installed.loadTrusted();
+      this.segments.splice(this.segments.indexOf(group[0]!), group.length, installed);
+      for (const segment of group) segment.close();
+    } finally {
+      for (const pin of pins) pin.release();
+    }
+    await removeSetAside(this.directory, baseOffsets);
     return true;
+  }
+
+  /** Whether `group` is a run of this log's segments, all closed (none is the active one). */
+  private holdsClosedSegments(group: readonly LogSegment[]): boolean {
+    const first = this.segments.indexOf(group[0]!);
+    return (
+      first >= 0 &&
+      first + group.length < this.segments.length &&
+      group.every((segment, index) => this.segments[first + index] === segment)
+    );
   }
 
   /**

@@ -21,7 +21,7 @@
  * loses all of them goes.
  */
 import * as recordBatch from '@spool/record-batch';
-import type { RecordInput } from '@spool/record-batch';
+import type { RecordFields, RecordInput } from '@spool/record-batch';
 import type { OffsetMap } from './offset-map';
 
 const {
@@ -69,6 +69,16 @@ export function codecRegistered(compressionType: number): boolean {
   }
 }
 
+/** One record's fields at a time (RecordReader.readInto): deciding allocates no record object. */
+const scratch: RecordFields = {
+  offset: 0n,
+  timestampMs: 0n,
+  key: null,
+  value: null,
+  headers: [],
+  offsetDelta: 0,
+};
+
 /**
  * Puts every keyed record of the batch at `at` into the map. Returns false when the map filled
  * before the batch's last record: the records put so far stay (they are true facts).
@@ -78,7 +88,7 @@ export function putBatchInMap(bytes: Buffer, at: number, offsetMap: OffsetMap): 
   const { header, reader } = openRecordBatch(bytes, at);
   if (!codecRegistered(header.compressionType)) return true;
   for (let index = 0; index < header.recordCount; index++) {
-    const record = reader.read();
+    const record = reader.readInto(scratch);
     if (record.key !== null && !offsetMap.put(record.key, record.offset)) return false;
   }
   reader.finish();
@@ -98,23 +108,22 @@ export function filterBatch(bytes: Buffer, at: number, retention: BatchRetention
     return { kind: 'copied' }; // 5.
   }
   if (!codecRegistered(header.compressionType)) return { kind: 'copied' }; // 6.
-  const kept: RecordInput[] = [];
+  // Decide first, reading into one scratch object; records are materialized only for a batch
+  // that is rebuilt, in a second read of it.
   const recordCount = header.recordCount;
+  const keptIndexes: number[] = [];
   for (let index = 0; index < recordCount; index++) {
-    const record = reader.read();
-    // 1.
-    if (record.key === null) continue;
-    // 2.
-    const latest = retention.offsetMap.get(record.key);
-    if (latest !== undefined && latest > record.offset) continue;
-    // 3.
-    if (
-      record.value === null &&
-      !retention.retainTombstones &&
-      record.offset < retention.mapEndOffset
-    ) {
-      continue;
-    }
+    if (shouldRetain(reader.readInto(scratch), retention)) keptIndexes.push(index);
+  }
+  reader.finish();
+  if (keptIndexes.length === recordCount) return { kind: 'copied' };
+  if (keptIndexes.length === 0) return { kind: 'removed', recordsRemoved: recordCount };
+  const kept: RecordInput[] = [];
+  const again = openRecordBatch(bytes, at, { verifyCrc: false }).reader;
+  for (let index = 0, next = 0; index < recordCount && next < keptIndexes.length; index++) {
+    const record = again.read();
+    if (keptIndexes[next] !== index) continue;
+    next++;
     kept.push({
       key: record.key,
       value: record.value,
@@ -123,9 +132,6 @@ export function filterBatch(bytes: Buffer, at: number, retention: BatchRetention
       offsetDelta: Number(record.offset - header.baseOffset),
     });
   }
-  reader.finish();
-  if (kept.length === recordCount) return { kind: 'copied' };
-  if (kept.length === 0) return { kind: 'removed', recordsRemoved: recordCount };
   const rebuilt = encodeRecordBatch({
     baseOffset: header.baseOffset,
     records: kept,
@@ -143,4 +149,17 @@ export function filterBatch(bytes: Buffer, at: number, retention: BatchRetention
   rebuilt.writeInt32BE(header.lastOffsetDelta, lastOffsetDeltaPosition);
   rebuilt.writeUInt32BE(crc32c(rebuilt, attributesPosition, rebuilt.length), crcPosition);
   return { kind: 'rebuilt', bytes: rebuilt, recordsRemoved: recordCount - kept.length };
+}
+
+/** Rules 1 to 3 for one record. */
+function shouldRetain(record: RecordFields, retention: BatchRetention): boolean {
+  // 1.
+  if (record.key === null) return false;
+  // 2.
+  const latest = retention.offsetMap.get(record.key);
+  if (latest !== undefined && latest > record.offset) return false;
+  // 3.
+  return (
+    record.value !== null || retention.retainTombstones || record.offset >= retention.mapEndOffset
+  );
 }

@@ -260,6 +260,17 @@ describe('recoverInterruptedSwap', () => {
     );
   });
 
+  it('keeps the new segment when it took its name and the old files are still set aside', () => {
+    const { directory, remove } = temporaryDirectory();
+    cleanups.push(remove);
+    touch(directory, [...old(0n, ''), ...old(0n, '.deleted'), ...old(5n, '.deleted')]);
+    expect(recoverInterruptedSwap(directory).outcome).toBe('completed');
+    expect(fs.readdirSync(directory).sort()).toEqual(old(0n, '').sort());
+    expect(fs.readFileSync(path.join(directory, segmentFileName(0n, '.log')), 'utf8')).toBe(
+      segmentFileName(0n, '.log'),
+    );
+  });
+
   it('installs the new segment once the .log.swap exists', () => {
     const { directory, remove } = temporaryDirectory();
     cleanups.push(remove);

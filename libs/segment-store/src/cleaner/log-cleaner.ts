@@ -29,9 +29,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { batchInfoFromHeader, type BatchInfo, type LogSegment } from '../log-segment';
 import type { Log } from '../log';
 import { largestTimestampOf } from '../log-retention';
+import { fsyncDirectoryAsync } from '../checkpoint-file';
 import { filterBatch, putBatchInMap } from './batch-filter';
 import {
   chooseFilthiest,
@@ -61,6 +63,17 @@ export const logCleanerSettingsDefault: LogCleanerSettings = {
   dedupeBufferSizeBytes: 128 * 1024 * 1024,
   ioMaxBytesPerSecond: Number.POSITIVE_INFINITY,
 };
+
+/**
+ * The longest the cleaner holds the event loop before it lets other callbacks run: a produce or
+ * a fetch waits at most this long (and one batch's decoding) behind the cleaner.
+ */
+const eventLoopSliceMs = 2;
+/**
+ * How long the cleaner then stays off the event loop (a timer, so due timers and I/O callbacks
+ * all run first): at most 2 ms of every 3 go to cleaning, however busy the node is.
+ */
+const eventLoopPauseMs = 1;
 
 /** A read step's size unless set: large enough to amortize a read, small enough to yield often. */
 const chunkBytesDefault = 1024 * 1024;
@@ -126,6 +139,7 @@ export class LogCleaner {
   private recordsRemovedTotal = 0;
   private lastPassDurationMs = 0;
   private stopped = false;
+  private sliceStartedAtMs = 0;
 
   constructor(
     private readonly settings: LogCleanerSettings = logCleanerSettingsDefault,
@@ -290,6 +304,14 @@ export class LogCleaner {
 
   private ensureRunning(): void {
     if (this.stopped) throw new CleanerStoppedError('the log cleaner is stopping');
+    this.sliceStartedAtMs = performance.now();
+  }
+
+  /** Lets other callbacks run once the cleaner has held the event loop for eventLoopSliceMs. */
+  private async yieldIfBusy(): Promise<void> {
+    if (performance.now() - this.sliceStartedAtMs < eventLoopSliceMs) return;
+    await sleep(eventLoopPauseMs);
+    this.ensureRunning();
   }
 
   /** Step 2: returns the offset below which the map knows every key's latest record. */
@@ -312,6 +334,7 @@ export class LogCleaner {
         for (const batch of chunk.batches) {
           if (batch.lastOffset < range.firstDirtyOffset) continue;
           if (!putBatchInMap(chunk.bytes, batch.at, offsetMap)) return batch.baseOffset;
+          await this.yieldIfBusy();
         }
         await this.throttler.maybeThrottle(chunk.bytes.length);
       }
@@ -334,6 +357,7 @@ export class LogCleaner {
     const chunkBytes = this.settings.chunkBytes ?? chunkBytesDefault;
     const { io } = pass;
     const cleaned = log.createCleanedSegment(sources[0]!.baseOffset);
+    let handedOver = false;
     let swapped = false;
     try {
       let modifiedMs = 0;
@@ -358,6 +382,7 @@ export class LogCleaner {
               io.recordsRemoved += outcome.recordsRemoved;
               if (outcome.kind === 'rebuilt') parts.push(outcome.bytes);
             }
+            await this.yieldIfBusy();
           }
           const written = appendParts(cleaned, parts);
           io.bytesWritten += written;
@@ -366,16 +391,18 @@ export class LogCleaner {
       }
       cleaned.onBecomeInactive();
       await cleaned.flush();
-      cleaned.flushIndexesSync();
+      await cleaned.flushIndexes();
       // Retention by time reads a segment without timestamps by its modification time (Kafka
       // keeps the group's last one on the cleaned segment too).
       if (modifiedMs > 0) fs.utimesSync(cleaned.path, new Date(), new Date(modifiedMs));
+      await fsyncDirectoryAsync(log.directory);
       if (log.isClosed) return false;
-      swapped = log.replaceCleanedSegments(sources, cleaned);
+      handedOver = true;
+      swapped = await log.replaceCleanedSegments(sources, cleaned);
       return swapped;
     } finally {
       if (!swapped) {
-        cleaned.close();
+        if (!handedOver) cleaned.close();
         removeCleanedFiles(log.directory, cleaned.baseOffset);
       }
     }
