@@ -22,7 +22,9 @@
 #                        comes from the Go module proxy when the Go client is built)
 #   java, javac, mvn     the Kafka protocol codecs' byte-for-byte test runs Kafka's own serializers
 #   (default-jdk-headless, from the pinned kafka-clients jar (Maven Central, with Maven), compiled by
-#   maven)               ensure-kafka-message-codec.sh; cached outside the clone
+#   maven)               ensure-kafka-message-codec.sh; Apache Kafka's tools and broker at the same
+#                        version (ensure-kafka-tools.sh, every jar's SHA-256 pinned) for the Kafka
+#                        listener's tests; both cached outside the clone
 #   helm, k8s-strict     the chart tests; Go programs built from the Go module proxy at pinned
 #                        versions (minutes the first time, then cached outside the clone)
 #
@@ -76,4 +78,5 @@ bash test/support/ensure-grpcurl.sh >/dev/null
 bash test/support/ensure-python-grpc.sh >/dev/null
 bash test/support/ensure-go-grpc-plugins.sh >/dev/null
 bash test/support/ensure-kafka-message-codec.sh >/dev/null
+bash test/support/ensure-kafka-tools.sh >/dev/null
 echo "install-test-tools: every tool the tests need is here" >&2
