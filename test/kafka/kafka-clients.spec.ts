@@ -2,7 +2,10 @@
 // cluster (3 storage nodes): kcat (librdkafka) lists the cluster and topic, produces keyed
 // records and consumes them back; a KafkaJS idempotent producer's records (key, value, headers,
 // timestamp) are read by the SDK at the offsets KafkaJS was told, and records the SDK produced
-// are read by kcat with the same key, value, headers, timestamp and offset. Bad input on raw
+// are read by kcat with the same key, value, headers, timestamp and offset. Groups (the classic
+// protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and
+// 3 and read every record; a kcat group consumer commits, the SDK sees those commits as the
+// group's offsets, and the next kcat of the group resumes from them. Bad input on raw
 // sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
 // not served) closes only that connection: the gateway stays up, serves the next client, and
 // nothing is written.
@@ -116,11 +119,13 @@ beforeAll(async () => {
   spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'kafka-clients-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
   await admin.createTopics({
-    topics: ['kcat', 'from-kafkajs', 'from-sdk', 'bad-input'].map((topic) => ({
-      topic,
-      numPartitions: partitionCount,
-      replicationFactor: 3,
-    })),
+    topics: ['kcat', 'from-kafkajs', 'from-sdk', 'bad-input', 'groups', 'kcat-group'].map(
+      (topic) => ({
+        topic,
+        numPartitions: partitionCount,
+        replicationFactor: 3,
+      }),
+    ),
   });
 });
 
@@ -219,6 +224,71 @@ describe('Kafka clients against the gateway', () => {
       )
       .sort();
     expect(lines).toEqual(expected);
+  });
+
+  it('two KafkaJS consumers of one group split 6 partitions and read every record', async () => {
+    const lines = Array.from({ length: 60 }, (_, index) => `group-${index}:value-${index}`);
+    await kcat(['-P', '-t', 'groups', '-K:'], `${lines.join('\n')}\n`);
+    // One Kafka instance per consumer, as two processes: KafkaJS shares committed offsets between
+    // the consumers of one instance, and one with no partitions yet clears the other's.
+    const consumers = [0, 1].map(() =>
+      new Kafka({
+        brokers: [bootstrap],
+        clientId: 'group-spec',
+        logLevel: logLevel.NOTHING,
+      }).consumer({
+        groupId: 'kafkajs-group',
+        sessionTimeout: 10_000,
+        heartbeatInterval: 500,
+        maxWaitTimeInMs: 200,
+      }),
+    );
+    const assigned: number[][] = [[], []];
+    const read = new Set<string>();
+    try {
+      for (const [index, consumer] of consumers.entries()) {
+        consumer.on(consumer.events.GROUP_JOIN, (event) => {
+          assigned[index] = [...(event.payload.memberAssignment['groups'] ?? [])].sort();
+        });
+        await consumer.connect();
+        await consumer.subscribe({ topic: 'groups', fromBeginning: true });
+        await consumer.run({
+          eachMessage: async ({ message }) => {
+            read.add(message.key!.toString());
+          },
+        });
+      }
+      await vi.waitFor(
+        () => {
+          expect(assigned.map((partitions) => partitions.length)).toEqual([3, 3]);
+          expect([...assigned[0]!, ...assigned[1]!].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+          expect(read.size).toBe(lines.length);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+    } finally {
+      await Promise.all(consumers.map((consumer) => consumer.disconnect()));
+    }
+  });
+
+  it('a kcat group commits what it read; the SDK sees the commits; the next kcat resumes', async () => {
+    const lines = Array.from({ length: 24 }, (_, index) => `kg-${index}:value-${index}`);
+    await kcat(['-P', '-t', 'kcat-group', '-K:'], `${lines.join('\n')}\n`);
+    const groupArguments = ['-G', 'kcat-group', '-X', 'auto.offset.reset=earliest', '-e', '-q'];
+    const first = await kcat([...groupArguments, '-f', '%k\n', 'kcat-group']);
+    expect(first.trim().split('\n').sort()).toEqual(
+      lines.map((line) => line.split(':')[0]!).sort(),
+    );
+    const committed = await admin.fetchOffsets({ groupId: 'kcat-group', topics: ['kcat-group'] });
+    const committedOffsets = committed
+      .flatMap((topic) => topic.partitions)
+      .sort((left, right) => left.partition - right.partition)
+      .map((partition) => String(partition.offset));
+    // Every record read is committed; a partition that had none has no commit (-1).
+    const ends = await endOffsets('kcat-group');
+    expect(committedOffsets).toEqual(ends.map((end) => (end === '0' ? '-1' : end)));
+    const second = await kcat([...groupArguments, '-f', '%k\n', 'kcat-group']);
+    expect(second.trim()).toBe('');
   });
 
   it('closes a connection on bad input, stays up and writes nothing', async () => {

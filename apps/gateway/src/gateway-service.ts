@@ -271,7 +271,7 @@ export function startGateway(
           },
           fetch: { link, fetcher, fetchMaxBytes: config.fetchMaxBytes },
           offsets: { link, storageClient },
-          initProducerId: (request) => groupHandlers(coordinators).initProducerId(request),
+          coordinators: groupHandlers(coordinators),
           requestMetrics: context.requestMetrics,
           logger: logger.child({ component: 'kafka' }),
         }),

@@ -3,7 +3,12 @@
  * call, registered with the versions it implements: ApiVersions advertises exactly these.
  */
 import type { Logger, RequestMetrics } from '@spool/common';
-import type { InitProducerIdRequest, InitProducerIdResponse } from '@spool/protocol';
+import type {
+  ConsumerGroupHeartbeatRequest,
+  ConsumerGroupHeartbeatResponse,
+  InitProducerIdRequest,
+  InitProducerIdResponse,
+} from '@spool/protocol';
 import type { FetchDependencies } from '../fetch-handler';
 import type { OffsetDependencies } from '../offset-handlers';
 import type { ProduceDependencies } from '../produce-handler';
@@ -15,13 +20,21 @@ import { fetchApi } from './kafka-fetch';
 import { listOffsetsApi } from './kafka-list-offsets';
 import { metadataApi } from './kafka-metadata';
 import { produceApi } from './kafka-produce';
+import { ClassicMemberTable } from './classic-member-table';
+import { classicGroupApis } from './kafka-classic-groups';
+import { type OffsetCoordinators, offsetCommitApi, offsetFetchApi } from './kafka-offsets';
 
 export interface KafkaApiDependencies {
   readonly view: KafkaClusterView;
   readonly produce: ProduceDependencies;
   readonly fetch: FetchDependencies;
   readonly offsets: OffsetDependencies;
-  readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
+  readonly coordinators: OffsetCoordinators & {
+    readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
+    readonly consumerGroupHeartbeat: (
+      request: ConsumerGroupHeartbeatRequest,
+    ) => Promise<ConsumerGroupHeartbeatResponse>;
+  };
   readonly requestMetrics: RequestMetrics;
   readonly logger: Logger;
 }
@@ -35,6 +48,13 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(fetchApi(view, dependencies.fetch));
   dispatcher.register(listOffsetsApi(dependencies.offsets));
   dispatcher.register(findCoordinatorApi(view));
-  dispatcher.register(initProducerIdApi(dependencies.initProducerId));
+  const { coordinators } = dependencies;
+  dispatcher.register(initProducerIdApi(coordinators.initProducerId));
+  const classicMembers = new ClassicMemberTable();
+  for (const api of classicGroupApis(classicMembers, coordinators.consumerGroupHeartbeat)) {
+    dispatcher.register(api);
+  }
+  dispatcher.register(offsetCommitApi(view, classicMembers, coordinators));
+  dispatcher.register(offsetFetchApi(view, coordinators));
   return dispatcher;
 }

@@ -78,6 +78,12 @@ export class KafkaClusterView {
     return this.link.metadata.topics.get(name);
   }
 
+  /** The 16-byte id of the topic with this name; the zero UUID for a topic it does not know. */
+  topicIdOf(name: string): Buffer {
+    const topic = this.link.metadata.topics.get(name);
+    return topic === undefined ? Buffer.alloc(16) : uuidBytesOf(topic.topicId);
+  }
+
   /** The name of the topic with this 16-byte id, or undefined. */
   topicNameOf(topicId: Buffer): string | undefined {
     const metadata = this.link.metadata;
