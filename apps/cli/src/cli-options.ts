@@ -1,4 +1,4 @@
-import { Spool } from '@spool/client';
+import { readClientProperties, Spool, type SpoolConfig } from '@spool/client';
 import { UsageError } from './cli-errors';
 import { checkGatewayReachable } from './gateway-reachability';
 import { helpFlags, parseFlags, type FlagDeclarations, type ParsedFlags } from './command-help';
@@ -9,6 +9,7 @@ import { helpFlags, parseFlags, type FlagDeclarations, type ParsedFlags } from '
  * (exit 2) that name the flag.
  */
 export const gatewayEnvironmentVariable = 'SPOOL_GATEWAY';
+export const clientConfigEnvironmentVariable = 'SPOOL_CLIENT_CONFIG';
 export const gatewayDefault = 'localhost:9090';
 
 export interface GlobalOptions {
@@ -18,6 +19,8 @@ export interface GlobalOptions {
   readonly json: boolean;
   /** verbose: stack traces with errors. */
   readonly verbose: boolean;
+  /** ssl: TLS to the gateway, from the --config file's security.protocol and ssl.* keys. */
+  readonly ssl?: SpoolConfig['ssl'];
 }
 
 /** The flags of every gateway command, printed in each one's help under "global flags". */
@@ -27,6 +30,16 @@ export const globalFlags: FlagDeclarations = {
     valueName: 'HOST:PORT',
     defaultText: `$${gatewayEnvironmentVariable}, else ${gatewayDefault}`,
     description: 'the gateway to talk to',
+  },
+  // Kafka's tools' name for the client settings file (kafka-topics.sh --command-config);
+  // `--config` is topic create's, as in kafka-topics.sh.
+  'command-config': {
+    type: 'string',
+    valueName: 'FILE',
+    defaultText: `$${clientConfigEnvironmentVariable}, else none`,
+    description:
+      'client.properties: spool.gateway, security.protocol, ssl.ca.location, ' +
+      'ssl.certificate.location, ssl.key.location (spool dev --secure writes one)',
   },
   json: { type: 'boolean', description: 'machine-readable output (JSON)' },
   verbose: { type: 'boolean', description: 'print the stack trace with an error' },
@@ -45,17 +58,32 @@ export function parseCommandArgs(
 ): ParsedCommand {
   const parsed = parseFlags(argv, { ...globalFlags, ...flags });
   const values = parsed.values;
+  const configFile =
+    (values['command-config'] as string | undefined) ??
+    environment[clientConfigEnvironmentVariable];
+  const fileConfig = configFile === undefined ? {} : readClientProperties(configFile);
+  const fileGateway = fileConfig.brokers?.[0];
   const gateway =
     (values.gateway as string | undefined) ??
     environment[gatewayEnvironmentVariable] ??
+    fileGateway ??
     gatewayDefault;
   checkGatewayAddress(
     gateway,
-    values.gateway === undefined ? `$${gatewayEnvironmentVariable}` : '--gateway',
+    values.gateway !== undefined
+      ? '--gateway'
+      : environment[gatewayEnvironmentVariable] !== undefined || fileGateway === undefined
+        ? `$${gatewayEnvironmentVariable}`
+        : `spool.gateway in ${configFile}`,
   );
   return {
     ...parsed,
-    global: { gateway, json: values.json === true, verbose: values.verbose === true },
+    global: {
+      gateway,
+      json: values.json === true,
+      verbose: values.verbose === true,
+      ...(fileConfig.ssl === undefined ? {} : { ssl: fileConfig.ssl }),
+    },
   };
 }
 
@@ -133,7 +161,12 @@ export function choiceFlag<Choice extends string>(
 
 /** The SDK's entry point for the gateway; its own logs are off so stdout stays the output. */
 export function connectSpool(global: GlobalOptions): Spool {
-  return new Spool({ brokers: [global.gateway], clientId: 'spool-cli', logLevel: 'silent' });
+  return new Spool({
+    brokers: [global.gateway],
+    clientId: 'spool-cli',
+    logLevel: 'silent',
+    ...(global.ssl === undefined ? {} : { ssl: global.ssl }),
+  });
 }
 
 /**

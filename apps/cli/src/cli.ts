@@ -231,10 +231,18 @@ function moveLeadingGlobalFlags(argv: readonly string[]): string[] {
   let index = 0;
   while (index < argv.length) {
     const argument = argv[index]!;
-    if (argument === '--json' || argument === '--verbose' || argument.startsWith('--gateway=')) {
+    if (
+      argument === '--json' ||
+      argument === '--verbose' ||
+      argument.startsWith('--gateway=') ||
+      argument.startsWith('--command-config=')
+    ) {
       leading.push(argument);
       index += 1;
-    } else if (argument === '--gateway' && index + 1 < argv.length) {
+    } else if (
+      (argument === '--gateway' || argument === '--command-config') &&
+      index + 1 < argv.length
+    ) {
       leading.push(argument, argv[index + 1]!);
       index += 2;
     } else {

@@ -1,8 +1,13 @@
 import { callOnce, createGrpcClient } from '@spool/common';
 import { GatewayServiceClient, type DescribeClusterResponse } from '@spool/protocol';
-import type { TopicDescription } from '@spool/client';
+import { channelCredentialsOfSsl, type TopicDescription } from '@spool/client';
 import { UsageError } from './cli-errors';
-import { connectReachableSpool, parseCommandArgs, requirePositionals } from './cli-options';
+import {
+  connectReachableSpool,
+  parseCommandArgs,
+  requirePositionals,
+  type GlobalOptions,
+} from './cli-options';
 import type { CommandHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { formatTable, toJsonDocument } from './output';
@@ -67,7 +72,7 @@ export async function runClusterCommand(context: CommandContext): Promise<number
   const parsed = parseCommandArgs(argv, clusterStatusHelp.flags, context.env ?? process.env);
   requirePositionals(parsed.positionals, [], clusterUsage);
   const spool = await connectReachableSpool(parsed.global);
-  const cluster = await describeCluster(parsed.global.gateway);
+  const cluster = await describeCluster(parsed.global);
   const admin = spool.admin();
   let topics: TopicDescription[];
   try {
@@ -81,8 +86,13 @@ export async function runClusterCommand(context: CommandContext): Promise<number
   return 0;
 }
 
-async function describeCluster(gateway: string): Promise<DescribeClusterResponse> {
-  const client = createGrpcClient(GatewayServiceClient, gateway);
+async function describeCluster(global: GlobalOptions): Promise<DescribeClusterResponse> {
+  const client = createGrpcClient(
+    GatewayServiceClient,
+    global.gateway,
+    {},
+    channelCredentialsOfSsl(global.ssl),
+  );
   try {
     return await callOnce(
       client,

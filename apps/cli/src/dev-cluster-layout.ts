@@ -2,6 +2,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { ServiceName } from './commands';
 import type { DevOptions } from './dev-options';
+import { serviceSecurityArguments } from './dev-security';
 
 /**
  * What `spool dev` runs and where: one plan per process with its stable identity (role, id, data
@@ -54,6 +55,9 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     ...(ports.data === undefined ? [] : ['--data-port', String(ports.data)]),
     ...(ports.kafka === undefined ? [] : ['--kafka-port', String(ports.kafka)]),
   ];
+  // --secure: every service presents its role's certificate and requires its peers' (mTLS).
+  const securityArguments = (role: ServiceName): string[] =>
+    options.secure ? serviceSecurityArguments(dataDirectory, role) : [];
   const controller: ProcessPlan = {
     role: 'controller',
     id: 0,
@@ -62,6 +66,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     orphanStopDelayMs: controllerOrphanStopDelayMs,
     serviceArguments: (_controllerAddress, ports) => [
       ...portArguments(ports),
+      ...securityArguments('controller'),
       ...['--metadata-path', path.join(dataDirectory, 'controller', 'metadata.journal')],
     ],
   };
@@ -74,6 +79,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     orphanStopDelayMs: 0,
     serviceArguments: (controllerAddress, ports) => [
       ...portArguments(ports),
+      ...securityArguments('coordinator'),
       ...['--coordinator-id', `coordinator-${id}`, '--controller-addresses', controllerAddress()],
     ],
   }));
@@ -85,6 +91,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     orphanStopDelayMs: 0,
     serviceArguments: (controllerAddress, ports) => [
       ...portArguments(ports),
+      ...securityArguments('storage-node'),
       ...['--broker-id', String(id), '--controller-addresses', controllerAddress()],
       ...['--data-dir', path.join(dataDirectory, `storage-${id}`)],
     ],
@@ -97,6 +104,7 @@ export function clusterLayout(options: DevOptions): ProcessPlan[] {
     orphanStopDelayMs: 0,
     serviceArguments: (controllerAddress, ports) => [
       ...portArguments(ports),
+      ...securityArguments('gateway'),
       ...['--controller-addresses', controllerAddress()],
     ],
   };

@@ -3,6 +3,7 @@ import { formatCommandHelp, wantsHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { devHelp, parseDevOptions, type DevOptions } from './dev-options';
 import { describeOutOfSync, waitUntilInSync } from './dev-readiness';
+import { devClientSsl, prepareDevCertificates, writeClientProperties } from './dev-security';
 import { DevSupervisor } from './dev-supervisor';
 
 /**
@@ -59,6 +60,7 @@ class DevRun {
   }
 
   async run(): Promise<number> {
+    if (this.options.secure) prepareDevCertificates(this.options.dataDirectory);
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
     const onSignal = (signal: NodeJS.Signals): void => this.onSignal(signal);
     for (const signal of signals) process.on(signal, onSignal);
@@ -136,8 +138,12 @@ class DevRun {
 
   /** Prints "ready" once every partition is in sync, or what is not after the timeout. */
   private async reportReadiness(): Promise<void> {
+    const clientProperties = this.options.secure
+      ? writeClientProperties(this.options.dataDirectory, this.supervisor.gatewayAddress)
+      : undefined;
     const outcome = await waitUntilInSync({
       gatewayAddress: this.supervisor.gatewayAddress,
+      ...(this.options.secure ? { ssl: devClientSsl(this.options.dataDirectory) } : {}),
       brokerIds: Array.from({ length: this.options.storageNodeCount }, (_, id) => id),
       timeoutMs: readinessTimeoutMs,
       signal: this.stopRequest.signal,
@@ -163,6 +169,10 @@ class DevRun {
         `  gateway   ${this.supervisor.gatewayAddress}\n` +
         `  kafka     ${this.supervisor.kafkaBootstrapAddress} (bootstrap.servers)\n` +
         `  cluster   ${this.supervisor.clusterFilePath} (every process's pid and ports)\n` +
+        (clientProperties === undefined
+          ? ''
+          : `  clients   ${clientProperties} (TLS with a client certificate: ` +
+            `spool --command-config ${clientProperties} ...)\n`) +
         `  restart   ${this.options.restartPolicy} (a process that exits ` +
         `${this.options.restartPolicy === 'never' ? 'stays down' : 'is restarted'})\n` +
         `  Ctrl-C stops everything\n`,

@@ -15,13 +15,14 @@ describe('spool dev options', () => {
       coordinatorCount: 1,
       restartPolicy: 'always',
       profileDirectory: undefined,
+      secure: false,
     });
   });
 
   it('takes each flag', () => {
     const options = parseDevOptions([
       ...['--nodes', '5', '--coordinators', '2', '--gateway-port', '0', '--kafka-port', '19092'],
-      ...['--data-dir', '/tmp/d', '--restart', 'never', '--profile-dir', '/tmp/p'],
+      ...['--data-dir', '/tmp/d', '--restart', 'never', '--profile-dir', '/tmp/p', '--secure'],
     ]);
     expect(options).toEqual({
       dataDirectory: '/tmp/d',
@@ -31,6 +32,7 @@ describe('spool dev options', () => {
       coordinatorCount: 2,
       restartPolicy: 'never',
       profileDirectory: '/tmp/p',
+      secure: true,
     });
   });
 
@@ -54,9 +56,11 @@ describe('spool dev options', () => {
       expect(help).toContain(`--${flag}`);
     }
     expect(help).toContain('--profile-dir');
+    expect(help).toContain('--secure');
     expect(help).toMatch(/--restart POLICY .*\(default always\)/);
     expect(help).toMatch(/--gateway-port PORT .*\(default 9090\)/);
     expect(help).toMatch(/--kafka-port PORT [^]*\(default 9092\)/);
-    expect(help).toContain('example:\n  spool dev ');
+    expect(help).toContain('examples:\n  spool dev ');
+    expect(help).toContain('spool dev --secure ');
   });
 });

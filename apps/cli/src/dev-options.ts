@@ -23,6 +23,11 @@ export interface DevOptions {
   readonly restartPolicy: RestartPolicy;
   /** profileDirectory: absolute, where every process writes a V8 CPU profile when it exits. */
   readonly profileDirectory: string | undefined;
+  /**
+   * secure: TLS with mutual authentication everywhere, under a CA generated into
+   * <data-dir>/tls (dev-security.ts), and <data-dir>/client.properties for clients.
+   */
+  readonly secure: boolean;
 }
 
 /** Bounds that keep a laptop responsive: each process is a Node.js runtime of ~60 MB. */
@@ -89,6 +94,12 @@ export const devHelp: CommandHelp = {
         'what to do with a process that exits: always restart it, on-failure (exit code ' +
         'not 0), never (leave it down, to watch a failover)',
     },
+    secure: {
+      type: 'boolean',
+      description:
+        'TLS and mTLS on every port, certificates from a CA generated into <data-dir>/tls; ' +
+        'clients use <data-dir>/client.properties (spool --command-config FILE)',
+    },
     'profile-dir': {
       type: 'string',
       valueName: 'DIR',
@@ -97,7 +108,10 @@ export const devHelp: CommandHelp = {
     },
     ...helpFlags,
   },
-  examples: ['spool dev --nodes 3 --data-dir /tmp/spool --restart never'],
+  examples: [
+    'spool dev --nodes 3 --data-dir /tmp/spool --restart never',
+    'spool dev --secure --data-dir /tmp/spool   # then: spool --command-config /tmp/spool/client.properties topic list',
+  ],
 };
 
 /** The checked options, or a UsageError naming the flag and the value. */
@@ -127,6 +141,7 @@ export function parseDevOptions(argv: readonly string[]): DevOptions {
     ),
     restartPolicy: restart as RestartPolicy,
     profileDirectory: profileDirectory === undefined ? undefined : path.resolve(profileDirectory),
+    secure: values.secure === true,
   };
 }
 

@@ -1,4 +1,10 @@
-import { Spool, type Admin, type ClusterDescription, type TopicDescription } from '@spool/client';
+import {
+  Spool,
+  type Admin,
+  type ClusterDescription,
+  type SpoolSslOptions,
+  type TopicDescription,
+} from '@spool/client';
 import { sleep } from '@spool/common';
 
 /**
@@ -85,6 +91,8 @@ const pollIntervalMs = 200;
 /** Polls the gateway until the cluster is in sync, the time is up, or `signal` aborts. */
 export async function waitUntilInSync(options: {
   readonly gatewayAddress: string;
+  /** ssl: TLS to the gateway (spool dev --secure), with the client certificate. */
+  readonly ssl?: SpoolSslOptions;
   readonly brokerIds: readonly number[];
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
@@ -94,6 +102,7 @@ export async function waitUntilInSync(options: {
     brokers: [options.gatewayAddress],
     clientId: 'spool-dev',
     logLevel: 'silent',
+    ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
   });
   const admin = spool.admin();
   let report: SyncReport | undefined;

@@ -1,4 +1,11 @@
-import { startService, SpoolError, type RunningService, type SettingsSchema } from '@spool/common';
+import {
+  ConfigError,
+  startService,
+  SpoolError,
+  type RunningService,
+  type SettingsSchema,
+  type TlsFiles,
+} from '@spool/common';
 import { createMetadataStore, MetadataKeys } from '@spool/metadata';
 import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
 import { ControllerMetrics } from './controller-metrics';
@@ -26,6 +33,22 @@ export const controllerSettings = {
     type: 'list',
     default: ['127.0.0.1:2379'],
     description: 'etcd client endpoints (host:port), for the etcd backend.',
+  },
+  etcdSslCaLocation: {
+    type: 'string',
+    default: '',
+    description:
+      "PEM CA of etcd's server certificate (its --cert-file); set, the etcd connection is TLS.",
+  },
+  etcdSslCertificateLocation: {
+    type: 'string',
+    default: '',
+    description: 'PEM client certificate for etcd (--client-cert-auth with --trusted-ca-file).',
+  },
+  etcdSslKeyLocation: {
+    type: 'string',
+    default: '',
+    description: "PEM key of etcd.ssl.certificate.location's certificate.",
   },
   clusterName: {
     type: 'string',
@@ -138,7 +161,7 @@ export function startController(
       readiness.require('metadata store');
       const store = await createMetadataStore(
         config.metadataBackend === 'etcd'
-          ? { backend: 'etcd', endpoints: config.etcdEndpoints }
+          ? { backend: 'etcd', endpoints: config.etcdEndpoints, ...etcdTlsOf(config) }
           : { backend: 'local', path: config.metadataPath },
       );
       readiness.satisfy('metadata store');
@@ -194,4 +217,29 @@ export function startController(
       onShutdownAfterDrain(() => store.close());
     },
   });
+}
+
+/** The etcd connection's TLS files from etcd.ssl.*, or nothing for plaintext etcd. */
+function etcdTlsOf(config: {
+  readonly etcdSslCaLocation: string;
+  readonly etcdSslCertificateLocation: string;
+  readonly etcdSslKeyLocation: string;
+}): { tls?: TlsFiles } {
+  if (config.etcdSslCaLocation === '') {
+    if (config.etcdSslCertificateLocation !== '' || config.etcdSslKeyLocation !== '') {
+      throw new ConfigError(
+        'etcd.ssl.certificate.location and etcd.ssl.key.location need etcd.ssl.ca.location',
+      );
+    }
+    return {};
+  }
+  return {
+    tls: {
+      caFile: config.etcdSslCaLocation,
+      ...(config.etcdSslCertificateLocation === ''
+        ? {}
+        : { certificateFile: config.etcdSslCertificateLocation }),
+      ...(config.etcdSslKeyLocation === '' ? {} : { keyFile: config.etcdSslKeyLocation }),
+    },
+  };
 }

@@ -12,7 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClusterLink } from '@spool/cluster-link';
-import { callOnce, SpoolError, type LeaderChannel, type Logger } from '@spool/common';
+import {
+  callOnce,
+  SpoolError,
+  type LeaderChannel,
+  type Logger,
+  type TransportSecurity,
+} from '@spool/common';
 import type {
   ClusterMetadataCache,
   ControllerServiceClient,
@@ -31,6 +37,8 @@ const controllerCallAttemptsMax = 10;
 const heartbeatIntervalMsInitial = 500;
 
 export interface ControllerLinkOptions {
+  /** TLS to the controllers (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity;
   readonly coordinatorId: string;
   readonly endpoints: readonly Endpoint[];
   readonly controllerAddresses: readonly string[];
@@ -58,6 +66,7 @@ export class ControllerLink {
     this.cluster = new ClusterLink({
       controllerAddresses: options.controllerAddresses,
       controllerCallAttempts: controllerCallAttemptsMax,
+      transportSecurity: options.transportSecurity,
       logger,
       // The controller removes this incarnation as soon as its watch breaks (the process died),
       // not a session timeout later: the shards move, and gateways learn it from their watch.

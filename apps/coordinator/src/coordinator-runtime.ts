@@ -3,7 +3,7 @@
  * leaders, the shard manager, the group calls, their periodic maintenance, producer ids and the
  * metrics. Built once the gRPC port is bound, since the coordinator registers its endpoint.
  */
-import type { Logger } from '@spool/common';
+import type { Logger, TransportSecurity } from '@spool/common';
 import type { Endpoint } from '@spool/protocol';
 import type { Registry } from 'prom-client';
 import { ControllerLink } from './controller-link';
@@ -28,6 +28,8 @@ export interface CoordinatorRuntimeOptions {
   readonly metricsPerPartition?: boolean;
   /** Entries written to a shard between checkpoints (ShardManager, point 4). */
   readonly offsetsCheckpointIntervalRecords?: number;
+  /** TLS to the controllers and storage nodes (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity | undefined;
 }
 
 export class CoordinatorParts {
@@ -52,10 +54,11 @@ export class CoordinatorParts {
         controllerAddresses: options.controllerAddresses,
         sessionTimeoutMs: options.coordinatorSessionTimeoutMs,
         onShards: (owned) => late.shards?.onShards(owned),
+        transportSecurity: options.transportSecurity,
       },
       logger.child({ component: 'controller-link' }),
     );
-    this.leaders = new PartitionLeaders(this.link);
+    this.leaders = new PartitionLeaders(this.link, options.transportSecurity);
     const shards = new ShardManager({
       coordinatorId: options.coordinatorId,
       link: this.link,

@@ -116,6 +116,7 @@ export function startCoordinator(
           metrics,
           metricsPerPartition: config.metricsPerPartition,
           offsetsCheckpointIntervalRecords: config.offsetsCheckpointIntervalRecords,
+          transportSecurity: context.transportSecurity,
         });
         runtime = parts.runtime;
         parts.start();

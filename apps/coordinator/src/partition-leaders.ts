@@ -12,6 +12,7 @@ import {
   createGrpcClient,
   sleep,
   wireErrorOf,
+  type TransportSecurity,
 } from '@spool/common';
 import {
   Acks,
@@ -59,7 +60,10 @@ export class PartitionLeaders {
     { address: string; client: Promise<DataPortClient> }
   >();
 
-  constructor(private readonly source: MetadataSource) {}
+  constructor(
+    private readonly source: MetadataSource,
+    private readonly transportSecurity?: TransportSecurity,
+  ) {}
 
   private get metadata(): ClusterMetadataCache {
     return this.source.metadata;
@@ -77,7 +81,12 @@ export class PartitionLeaders {
     const cached = this.storageClients.get(brokerId);
     if (cached?.address === address) return cached.client;
     cached?.client.close();
-    const client = createGrpcClient(StorageServiceClient, address);
+    const client = createGrpcClient(
+      StorageServiceClient,
+      address,
+      {},
+      this.transportSecurity?.channelCredentials(),
+    );
     this.storageClients.set(brokerId, { address, client });
     return client;
   }
@@ -93,7 +102,13 @@ export class PartitionLeaders {
     } else if (cached !== undefined) {
       void cached.client.then((client) => client.close()).catch(() => {});
     }
-    const client = DataPortClient.connect(endpoint.host, endpoint.port);
+    const client = DataPortClient.connect(
+      endpoint.host,
+      endpoint.port,
+      this.transportSecurity === undefined
+        ? {}
+        : { tls: this.transportSecurity.tlsConnectOptions() },
+    );
     this.dataClients.set(brokerId, { address, client });
     return client;
   }

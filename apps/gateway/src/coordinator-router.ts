@@ -13,7 +13,14 @@
  *    (retriable) naming the last reason, and the client finds the coordinator again later.
  */
 import type { ServerUnaryCall } from '@grpc/grpc-js';
-import { SpoolError, backoffMs, createGrpcClient, sleep, wireErrorOf } from '@spool/common';
+import {
+  SpoolError,
+  backoffMs,
+  createGrpcClient,
+  sleep,
+  wireErrorOf,
+  type TransportSecurity,
+} from '@spool/common';
 import {
   CoordinatorServiceClient,
   groupPartition,
@@ -60,7 +67,10 @@ export class CoordinatorRouter {
   >();
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly link: MetadataLink) {
+  constructor(
+    private readonly link: MetadataLink,
+    private readonly transportSecurity?: TransportSecurity,
+  ) {
     this.unsubscribe = link.metadata.onChange(() => this.forgetGoneCoordinators());
   }
 
@@ -76,7 +86,12 @@ export class CoordinatorRouter {
     const cached = this.clients.get(coordinatorId);
     if (cached?.address === address) return cached.client;
     cached?.client.close();
-    const client = createGrpcClient(CoordinatorServiceClient, address);
+    const client = createGrpcClient(
+      CoordinatorServiceClient,
+      address,
+      {},
+      this.transportSecurity?.channelCredentials(),
+    );
     this.clients.set(coordinatorId, { address, client });
     return client;
   }

@@ -185,16 +185,25 @@ export function startGateway(
             `most half of grpc.max.message.bytes (${config.grpcMaxMessageBytes})`,
         );
       }
+      // Under TLS (security.protocol=SSL) every connection this gateway opens presents its
+      // service certificate: to controllers, leaders' gRPC and data ports, coordinators.
+      const security = context.transportSecurity;
       const link = createMetadataLink(
         config.controllerAddresses,
         logger.child({ component: 'metadata' }),
+        security,
       );
       // Per leader: its gRPC client, and the append stream produces are pipelined on.
       const storageClients = new BrokerResources(
         link.metadata,
         'grpc',
         (host, port) => {
-          const client = createGrpcClient(StorageServiceClient, `${host}:${port}`);
+          const client = createGrpcClient(
+            StorageServiceClient,
+            `${host}:${port}`,
+            {},
+            security?.channelCredentials(),
+          );
           return { client, appends: new AppendPipeline(client, `leader ${host}:${port}`) };
         },
         ({ client, appends }) => {
@@ -202,8 +211,8 @@ export function startGateway(
           client.close();
         },
       );
-      const fetcher = new LeaderFetcher(link.metadata);
-      const coordinators = new CoordinatorRouter(link);
+      const fetcher = new LeaderFetcher(link.metadata, security);
+      const coordinators = new CoordinatorRouter(link, security);
       const admission = new ProduceAdmission(config.produceInFlightBytesMax);
       const consumeStreamsHolder: { streams?: ConsumeStreams } = {};
       const gatewayMetrics = new GatewayMetrics(metrics, {

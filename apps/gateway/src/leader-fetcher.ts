@@ -6,11 +6,12 @@
  */
 import {
   consumerReplicaId,
+  DataPortClient,
   type ClusterMetadataCache,
   type DataPortFetchPartition,
   type DataPortFetchResponse,
 } from '@spool/protocol';
-import { SpoolError } from '@spool/common';
+import { SpoolError, type TransportSecurity } from '@spool/common';
 import { BrokerResources } from './broker-resources';
 import { DataPortConnections } from './data-port-connections';
 
@@ -39,7 +40,7 @@ export class FetchAbandoned extends Error {
 export class LeaderFetcher {
   private readonly connections: BrokerResources<DataPortConnections>;
 
-  constructor(metadata: ClusterMetadataCache) {
+  constructor(metadata: ClusterMetadataCache, transportSecurity?: TransportSecurity) {
     this.connections = new BrokerResources(
       metadata,
       'data',
@@ -47,6 +48,14 @@ export class LeaderFetcher {
         new DataPortConnections(host, port, {
           connectionsMax: dataPortConnectionsPerBrokerMax,
           idleConnectionsMax: dataPortIdleConnectionsMax,
+          ...(transportSecurity === undefined
+            ? {}
+            : {
+                connect: (connectHost: string, connectPort: number) =>
+                  DataPortClient.connect(connectHost, connectPort, {
+                    tls: transportSecurity.tlsConnectOptions(),
+                  }),
+              }),
         }),
       (connections) => connections.close(),
     );

@@ -6,7 +6,7 @@
  * how hard one forwarded admin call tries.
  */
 import { ClusterLink } from '@spool/cluster-link';
-import type { Logger } from '@spool/common';
+import type { Logger, TransportSecurity } from '@spool/common';
 
 /** Attempts of one admin call over the controller addresses, NOT_CONTROLLER redirects included. */
 const controllerCallAttemptsMax = 10;
@@ -19,11 +19,13 @@ const loggedPartitionsMax = 10;
 export function createMetadataLink(
   controllerAddresses: readonly string[],
   logger: Logger,
+  transportSecurity?: TransportSecurity,
 ): MetadataLink {
   const link = new ClusterLink({
     controllerAddresses,
     controllerCallAttempts: controllerCallAttemptsMax,
     logger,
+    transportSecurity,
   });
   logRouteChanges(link, logger);
   return link;

@@ -9,7 +9,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClusterLink } from '@spool/cluster-link';
-import { backoffMs, callOnce, sleep, type LeaderChannel, type Logger } from '@spool/common';
+import {
+  backoffMs,
+  callOnce,
+  sleep,
+  type LeaderChannel,
+  type Logger,
+  type TransportSecurity,
+} from '@spool/common';
 import type {
   AlterPartitionRequest,
   AlterPartitionResponse,
@@ -19,6 +26,8 @@ import type {
 } from '@spool/protocol';
 
 export interface ControllerLinkOptions {
+  /** TLS to the controllers (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity;
   readonly brokerId: number;
   readonly rack: string;
   readonly endpoints: readonly Endpoint[];
@@ -51,6 +60,7 @@ export class ControllerLink {
     this.cluster = new ClusterLink({
       controllerAddresses: options.controllerAddresses,
       controllerCallAttempts: controllerCallAttemptsMax,
+      transportSecurity: options.transportSecurity,
       metadata,
       logger,
       // The link starts watching after registering, so the epoch is this process's.

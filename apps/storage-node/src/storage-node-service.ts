@@ -336,11 +336,17 @@ export function startStorageNode(
         context.requestMetrics,
         nodeLogger.child({ component: 'append-streams' }),
       );
-      grpc.addService(StorageServiceService, {
-        ...handlers,
-        appendStream: (call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>) =>
-          appendStreams.serve(call),
-      });
+      // Append, ListOffsets, DeleteRecords come from gateways and coordinators only: under TLS
+      // a client certificate without a service role is refused (CLUSTER_AUTHORIZATION_FAILED).
+      grpc.addService(
+        StorageServiceService,
+        {
+          ...handlers,
+          appendStream: (call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>) =>
+            appendStreams.serve(call),
+        },
+        { peersMustBeServices: true },
+      );
       const dataPort = new DataPortServer({
         logger: nodeLogger,
         registry: metrics,
@@ -353,6 +359,9 @@ export function startStorageNode(
           },
         }),
         onBytesSent: (topic, sizeBytes) => storageMetrics.bytesOut.inc({ topic }, sizeBytes),
+        ...(context.transportSecurity === undefined
+          ? {}
+          : { transportSecurity: context.transportSecurity }),
       });
       const dataPortBound = await dataPort.listen(config.host, config.dataPort);
 

@@ -138,7 +138,12 @@ export class Admin {
     this.config = resolveAdminConfig(options);
     const logger = spool.logger.child({ component: 'admin' });
     this.lifecycle = new ClientLifecycle('admin', logger);
-    this.connection = new GatewayConnection(spool.brokers, spool.clientId, logger);
+    this.connection = new GatewayConnection(
+      spool.brokers,
+      spool.clientId,
+      logger,
+      spool.channelCredentials,
+    );
     this.unregister = spool.registry?.register(this) ?? (() => {});
   }
 

@@ -1,4 +1,6 @@
+import type * as grpc from '@grpc/grpc-js';
 import { createLogger, type Logger, type LogLevel } from '@spool/common';
+import { channelCredentialsOfSsl, type SpoolSslOptions } from './client-security';
 import { Acks as ProtoAcks } from '@spool/protocol';
 import { CompressionType } from '@spool/record-batch';
 import type { ClientRegistry } from './client-registry';
@@ -20,12 +22,19 @@ export interface SpoolConfig {
   readonly logger?: Logger;
   /** logLevel: the level of the logger the SDK makes; `warn` by default. */
   readonly logLevel?: LogLevel;
+  /**
+   * ssl: TLS to the gateways (client-security.ts): true for the system's CAs, or PEM contents
+   * `{ ca, cert, key }` (KafkaJS's names); plaintext when absent or false.
+   */
+  readonly ssl?: boolean | SpoolSslOptions;
 }
 
 export interface ResolvedSpoolConfig {
   readonly brokers: readonly string[];
   readonly clientId: string;
   readonly logger: Logger;
+  /** What every connection to a gateway is opened with: TLS for `ssl`, else plaintext. */
+  readonly channelCredentials: grpc.ChannelCredentials;
   /** The Spool's clients, which `spool.close()` closes; absent for a client made alone. */
   readonly registry?: ClientRegistry;
 }
@@ -238,7 +247,8 @@ export function resolveSpoolConfig(config: SpoolConfig): ResolvedSpoolConfig {
   if (typeof clientId !== 'string' || clientId === '') invalid('clientId', clientId, 'a name');
   const logger =
     config.logger ?? createLogger({ service: clientId, level: config.logLevel ?? 'warn' });
-  return { brokers: [...brokers], clientId, logger };
+  const channelCredentials = channelCredentialsOfSsl(config.ssl);
+  return { brokers: [...brokers], clientId, logger, channelCredentials };
 }
 
 const acksByName: ReadonlyMap<AcksSetting, ProtoAcks> = new Map<AcksSetting, ProtoAcks>([

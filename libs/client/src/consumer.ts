@@ -101,7 +101,12 @@ export class Consumer {
     this.config = resolveConsumerConfig(options);
     this.logger = spool.logger.child({ component: 'consumer', groupId: this.config.groupId });
     this.lifecycle = new ClientLifecycle('consumer', this.logger);
-    this.connection = new GatewayConnection(spool.brokers, spool.clientId, this.logger);
+    this.connection = new GatewayConnection(
+      spool.brokers,
+      spool.clientId,
+      this.logger,
+      spool.channelCredentials,
+    );
     this.fetcher = new ConsumerFetcher(this.connection, this.config, this.logger, (reset) =>
       this.emitter.emit('offsetReset', reset),
     );

@@ -104,6 +104,7 @@ export class GatewayConnection {
     private readonly brokers: readonly string[],
     private readonly clientId: string,
     private readonly logger: Logger,
+    private readonly credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   ) {}
 
   get address(): string {
@@ -121,6 +122,7 @@ export class GatewayConnection {
         GatewayServiceClient,
         this.address,
         this.brokers.length > 1 ? gatewayKeepaliveOptions : {},
+        this.credentials,
       );
       this.clients.set(this.currentIndex, client);
     }

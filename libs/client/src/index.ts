@@ -58,6 +58,11 @@ export type {
   ProducerOptions,
   SpoolConfig,
 } from './config';
+export {
+  channelCredentialsOfSsl,
+  readClientProperties,
+  type SpoolSslOptions,
+} from './client-security';
 export type {
   ConsumedMessage,
   Message,

@@ -52,7 +52,12 @@ export class Producer {
     this.config = resolveProducerConfig(options);
     const logger = spool.logger.child({ component: 'producer' });
     this.lifecycle = new ClientLifecycle('producer', logger);
-    this.connection = new GatewayConnection(spool.brokers, spool.clientId, logger);
+    this.connection = new GatewayConnection(
+      spool.brokers,
+      spool.clientId,
+      logger,
+      spool.channelCredentials,
+    );
     this.metadata = new TopicMetadataCache(this.connection, this.config);
     this.memory = new BufferMemory(this.config.bufferMemoryBytes, this.config.maxBlockMs, () =>
       this.sender.wake(),

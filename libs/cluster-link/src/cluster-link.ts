@@ -13,7 +13,12 @@
  * What a service does beyond this (a broker's registration and heartbeats, a coordinator's
  * shard ownership) stays in that service and uses `channel`.
  */
-import { StreamFollower, type LeaderChannel, type Logger } from '@spool/common';
+import {
+  StreamFollower,
+  type LeaderChannel,
+  type Logger,
+  type TransportSecurity,
+} from '@spool/common';
 import {
   ClusterMetadataCache,
   type ControllerServiceClient,
@@ -41,6 +46,8 @@ export interface ClusterLinkOptions {
    * (moving its shards) as soon as its stream breaks (WatchMetadataRequest.coordinator_id).
    */
   readonly watchingCoordinator?: () => { coordinatorId: string; coordinatorIncarnationId: string };
+  /** TLS to the controllers (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity;
   readonly logger: Logger;
 }
 
@@ -55,6 +62,7 @@ export class ClusterLink {
     this.metadata = options.metadata ?? new ClusterMetadataCache();
     this.channel = controllerChannel(options.controllerAddresses, {
       attempts: options.controllerCallAttempts,
+      transportSecurity: options.transportSecurity,
     });
     let firstSnapshot: () => void = () => {};
     this.firstSnapshotApplied = new Promise((resolve) => (firstSnapshot = resolve));

@@ -10,7 +10,7 @@
  * (controllerKeepaliveOptions). A busy controller answers pings from its event loop, so a false
  * alarm costs one reconnect.
  */
-import { LeaderChannel, createGrpcClient } from '@spool/common';
+import { LeaderChannel, createGrpcClient, type TransportSecurity } from '@spool/common';
 import { ControllerServiceClient } from '@spool/protocol';
 
 export const controllerKeepaliveOptions = {
@@ -21,6 +21,8 @@ export const controllerKeepaliveOptions = {
 export interface ControllerChannelOptions {
   /** Attempts of one call over the controller addresses, NOT_CONTROLLER redirects included. */
   readonly attempts?: number;
+  /** TLS to the controllers (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity;
 }
 
 export function controllerChannel(
@@ -29,7 +31,13 @@ export function controllerChannel(
 ): LeaderChannel<ControllerServiceClient> {
   return new LeaderChannel(
     controllerAddresses,
-    (address) => createGrpcClient(ControllerServiceClient, address, controllerKeepaliveOptions),
+    (address) =>
+      createGrpcClient(
+        ControllerServiceClient,
+        address,
+        controllerKeepaliveOptions,
+        options.transportSecurity?.channelCredentials(),
+      ),
     {
       notLeaderCode: 'NOT_CONTROLLER',
       leaderDetail: 'activeController',

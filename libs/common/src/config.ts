@@ -160,7 +160,8 @@ function joinFlagValues(argv: readonly string[], options: Record<string, unknown
   return joined;
 }
 
-function readConfigFile(file: string): Map<string, string> {
+/** A `.json` object or a Java-style `.properties` file as key → value; ConfigError if bad. */
+export function readConfigFile(file: string): Map<string, string> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

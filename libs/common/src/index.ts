@@ -17,6 +17,7 @@ export {
 } from './errors';
 export {
   loadConfig,
+  readConfigFile,
   ConfigError,
   describeSettings,
   flagName,
@@ -119,6 +120,7 @@ export {
   type DistinguishedName,
 } from './tls/certificate-authority';
 export {
+  developmentCertificateFiles,
   writeDevelopmentCertificates,
   type DevelopmentCertificates,
 } from './tls/certificate-files';

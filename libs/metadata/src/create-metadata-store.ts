@@ -1,6 +1,6 @@
 // The one place a service turns its metadata settings into a store: `local` (one process, one
 // durable file) or `etcd` (a replicated cluster). Settings are checked here, once, at start-up.
-import { ConfigError, type Logger } from '@spool/common';
+import { ConfigError, type Logger, type TlsFiles } from '@spool/common';
 import { EtcdMetadataStore } from './etcd-metadata-store';
 import { LocalMetadataStore } from './local-metadata-store';
 import type { MetadataStore } from './metadata-store';
@@ -17,6 +17,8 @@ export type MetadataStoreConfig =
       readonly endpoints: readonly string[];
       /** requestTimeoutMs: deadline of one call to etcd. */
       readonly requestTimeoutMs?: number;
+      /** tls: the CA, client certificate and key for https:// endpoints. */
+      readonly tls?: TlsFiles;
     };
 
 export async function createMetadataStore(

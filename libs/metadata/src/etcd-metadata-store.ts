@@ -16,7 +16,7 @@
  * a retry can never apply a write twice; otherwise the caller gets a retriable
  * METADATA_STORE_UNAVAILABLE and must re-read before it writes again, as with any etcd client.
  */
-import { ConfigError, sleep, type Logger } from '@spool/common';
+import { checkTlsMaterial, ConfigError, sleep, type Logger, type TlsFiles } from '@spool/common';
 import { noop as noRetryPolicy, isBrokenCircuitError } from 'cockatiel';
 import {
   ClientClosedError,
@@ -65,6 +65,12 @@ export interface EtcdMetadataStoreOptions {
   readonly endpoints: readonly string[];
   /** requestTimeoutMs: deadline of one call to etcd. */
   readonly requestTimeoutMs?: number;
+  /**
+   * TLS to etcd (https:// endpoints): the CA that signed etcd's --cert-file, and this client's
+   * certificate and key when etcd requires them (--client-cert-auth with --trusted-ca-file).
+   * Read once at connect: etcd3's channels cannot change credentials afterwards.
+   */
+  readonly tls?: TlsFiles;
   readonly logger?: Logger;
 }
 
@@ -89,8 +95,23 @@ export class EtcdMetadataStore implements MetadataStore {
     if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs <= 0) {
       throw new ConfigError(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
     }
+    if (options.tls !== undefined && options.tls.caFile === undefined) {
+      throw new ConfigError('TLS to etcd needs the CA file that signed its certificate');
+    }
+    const tls = options.tls === undefined ? undefined : checkTlsMaterial(options.tls);
     const client = new Etcd3({
       hosts: [...options.endpoints],
+      ...(tls === undefined
+        ? {}
+        : {
+            credentials: {
+              rootCertificate: tls.caPem ?? Buffer.alloc(0),
+              ...(tls.keyPem === undefined ? {} : { privateKey: tls.keyPem }),
+              ...(tls.certificateChainPem === undefined
+                ? {}
+                : { certChain: tls.certificateChainPem }),
+            },
+          }),
       // Streams (watch, keepalive) live as long as they are used; unary calls get a deadline.
       defaultCallOptions: (context) =>
         context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs },

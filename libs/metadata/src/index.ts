@@ -43,4 +43,3 @@ export {
   requestTimeoutMsDefault,
   type EtcdMetadataStoreOptions,
 } from './etcd-metadata-store';
-

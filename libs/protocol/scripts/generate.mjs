@@ -4,7 +4,15 @@
 //   node generate.mjs          write the generated code
 //   node generate.mjs --check  fail if the committed generated code is stale
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, cpSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  cpSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,7 +56,9 @@ try {
   if (check) {
     const stale = compareTrees(outputRoot, generatedRoot);
     if (stale.length > 0) {
-      console.error(`generated protocol code is stale (run \`npm run generate\`): ${stale.join(', ')}`);
+      console.error(
+        `generated protocol code is stale (run \`npm run generate\`): ${stale.join(', ')}`,
+      );
       process.exit(1);
     }
     console.log('generated protocol code is up to date');

@@ -11,6 +11,8 @@ export interface DataPortCounters {
   readonly connectionsOpen: number;
   /** Connections accepted since the server started. */
   readonly connectionsAccepted: number;
+  /** TLS connections refused: a failed handshake, or a peer that is not a service. */
+  readonly connectionsRefused: number;
   /** Requests received, by API name (ApiVersions, Fetch, OffsetForLeaderEpoch, Invalid). */
   readonly requestsByApi: Readonly<Record<string, number>>;
   /** Record bytes moved from segment files to sockets. */
@@ -20,10 +22,12 @@ export interface DataPortCounters {
 export class DataPortMetrics {
   private connectionsOpen = 0;
   private connectionsAccepted = 0;
+  private connectionsRefused = 0;
   private readonly requestsByApi: Record<string, number> = {};
   private recordBytesSent = 0;
   private readonly connectionsGauge: Gauge | undefined;
   private readonly requestsCounter: Counter<'api'> | undefined;
+  private readonly refusedCounter: Counter | undefined;
 
   constructor(registry?: Registry) {
     if (registry === undefined) return;
@@ -38,6 +42,16 @@ export class DataPortMetrics {
       labelNames: ['api'],
       registers: [registry],
     });
+    this.refusedCounter = new Counter({
+      name: 'spool_data_port_connections_refused_total',
+      help: 'TLS connections refused by the data port: failed handshakes and non-service peers.',
+      registers: [registry],
+    });
+  }
+
+  connectionRefused(): void {
+    this.connectionsRefused += 1;
+    this.refusedCounter?.inc();
   }
 
   connectionOpened(): void {
@@ -64,6 +78,7 @@ export class DataPortMetrics {
     return {
       connectionsOpen: this.connectionsOpen,
       connectionsAccepted: this.connectionsAccepted,
+      connectionsRefused: this.connectionsRefused,
       requestsByApi: { ...this.requestsByApi },
       recordBytesSent: this.recordBytesSent,
     };

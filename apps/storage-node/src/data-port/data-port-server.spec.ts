@@ -376,6 +376,7 @@ describe('DataPortServer with DataPortClient', () => {
     expect(server.counters()).toEqual({
       connectionsOpen: 1,
       connectionsAccepted: 1,
+      connectionsRefused: 0,
       requestsByApi: { Fetch: 1, ApiVersions: 1 },
       recordBytesSent: expectedRecords(0, 0).length + expectedRecords(1, 3).length,
     });

@@ -11,8 +11,22 @@
 // 4. Resolves once every connection finished (socket closed, handler settled, slices released),
 //    or a second drainTimeoutMs passed: a handler that ignores its AbortSignal is not waited for
 //    longer, and its result is released when it settles.
-import { type Logger, SpoolError } from '@spool/common';
+//
+// Under TLS (security.protocol=SSL) the port is a node:tls listener that requires a certificate
+// from the cluster CA naming a Spool service (service-identity.ts): only gateways and followers
+// fetch here. sendfile cannot encrypt, so responses take segment-store's copy path (fs.read into
+// a pooled buffer, then the TLS socket's write), as writeTo does for any TLS socket. Kernel TLS
+// (setsockopt TCP_ULP "tls", then sendfile on the encrypted socket) would keep zero copy, but
+// Node does not hand its TLS session keys to the kernel, and the machines we run on do not all
+// have the tls module; the copy path's cost is measured in bench/README.md.
+import {
+  ensurePeerIsService,
+  type Logger,
+  SpoolError,
+  type TransportSecurity,
+} from '@spool/common';
 import net from 'node:net';
+import tls from 'node:tls';
 import type { Registry } from 'prom-client';
 import { DataPortConnection } from './data-port-connection';
 import type { DataPortHandlers } from './data-port-handlers';
@@ -25,6 +39,8 @@ export const connectionsMaxIdleMsDefault = 600_000;
  * send one at a time; the gateway pipelines a few. Matches the client's default bound.
  */
 export const inFlightRequestsPerConnectionMaxDefault = 16;
+/** A scanner or a misconfigured peer refused in a loop must not flood the log. */
+const refusalLogIntervalMs = 1_000;
 /** Connections beyond this are refused by the kernel listener: each holds buffers and files. */
 export const connectionsMaxDefault = 10_000;
 
@@ -41,6 +57,8 @@ export interface DataPortServerOptions {
   readonly inFlightRequestsPerConnectionMax?: number;
   /** connectionsMax: open connections at most. */
   readonly connectionsMax?: number;
+  /** TLS with service certificates only (see the header); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity;
 }
 
 export class DataPortServer {
@@ -51,6 +69,8 @@ export class DataPortServer {
   private readonly connectionsMaxIdleMs: number;
   private readonly inFlightRequestsMax: number;
   private closing: Promise<void> | undefined;
+  private refusalLoggedAtMs = 0;
+  private refusalsNotLogged = 0;
 
   constructor(private readonly options: DataPortServerOptions) {
     this.connectionsMaxIdleMs = positiveInteger(
@@ -67,7 +87,17 @@ export class DataPortServer {
     );
     this.logger = options.logger.child({ component: 'data-port' });
     this.metrics = new DataPortMetrics(options.registry);
-    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    const security = options.transportSecurity;
+    if (security === undefined) {
+      this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    } else {
+      const server = tls.createServer({ ...security.tlsServerOptions(), noDelay: true }, (socket) =>
+        this.acceptTls(socket),
+      );
+      security.followReloads(server);
+      server.on('tlsClientError', (error, socket) => this.refuse(socket, error.message));
+      this.server = server;
+    }
     this.server.maxConnections = connectionsMax;
   }
 
@@ -101,6 +131,38 @@ export class DataPortServer {
   /** Counters since start: connections, requests by API, record bytes sent. */
   counters(): DataPortCounters {
     return this.metrics.snapshot();
+  }
+
+  /** A verified peer must also be a service: a client certificate of the CA is refused. */
+  private acceptTls(socket: tls.TLSSocket): void {
+    try {
+      ensurePeerIsService(socket.getPeerCertificate(), 'the data port');
+    } catch (error) {
+      this.refuse(socket, (error as Error).message);
+      return;
+    }
+    this.accept(socket);
+  }
+
+  /** Counted always, logged at most once per refusalLogIntervalMs with what was left out. */
+  private refuse(socket: net.Socket, reason: string): void {
+    this.metrics.connectionRefused();
+    socket.destroy();
+    const nowMs = Date.now();
+    if (nowMs - this.refusalLoggedAtMs < refusalLogIntervalMs) {
+      this.refusalsNotLogged += 1;
+      return;
+    }
+    this.logger.warn(
+      {
+        peer: `${socket.remoteAddress}:${socket.remotePort}`,
+        event: 'data-port-refused',
+        refusalsNotLogged: this.refusalsNotLogged,
+      },
+      `data port connection refused: ${reason}`,
+    );
+    this.refusalLoggedAtMs = nowMs;
+    this.refusalsNotLogged = 0;
   }
 
   private accept(socket: net.Socket): void {

@@ -23,7 +23,7 @@
  * side nothing per partition either. After any failed request, or a session error from the
  * leader, the next request is a full fetch again.
  */
-import { backoffMs, sleep, type Logger } from '@spool/common';
+import { backoffMs, sleep, type Logger, type TransportSecurity } from '@spool/common';
 import {
   DataPortClient,
   dataPortPartitionsMax,
@@ -48,6 +48,8 @@ export interface ReplicaFetcherOptions {
   readonly metadata: ClusterMetadataCache;
   /** The slow-disk test hook's, only when the fault suite turns it on (slow-disk-test-hook.ts). */
   readonly beforeLogAppend?: () => void;
+  /** TLS to leaders' data ports (security.protocol=SSL); plaintext without it. */
+  readonly transportSecurity?: TransportSecurity | undefined;
 }
 
 type FetchState = 'truncating' | 'fetching';
@@ -187,6 +189,9 @@ export class ReplicaFetcher {
       throw new Error(`no data endpoint known for broker ${this.leaderId}`);
     this.client = await DataPortClient.connect(endpoint.host, endpoint.port, {
       connectTimeoutMs: 5_000,
+      ...(this.options.transportSecurity === undefined
+        ? {}
+        : { tls: this.options.transportSecurity.tlsConnectOptions() }),
     });
     return this.client;
   }

@@ -48,6 +48,7 @@ export function startReplication(
       controllerAddresses: config.controllerAddresses,
       heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
       logDirOffline: () => options.logDirHealth.offline,
+      transportSecurity: context.transportSecurity,
     },
     metadata,
     logger.child({ component: 'controller-link' }),
@@ -61,6 +62,7 @@ export function startReplication(
     logger: logger.child({ component: 'replica-fetcher' }),
     metadata,
     beforeLogAppend: options.beforeLogAppend,
+    transportSecurity: context.transportSecurity,
   });
   replication.isr = new IsrManager({
     brokerId,

@@ -25,6 +25,25 @@ export interface DevelopmentCertificates {
   readonly client: Required<TlsFiles>;
 }
 
+/** Where writeDevelopmentCertificates puts each file in `directory`. */
+export function developmentCertificateFiles(directory: string): DevelopmentCertificates {
+  const caFile = path.join(directory, 'ca.pem');
+  const filesOf = (name: string): Required<TlsFiles> => ({
+    certificateFile: path.join(directory, `${name}.pem`),
+    keyFile: path.join(directory, `${name}-key.pem`),
+    caFile,
+  });
+  return {
+    directory,
+    caFile,
+    services: Object.fromEntries(serviceRoles.map((role) => [role, filesOf(role)])) as Record<
+      ServiceRole,
+      Required<TlsFiles>
+    >,
+    client: filesOf('client'),
+  };
+}
+
 export function writeDevelopmentCertificates(
   directory: string,
   options: { readonly hosts: readonly string[]; readonly clientName?: string },

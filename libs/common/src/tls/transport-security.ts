@@ -52,8 +52,9 @@ export class TransportSecurity {
 
   /** Options of a node:tls server (the data port), with the material in use now. */
   tlsServerOptions(): tls.TlsOptions {
+    // tls.Server builds its context from these options (it ignores a `secureContext`).
     return {
-      secureContext: this.material.current.secureContext,
+      ...secureContextOptionsOf(this.material.current),
       requestCert: this.clientAuthentication === 'required',
       rejectUnauthorized: this.clientAuthentication === 'required',
       minVersion: 'TLSv1.2',

@@ -17,6 +17,7 @@
 //    owner creates a new client.
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import tls from 'node:tls';
 import { ProtocolError, ProtocolErrorCode } from '../errors';
 import { type DataPortApiVersionsResponse, encodeApiVersionsRequest } from './api-versions-codec';
 import {
@@ -60,6 +61,12 @@ export interface DataPortClientOptions {
   readonly inFlightRequestsMax?: number;
   /** Defaults to dataPortConnectTimeoutMsDefault. */
   readonly connectTimeoutMs?: number;
+  /**
+   * TLS to the data port (security.protocol=SSL): node:tls options such as the secure context
+   * with this process's certificate; the server's certificate is checked against `host`.
+   * Plaintext without it.
+   */
+  readonly tls?: tls.ConnectionOptions;
 }
 
 export interface DataPortRequestOptions {
@@ -132,7 +139,10 @@ export class DataPortClient {
     assert.ok(connectTimeoutMs >= 1, 'connectTimeoutMs must be at least 1');
     const peer = `${host}:${port}`;
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ host, port });
+      const socket =
+        options.tls === undefined
+          ? net.connect({ host, port })
+          : tls.connect({ ...options.tls, host, port });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(
@@ -145,7 +155,7 @@ export class DataPortClient {
         reject(networkError(`Cannot connect to the data port ${peer}`, error));
       };
       socket.once('error', onError);
-      socket.once('connect', () => {
+      socket.once(options.tls === undefined ? 'connect' : 'secureConnect', () => {
         clearTimeout(timer);
         socket.off('error', onError);
         resolve(new DataPortClient(socket, peer, inFlightRequestsMax));
