@@ -1,8 +1,8 @@
 // Proves that replicas compact on their own and agree, with three real storage nodes: a compacted
 // topic (replication factor 3, small segments, a cleaner that runs every 100 ms) takes keyed
 // records overwriting a few keys many times, with a tombstone; once every node's cleaner has
-// cleaned past half of the log (its cleaner-offset-checkpoint), the nodes stop cleanly and their
-// logs are read from disk. Each replica must hold one record per key below its own cleaning
+// cleaned past half of the log (its cleaner-offset-checkpoint) and its metrics show the cleaning,
+// the nodes stop cleanly and their logs are read from disk. Each replica must hold one record per key below its own cleaning
 // point (it compacted), every key's latest record (value or tombstone) at its produced offset,
 // the same latest value per key below the lowest cleaning point as every other replica, and,
 // record by record, the same records above the highest one (the uncleaned tail).
@@ -12,6 +12,7 @@ import { decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import { Acks } from '@spool/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from './support/controller-client';
+import { scrape, sumOf } from './support/prometheus-scrape';
 import { StorageTestCluster } from './support/storage-cluster';
 
 const topic = 'changelog';
@@ -113,6 +114,17 @@ describe('compacted topic replicas', () => {
         expect(point, `node ${brokerId}'s cleaning point`).toBeGreaterThan(recordCount / 2n);
       }
     }, 30_000);
+    // Each node's metrics show its cleaning: bytes read and records removed, and the partition's
+    // cleaning point as its checkpoint has it.
+    for (const brokerId of brokers) {
+      const scraped = [await scrape(cluster.nodes.get(brokerId)!.process.metricsPort)];
+      expect(sumOf(scraped, 'spool_log_cleaner_bytes_read_total')).toBeGreaterThan(0);
+      expect(sumOf(scraped, 'spool_log_cleaner_records_removed_total')).toBeGreaterThan(0);
+      expect(sumOf(scraped, 'spool_log_cleaner_uncleanable_partitions')).toBe(0);
+      expect(
+        sumOf(scraped, 'spool_log_cleaner_partition_first_dirty_offset', { topic, partition: '0' }),
+      ).toBeGreaterThan(0);
+    }
     for (const brokerId of brokers) {
       expect(await cluster.stopNode(brokerId, 'SIGTERM')).toBe(0);
     }

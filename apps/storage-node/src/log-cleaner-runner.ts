@@ -38,13 +38,15 @@ export function startLogCleaner(
     backoffMs: number;
     logger: Logger;
     registry: Registry;
+    /** Also export each compacted partition's dirty ratio and cleaning point. */
+    metricsPerPartition: boolean;
   },
 ): LogCleanerRunner {
   const { logger } = options;
   const cleaner = new LogCleaner(options.settings);
   const checkpoint = CleanerCheckpoint.load(options.dataDirectory);
   for (const problem of checkpoint.problems) logger.warn({ problem }, 'cleaner checkpoint');
-  const metrics = registerCleanerMetrics(options.registry, cleaner);
+  const metrics = registerCleanerMetrics(options.registry, cleaner, options.metricsPerPartition);
   const reportedUncleanable = new Set<string>();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -117,7 +119,41 @@ export function startLogCleaner(
   };
 }
 
-function registerCleanerMetrics(registry: Registry, cleaner: LogCleaner) {
+function registerCleanerMetrics(
+  registry: Registry,
+  cleaner: LogCleaner,
+  metricsPerPartition: boolean,
+) {
+  if (metricsPerPartition) {
+    const partitionLabels = (folder: string) => {
+      const split = folder.lastIndexOf('-');
+      return { topic: folder.slice(0, split), partition: folder.slice(split + 1) };
+    };
+    new Gauge({
+      name: 'spool_log_cleaner_partition_dirty_ratio',
+      help: "A compacted partition's dirty share of its cleanable bytes, at the cleaner's last look.",
+      labelNames: ['topic', 'partition'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const state of cleaner.logStates()) {
+          this.set(partitionLabels(state.folder), state.dirtyRatio);
+        }
+      },
+    });
+    new Gauge({
+      name: 'spool_log_cleaner_partition_first_dirty_offset',
+      help: "Where a compacted partition's dirty section starts: it is cleaned below this offset.",
+      labelNames: ['topic', 'partition'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const state of cleaner.logStates()) {
+          this.set(partitionLabels(state.folder), Number(state.firstDirtyOffset));
+        }
+      },
+    });
+  }
   new Gauge({
     name: 'spool_log_cleaner_max_dirty_ratio',
     help:

@@ -407,6 +407,7 @@ export function startStorageNode(
           backoffMs: config.logCleanerBackoffMs,
           logger: nodeLogger.child({ component: 'log-cleaner' }),
           registry: metrics,
+          metricsPerPartition: config.metricsPerPartition,
         });
         logCleanerHolder.runner = logCleaner;
         context.onShutdown(() => logCleaner.stop());
