@@ -19,7 +19,7 @@ import {
   swapCrashSteps,
   temporaryDirectory,
 } from '@spool/segment-store/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const childPath = path.join(__dirname, 'support', 'compaction-crash-cleaner.mjs');
 /** childRunMsMax: how long a child may take to start, open the log, clean and die. */
@@ -36,9 +36,6 @@ function committedAfter(step: number): boolean {
 }
 
 const cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
 
 interface Record {
   readonly offset: bigint;
@@ -127,34 +124,57 @@ function runChild(
   );
 }
 
+interface CrashRun {
+  readonly root: string;
+  readonly records: Record[];
+  readonly activeBaseOffset: bigint;
+  readonly child: { signal: NodeJS.Signals | null; code: number | null; stderr: string };
+}
+
 describe('log cleaner swap across crashes', () => {
+  // One log and one child per step, the children all run at once: a child's time is mostly
+  // Node's start-up, so the steps together take about as long as one.
+  const runs = new Map<number, CrashRun>();
+  beforeAll(async () => {
+    await Promise.all(
+      swapCrashSteps.map(async (step) => {
+        const root = temporaryDirectory('spool-compaction-crash-');
+        cleanups.push(root.remove);
+        const { records, activeBaseOffset } = await writeLog(root.directory);
+        const child = await runChild(root.directory, step);
+        runs.set(step, { root: root.directory, records, activeBaseOffset, child });
+      }),
+    );
+  }, 60_000);
+  afterAll(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
   it.each(swapCrashSteps.map((step) => [step]))(
     'leaves the old segments or the compacted one after a SIGKILL at step %s',
     async (step) => {
-      const root = temporaryDirectory('spool-compaction-crash-');
-      cleanups.push(root.remove);
-      const { records, activeBaseOffset } = await writeLog(root.directory);
+      const { root, records, activeBaseOffset, child } = runs.get(step)!;
       const expectedNew = compacted(records, activeBaseOffset);
       expect(expectedNew.length).toBeLessThan(records.length);
-
-      const child = await runChild(root.directory, step);
       expect(child, child.stderr).toMatchObject({ signal: 'SIGKILL' });
 
-      const { log, report } = await Log.open(path.join(root.directory, folder), { config });
-      cleanups.push(() => log.abandon());
-      const committed = committedAfter(step);
-      expect(report.cleanerSwap).toBe(step === 4 ? 'none' : committed ? 'completed' : 'discarded');
-      expect(await readAll(log)).toEqual(committed ? expectedNew : records);
-      expect(
-        fs.readdirSync(log.directory).filter((name) => /\.(cleaned|deleted|swap)$/.test(name)),
-      ).toEqual([]);
+      const { log, report } = await Log.open(path.join(root, folder), { config });
+      try {
+        const committed = committedAfter(step);
+        expect(report.cleanerSwap).toBe(
+          step === 4 ? 'none' : committed ? 'completed' : 'discarded',
+        );
+        expect(await readAll(log)).toEqual(committed ? expectedNew : records);
+        expect(
+          fs.readdirSync(log.directory).filter((name) => /\.(cleaned|deleted|swap)$/.test(name)),
+        ).toEqual([]);
 
-      log.updateHighWatermark(log.logEndOffset);
-      await new LogCleaner().cleanFilthiest([
-        { log, checkpoint: CleanerCheckpoint.load(root.directory) },
-      ]);
-      expect(await readAll(log)).toEqual(expectedNew);
+        log.updateHighWatermark(log.logEndOffset);
+        await new LogCleaner().cleanFilthiest([{ log, checkpoint: CleanerCheckpoint.load(root) }]);
+        expect(await readAll(log)).toEqual(expectedNew);
+      } finally {
+        log.abandon();
+      }
     },
-    30_000,
   );
 });
