@@ -5,7 +5,9 @@
 // are read by kcat with the same key, value, headers, timestamp and offset. Groups (the classic
 // protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and
 // 3 and read every record; a kcat group consumer commits, the SDK sees those commits as the
-// group's offsets, and the next kcat of the group resumes from them. Bad input on raw
+// group's offsets, and the next kcat of the group resumes from them. Apache Kafka's own tools
+// (the Java client 4.4): kafka-topics creates and describes a topic, the console producer
+// (idempotent, acks=all) writes keyed records that the console consumer reads in a group. Bad input on raw
 // sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
 // not served) closes only that connection: the gateway stays up, serves the next client, and
 // nothing is written.
@@ -15,6 +17,7 @@ import net from 'node:net';
 import { Spool, type Admin, type ConsumedMessage } from '@spool/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runKafkaTool } from '../support/kafka-tools';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
 
 const partitionCount = 6;
@@ -289,6 +292,33 @@ describe('Kafka clients against the gateway', () => {
     expect(committedOffsets).toEqual(ends.map((end) => (end === '0' ? '-1' : end)));
     const second = await kcat([...groupArguments, '-f', '%k\n', 'kcat-group']);
     expect(second.trim()).toBe('');
+  });
+
+  it("Kafka's own tools: kafka-topics, the console producer and a console consumer group", async () => {
+    const server = ['--bootstrap-server', bootstrap];
+    const created = await runKafkaTool('topics', [
+      ...server,
+      ...['--create', '--topic', 'java', '--partitions', '6', '--replication-factor', '3'],
+    ]);
+    expect(created.stdout, created.stderr).toContain('Created topic java.');
+    const described = await runKafkaTool('topics', [...server, '--describe', '--topic', 'java']);
+    expect(described.stdout, described.stderr).toMatch(
+      /Topic: java\tTopicId: \S+\tPartitionCount: 6\tReplicationFactor: 3/,
+    );
+    const lines = Array.from({ length: 20 }, (_, index) => `java-${index}\tvalue-${index}`);
+    const produced = await runKafkaTool(
+      'consoleProducer',
+      [...server, '--topic', 'java', '--reader-property', 'parse.key=true'],
+      { input: `${lines.join('\n')}\n` },
+    );
+    expect(produced.exitCode, produced.stderr).toBe(0);
+    const consumed = await runKafkaTool('consoleConsumer', [
+      ...server,
+      ...['--topic', 'java', '--group', 'java-group', '--from-beginning'],
+      ...['--max-messages', String(lines.length), '--formatter-property', 'print.key=true'],
+    ]);
+    expect(consumed.exitCode, consumed.stderr).toBe(0);
+    expect(consumed.stdout.trim().split('\n').sort()).toEqual([...lines].sort());
   });
 
   it('closes a connection on bad input, stays up and writes nothing', async () => {

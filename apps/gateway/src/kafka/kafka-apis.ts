@@ -13,6 +13,7 @@ import type { FetchDependencies } from '../fetch-handler';
 import type { OffsetDependencies } from '../offset-handlers';
 import type { ProduceDependencies } from '../produce-handler';
 import { KafkaApiDispatcher } from './kafka-api-dispatcher';
+import { adminApis } from './kafka-admin';
 import { apiVersionsApi } from './kafka-api-versions';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
@@ -56,5 +57,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   }
   dispatcher.register(offsetCommitApi(view, classicMembers, coordinators));
   dispatcher.register(offsetFetchApi(view, coordinators));
+  for (const api of adminApis(view)) dispatcher.register(api);
   return dispatcher;
 }
