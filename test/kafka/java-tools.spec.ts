@@ -1,0 +1,345 @@
+// Proves that Apache Kafka's own command-line tools (4.4.0, the pinned Maven artifacts of
+// test/support/kafka-tools.ts), unmodified, work against `spool dev`'s Kafka listener: the console
+// producer writes keyed records that the SDK counts and the console consumer reads back in a
+// group, which commits and resumes; kafka-topics creates, lists and describes a topic;
+// kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
+// ConsumerPerformance move a few thousand records.
+//
+// A tool whose API the listener does not serve yet (ApiVersions does not advertise it) must fail
+// as Kafka's client does against a broker without it, naming the API ("The node does not support
+// CREATE_TOPICS"), and never hang or see a broken connection: each such test checks that branch
+// until the API is served, and the full behaviour from then on.
+//
+// One cluster (one storage node: the tools' behaviour does not depend on replication, and JVM
+// start-up dominates this file's time), every tool run bounded by a timeout.
+import net from 'node:net';
+import { Spool, type Admin } from '@spool/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runKafkaTool, type KafkaToolRun } from '../support/kafka-tools';
+import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
+
+const partitionCount = 6;
+/** A JVM tool's run on a loaded machine: start-up is seconds, the work is small. */
+const toolTimeoutMs = 45_000;
+/** Kafka's API keys the tools need beyond producing and consuming. */
+const ApiKey = {
+  CreateTopics: 19,
+  DescribeConfigs: 32,
+  ListGroups: 16,
+  DescribeGroups: 15,
+} as const;
+
+let dev: SpoolDevProcess | undefined;
+let spool: Spool;
+let admin: Admin;
+let bootstrap: string;
+/** The API keys the listener's ApiVersions advertises. */
+let servedApiKeys: ReadonlySet<number>;
+
+/** Runs a tool with --bootstrap-server first; the run's output is the message of any failure. */
+function tool(
+  name: Parameters<typeof runKafkaTool>[0],
+  args: readonly string[],
+  input?: string,
+): Promise<KafkaToolRun> {
+  return runKafkaTool(name, ['--bootstrap-server', bootstrap, ...args], {
+    timeoutMs: toolTimeoutMs,
+    ...(input === undefined ? {} : { input }),
+  });
+}
+
+function describeRun(run: KafkaToolRun): string {
+  return `exit ${run.exitCode}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
+}
+
+/**
+ * Asserts a tool failed as Kafka's client does against a broker that lacks `api` (some tools,
+ * kafka-consumer-groups among them, print the error and still exit 0).
+ */
+function expectUnsupported(run: KafkaToolRun, api: string): void {
+  expect(run.stdout + run.stderr, describeRun(run)).toContain(`The node does not support ${api}`);
+}
+
+/** The API keys a Kafka listener advertises, from an ApiVersions v0 request on a raw socket. */
+function advertisedApiKeys(port: number): Promise<Set<number>> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('no ApiVersions answer within 10 s'));
+    }, 10_000);
+    let received = Buffer.alloc(0);
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      if (received.length < 4 || received.length < 4 + received.readInt32BE(0)) return;
+      clearTimeout(timer);
+      socket.destroy();
+      // size, correlation id, error code, then [api key, min version, max version] entries.
+      const errorCode = received.readInt16BE(8);
+      if (errorCode !== 0) reject(new Error(`ApiVersions answered error ${errorCode}`));
+      const keys = new Set<number>();
+      const count = received.readInt32BE(10);
+      for (let index = 0; index < count; index++) keys.add(received.readInt16BE(14 + index * 6));
+      resolve(keys);
+    });
+    // size 8, ApiVersions (18) v0, correlation id 1, no client id (-1).
+    const request = Buffer.alloc(14);
+    request.writeInt32BE(10, 0);
+    request.writeInt16BE(18, 4);
+    request.writeInt16BE(0, 6);
+    request.writeInt32BE(1, 8);
+    request.writeInt16BE(-1, 12);
+    socket.write(request);
+  });
+}
+
+/** The sum of every partition's high watermark of `topic`, through the SDK. */
+async function recordCount(topic: string): Promise<number> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return offsets.reduce((sum, entry) => sum + Number(entry.high), 0);
+}
+
+/** Keyed lines `key-<n>:value-<n>` for n in [from, to). */
+function keyedLines(from: number, to: number): string[] {
+  return Array.from(
+    { length: to - from },
+    (_, index) => `key-${from + index}:value-${from + index}`,
+  );
+}
+
+/** The console consumer in group `group`, until `count` records; its output as key:value lines. */
+async function consumeConsole(
+  topic: string,
+  group: string,
+  count: number,
+  fromBeginning: boolean,
+): Promise<string[]> {
+  const run = await tool('consoleConsumer', [
+    '--topic',
+    topic,
+    '--group',
+    group,
+    ...(fromBeginning ? ['--from-beginning'] : []),
+    '--max-messages',
+    String(count),
+    '--timeout-ms',
+    '20000',
+    '--formatter-property',
+    'print.key=true',
+    '--formatter-property',
+    'key.separator=:',
+  ]);
+  expect(run.exitCode, describeRun(run)).toBe(0);
+  expect(run.stderr, describeRun(run)).toContain(`Processed a total of ${count} messages`);
+  return run.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('key-'))
+    .sort();
+}
+
+beforeAll(async () => {
+  dev = await startSpoolDev(['--nodes', '1']);
+  const gateway = dev.processes.find((entry) => entry.role === 'gateway')!;
+  const kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
+  expect(kafkaPort).toBeGreaterThan(0);
+  bootstrap = `127.0.0.1:${kafkaPort}`;
+  servedApiKeys = await advertisedApiKeys(kafkaPort);
+  spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'java-tools-spec' });
+  admin = spool.admin({ requestTimeoutMs: 10_000 });
+  await admin.createTopics({
+    topics: ['console', 'perf'].map((topic) => ({
+      topic,
+      numPartitions: partitionCount,
+      replicationFactor: 1,
+    })),
+  });
+});
+
+afterAll(async () => {
+  try {
+    await admin?.disconnect();
+  } finally {
+    await dev?.stop();
+  }
+});
+
+describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
+  it('kafka-topics creates a topic, lists it and describes its partitions', async () => {
+    const create = await tool('topics', [
+      '--create',
+      '--topic',
+      'from-kafka-topics',
+      '--partitions',
+      String(partitionCount),
+      '--replication-factor',
+      '1',
+    ]);
+    if (!servedApiKeys.has(ApiKey.CreateTopics)) {
+      expectUnsupported(create, 'CREATE_TOPICS');
+      await admin.createTopics({
+        topics: [
+          { topic: 'from-kafka-topics', numPartitions: partitionCount, replicationFactor: 1 },
+        ],
+      });
+    } else {
+      expect(create.exitCode, describeRun(create)).toBe(0);
+      expect(create.stdout).toContain('Created topic from-kafka-topics.');
+    }
+    const topics = (await admin.fetchTopicMetadata({ topics: ['from-kafka-topics'] })).topics;
+    expect(topics[0]!.partitions).toHaveLength(partitionCount);
+
+    const list = await tool('topics', ['--list']);
+    expect(list.exitCode, describeRun(list)).toBe(0);
+    expect(list.stdout.trim().split('\n').sort()).toEqual(
+      expect.arrayContaining(['console', 'from-kafka-topics', 'perf']),
+    );
+
+    const describeTopic = await tool('topics', ['--describe', '--topic', 'from-kafka-topics']);
+    if (!servedApiKeys.has(ApiKey.DescribeConfigs)) {
+      expectUnsupported(describeTopic, 'DESCRIBE_CONFIGS');
+      return;
+    }
+    expect(describeTopic.exitCode, describeRun(describeTopic)).toBe(0);
+    expect(describeTopic.stdout).toMatch(
+      new RegExp(`Topic: from-kafka-topics\\s+TopicId: \\S+\\s+PartitionCount: ${partitionCount}`),
+    );
+    for (let partition = 0; partition < partitionCount; partition++) {
+      expect(describeTopic.stdout).toMatch(
+        new RegExp(`Partition: ${partition}\\s+Leader: 0\\s+Replicas: \\d+\\s+Isr: \\d+`),
+      );
+    }
+  });
+
+  it('the console producer writes keyed records; the console consumer reads them in a group, commits and resumes', async () => {
+    const first = keyedLines(0, 30);
+    const produce = await tool(
+      'consoleProducer',
+      [
+        '--topic',
+        'console',
+        '--reader-property',
+        'parse.key=true',
+        '--reader-property',
+        'key.separator=:',
+      ],
+      `${first.join('\n')}\n`,
+    );
+    expect(produce.exitCode, describeRun(produce)).toBe(0);
+    expect(await recordCount('console')).toBe(first.length);
+
+    expect(await consumeConsole('console', 'console-group', first.length, true)).toEqual(
+      [...first].sort(),
+    );
+    // The group committed what it read (the SDK sees it): the next member resumes after it.
+    const committed = await admin.fetchOffsets({ groupId: 'console-group', topics: ['console'] });
+    const committedTotal = committed[0]!.partitions.reduce(
+      (sum, entry) => sum + Number(entry.offset),
+      0,
+    );
+    expect(committedTotal).toBe(first.length);
+
+    const second = keyedLines(30, 40);
+    const produceMore = await tool(
+      'consoleProducer',
+      [
+        '--topic',
+        'console',
+        '--reader-property',
+        'parse.key=true',
+        '--reader-property',
+        'key.separator=:',
+      ],
+      `${second.join('\n')}\n`,
+    );
+    expect(produceMore.exitCode, describeRun(produceMore)).toBe(0);
+    expect(await consumeConsole('console', 'console-group', second.length, false)).toEqual(
+      [...second].sort(),
+    );
+  });
+
+  it('kafka-consumer-groups describes the group and resets its offsets to the earliest', async () => {
+    const describeGroup = await tool('consumerGroups', ['--describe', '--group', 'console-group']);
+    if (!servedApiKeys.has(ApiKey.DescribeGroups)) {
+      expectUnsupported(describeGroup, 'DESCRIBE_GROUPS');
+      const reset = await tool('consumerGroups', [
+        '--reset-offsets',
+        '--group',
+        'console-group',
+        '--topic',
+        'console',
+        '--to-earliest',
+        '--execute',
+      ]);
+      expectUnsupported(reset, 'DESCRIBE_GROUPS');
+      return;
+    }
+    expect(describeGroup.exitCode, describeRun(describeGroup)).toBe(0);
+    const rows = describeGroup.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('console-group '))
+      .map((line) => line.trim().split(/\s+/));
+    // GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...
+    expect(rows).toHaveLength(partitionCount);
+    expect(rows.reduce((sum, row) => sum + Number(row[3]), 0)).toBe(40);
+    expect(rows.every((row) => row[1] === 'console' && row[3] === row[4] && row[5] === '0')).toBe(
+      true,
+    );
+
+    const reset = await tool('consumerGroups', [
+      '--reset-offsets',
+      '--group',
+      'console-group',
+      '--topic',
+      'console',
+      '--to-earliest',
+      '--execute',
+    ]);
+    expect(reset.exitCode, describeRun(reset)).toBe(0);
+    const committed = await admin.fetchOffsets({ groupId: 'console-group', topics: ['console'] });
+    expect(committed[0]!.partitions.every((entry) => Number(entry.offset) === 0)).toBe(true);
+    expect(await consumeConsole('console', 'console-group', 40, false)).toEqual(
+      keyedLines(0, 40).sort(),
+    );
+  });
+
+  it('ProducerPerformance and ConsumerPerformance move every record', async () => {
+    const records = 5_000;
+    const produce = await runKafkaTool(
+      'producerPerformance',
+      [
+        '--topic',
+        'perf',
+        '--num-records',
+        String(records),
+        '--record-size',
+        '100',
+        '--throughput',
+        '-1',
+        // One flag, several properties (a second --command-property replaces the first).
+        '--command-property',
+        `bootstrap.servers=${bootstrap}`,
+        'acks=all',
+      ],
+      { timeoutMs: toolTimeoutMs },
+    );
+    expect(produce.exitCode, describeRun(produce)).toBe(0);
+    expect(produce.stdout).toMatch(
+      new RegExp(`^${records} records sent, [\\d.]+ records/sec`, 'm'),
+    );
+    expect(await recordCount('perf')).toBe(records);
+
+    const consume = await tool('consumerPerformance', [
+      '--topic',
+      'perf',
+      '--num-records',
+      String(records),
+      '--timeout',
+      '20000',
+    ]);
+    expect(consume.exitCode, describeRun(consume)).toBe(0);
+    // start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, ...
+    const figures = consume.stdout.trim().split('\n').at(-1)!.split(', ');
+    expect(Number(figures[4]), describeRun(consume)).toBe(records);
+  });
+});
