@@ -97,6 +97,8 @@ const expectedPaths = [
   'cluster status',
   'partitions',
   'partitions reassign',
+  'broker',
+  'broker decommission',
   'dev',
   'controller',
   'storage-node',

@@ -4,7 +4,9 @@
 // while an acks=all producer runs at a fixed rate; --verify exits 1 then 0, nothing acknowledged
 // is lost and a consumer reads every record, and the old replicas' folders are deleted. A move to
 // a broker that is down stays in progress and is cancelled back to the original replicas. A bad
-// plan is refused naming its entry. The active controller SIGKILLed midway: the standby reads the
+// plan is refused naming its entry. `spool broker decommission` under the producer empties a
+// broker (internal topics included) until `spool cluster status` shows it REMOVABLE, nothing
+// acknowledged is lost, and new topics are not placed on it. The active controller SIGKILLed midway: the standby reads the
 // move from the store and completes it once the new replica catches up.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -266,6 +268,68 @@ describe('partition reassignment', () => {
     expect(restored.isr.length).toBe(2);
     await storage.startNode(3);
   }, 60_000);
+
+  it('decommissions a broker under an acks=all producer until it is removable', async () => {
+    const producer = startProducer('orders', 20);
+    const status = async () => {
+      const result = await runCli([
+        'cluster',
+        'status',
+        '--json',
+        '--gateway',
+        `127.0.0.1:${gateway.grpcPort}`,
+      ]);
+      expect(result.exitCode, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as {
+        brokers: Array<{ id: number; replicas: number; decommission: string }>;
+      };
+    };
+    try {
+      expect((await status()).brokers.find((broker) => broker.id === 3)!.replicas).toBeGreaterThan(
+        0,
+      );
+      const cli = await runCli([
+        'broker',
+        'decommission',
+        '3',
+        '--gateway',
+        `127.0.0.1:${gateway.grpcPort}`,
+      ]);
+      expect(cli.exitCode, cli.stderr).toBe(0);
+      expect(cli.stdout).toContain('broker 3 is decommissioned');
+      await vi.waitFor(
+        async () =>
+          expect((await status()).brokers.find((broker) => broker.id === 3)).toMatchObject({
+            replicas: 0,
+            decommission: 'removable',
+          }),
+        { timeout: 40_000, interval: 500 },
+      );
+      const afterMove = producer.acknowledged.size;
+      await vi.waitFor(() => expect(producer.acknowledged.size).toBeGreaterThan(afterMove + 10), {
+        timeout: 20_000,
+      });
+    } finally {
+      await producer.stop();
+    }
+    const consumed = await consumeValues('orders', producer.acknowledged);
+    expect([...producer.acknowledged].filter((value) => !consumed.has(value))).toEqual([]);
+    await admin.createTopics({
+      topics: [{ topic: 'placed', numPartitions: 4, replicationFactor: 3 }],
+    });
+    const [placed] = await admin.describeTopics({ topics: ['placed'] });
+    expect(placed!.partitions.flatMap((partition) => partition.replicas)).not.toContain(3);
+    const cancelled = await runCli([
+      'broker',
+      'decommission',
+      '3',
+      '--cancel',
+      '--gateway',
+      `127.0.0.1:${gateway.grpcPort}`,
+    ]);
+    expect(cancelled.exitCode, cancelled.stderr).toBe(0);
+    expect((await status()).brokers.find((broker) => broker.id === 3)!.decommission).toBe('none');
+  }, 120_000);
 
   it('completes a move after the active controller is killed midway', async () => {
     await storage.stopNode(3);

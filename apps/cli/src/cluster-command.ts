@@ -24,8 +24,8 @@ export const clusterStatusHelp: CommandHelp = {
   path: ['cluster', 'status'],
   usage: 'spool cluster status',
   summary:
-    'The brokers the controller knows, the active controller and how many partitions are ' +
-    'online, offline or under-replicated.',
+    'The brokers the controller knows (with their replicas and any decommission), the active ' +
+    'controller and how many partitions are online, offline or under-replicated.',
   flags: {},
   examples: ['spool cluster status --gateway localhost:9090'],
 };
@@ -55,6 +55,10 @@ export interface ClusterStatus {
     readonly rack: string;
     readonly state: string;
     readonly endpoints: readonly string[];
+    /** Replicas the broker holds or is being given, internal topics included. */
+    readonly replicas: number;
+    /** Decommission: none, in progress (replicas left), or removable (it holds none). */
+    readonly decommission: 'none' | 'in-progress' | 'removable';
   }[];
   readonly partitions: Readonly<Record<PartitionState, number>> & { readonly total: number };
   readonly topics: number;
@@ -75,13 +79,20 @@ export async function runClusterCommand(context: CommandContext): Promise<number
   const cluster = await describeCluster(parsed.global);
   const admin = spool.admin();
   let topics: TopicDescription[];
+  let internal: TopicDescription[];
   try {
     const names = await admin.listTopics();
     topics = names.length === 0 ? [] : await admin.describeTopics({ topics: names });
+    // Replicas per broker count internal topics too: a broker holding them is not removable.
+    const internalNames = (await admin.listTopics({ includeInternal: true })).filter(
+      (name) => !names.includes(name),
+    );
+    internal =
+      internalNames.length === 0 ? [] : await admin.describeTopics({ topics: internalNames });
   } finally {
     await admin.disconnect();
   }
-  const status = toClusterStatus(cluster, topics);
+  const status = toClusterStatus(cluster, topics, internal);
   context.stdout.write(parsed.global.json ? toJsonDocument(status) : formatClusterStatus(status));
   return 0;
 }
@@ -110,12 +121,19 @@ async function describeCluster(global: GlobalOptions): Promise<DescribeClusterRe
 export function toClusterStatus(
   cluster: DescribeClusterResponse,
   topics: readonly TopicDescription[],
+  internalTopics: readonly TopicDescription[] = [],
 ): ClusterStatus {
   const partitions = { online: 0, offline: 0, 'under-replicated': 0, total: 0 };
   for (const topic of topics) {
     for (const partition of topic.partitions) {
       partitions[partitionState(partition)] += 1;
       partitions.total += 1;
+    }
+  }
+  const replicas = new Map<number, number>();
+  for (const topic of [...topics, ...internalTopics]) {
+    for (const partition of topic.partitions) {
+      for (const id of partition.replicas) replicas.set(id, (replicas.get(id) ?? 0) + 1);
     }
   }
   return {
@@ -128,6 +146,12 @@ export function toClusterStatus(
       endpoints: broker.endpoints.map(
         (endpoint) => `${endpoint.name}://${endpoint.host}:${endpoint.port}`,
       ),
+      replicas: replicas.get(broker.brokerId) ?? 0,
+      decommission: !broker.decommissioned
+        ? ('none' as const)
+        : (replicas.get(broker.brokerId) ?? 0) === 0
+          ? ('removable' as const)
+          : ('in-progress' as const),
     })),
     partitions,
     topics: topics.length,
@@ -136,11 +160,12 @@ export function toClusterStatus(
 
 export function formatClusterStatus(status: ClusterStatus): string {
   const brokers = formatTable(
-    ['BROKER', 'RACK', 'STATE', 'ENDPOINTS'],
+    ['BROKER', 'RACK', 'STATE', 'REPLICAS', 'ENDPOINTS'],
     status.brokers.map((broker) => [
       broker.id,
       broker.rack === '' ? '-' : broker.rack,
-      broker.state,
+      decommissionState(broker),
+      broker.replicas,
       broker.endpoints.join(' '),
     ]),
   );
@@ -152,4 +177,11 @@ export function formatClusterStatus(status: ClusterStatus): string {
     `\npartitions  ${total} in ${status.topics} topics: ${online} online, ${offline} offline, ` +
     `${status.partitions['under-replicated']} under-replicated\n`
   );
+}
+
+/** The broker's state, or its decommission's when it has one. */
+function decommissionState(broker: ClusterStatus['brokers'][number]): string {
+  if (broker.decommission === 'removable') return `${broker.state},REMOVABLE`;
+  if (broker.decommission === 'in-progress') return `${broker.state},DECOMMISSIONING`;
+  return broker.state;
 }

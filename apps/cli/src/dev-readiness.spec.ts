@@ -7,7 +7,13 @@ import { describeOutOfSync, isInSync, syncReport } from './dev-readiness';
 const cluster = (states: string[]): ClusterDescription => ({
   clusterId: 'c',
   controllerId: -1,
-  brokers: states.map((state, nodeId) => ({ nodeId, rack: '', state, endpoints: [] })),
+  brokers: states.map((state, nodeId) => ({
+    nodeId,
+    rack: '',
+    state,
+    decommissioned: false,
+    endpoints: [],
+  })),
 });
 
 const topic = (

@@ -36,8 +36,24 @@ const topic: TopicDescription = {
       offline: false,
       ...notMoving,
     },
-    { partition: 1, leaderId: 1, leaderEpoch: 0, replicas: [1, 2, 0], isr: [1], offline: false, ...notMoving },
-    { partition: 2, leaderId: -1, leaderEpoch: 4, replicas: [2], isr: [], offline: true, ...notMoving },
+    {
+      partition: 1,
+      leaderId: 1,
+      leaderEpoch: 0,
+      replicas: [1, 2, 0],
+      isr: [1],
+      offline: false,
+      ...notMoving,
+    },
+    {
+      partition: 2,
+      leaderId: -1,
+      leaderEpoch: 4,
+      replicas: [2],
+      isr: [],
+      offline: true,
+      ...notMoving,
+    },
   ],
   configEntries: [
     { name: 'retention.ms', value: '1000', isDefault: false },
@@ -106,6 +122,7 @@ describe('cluster status', () => {
           rack: 'r1',
           brokerEpoch: 1n,
           state: 'ALIVE',
+          decommissioned: false,
           endpoints: [{ name: 'grpc', host: 'h', port: 1 }],
         },
       ],
@@ -119,8 +136,36 @@ describe('cluster status', () => {
     });
     const text = formatClusterStatus(status);
     expect(text).toContain('controller  127.0.0.1:7000');
-    expect(text).toContain('0       r1    ALIVE  grpc://h:1');
+    expect(text).toContain('0       r1    ALIVE  2         grpc://h:1');
     expect(text).toContain('3 in 1 topics: 1 online, 1 offline, 1 under-replicated');
+    expect(status.brokers[0]).toMatchObject({ replicas: 2, decommission: 'none' });
+  });
+
+  it('shows a decommissioned broker in progress while it holds replicas, then removable', () => {
+    const broker = (brokerId: number) => ({
+      brokerId,
+      rack: '',
+      brokerEpoch: 1n,
+      state: 'ALIVE',
+      decommissioned: true,
+      endpoints: [],
+    });
+    const cluster: DescribeClusterResponse = {
+      clusterId: 'c-1',
+      controllerId: -1,
+      controllerAddress: '',
+      metadataVersion: 5n,
+      brokers: [broker(2), broker(7)],
+    };
+    const internal: TopicDescription = { ...topic, name: '__consumer_offsets', internal: true };
+    const status = toClusterStatus(cluster, [], [internal]);
+    expect(status.brokers.map((entry) => [entry.id, entry.replicas, entry.decommission])).toEqual([
+      [2, 3, 'in-progress'],
+      [7, 0, 'removable'],
+    ]);
+    const text = formatClusterStatus(status);
+    expect(text).toContain('ALIVE,DECOMMISSIONING');
+    expect(text).toContain('ALIVE,REMOVABLE');
   });
 });
 

@@ -198,7 +198,7 @@ async function generate(
   });
   const topics = await admin.describeTopics({ topics: topicNames });
   const current = currentEntries(topics);
-  const plan = generatePlan(current, brokers, 'balance');
+  const plan = generatePlan(current, brokers, { kind: 'balance' });
   context.stderr.write(
     'Current partition replica assignment (keep it to roll back):\n' +
       formatPlan({ version: 1, partitions: current }),
@@ -334,7 +334,7 @@ async function cancel(
 }
 
 /** Plan entries grouped by topic, as the admin call takes them. */
-function byTopic(
+export function byTopic(
   entries: readonly { topic: string; partition: number; replicas: readonly number[] | null }[],
 ) {
   const topics = new Map<string, { partition: number; replicas: readonly number[] | null }[]>();

@@ -82,7 +82,7 @@ describe('generatePlan', () => {
   const brokers = [0, 1, 2, 3].map((id) => ({ id, rack: '' }));
 
   it('spreads replicas evenly onto a new broker, moving one replica per changed partition', () => {
-    const generated = generatePlan(threeBrokers, brokers, 'balance');
+    const generated = generatePlan(threeBrokers, brokers, { kind: 'balance' });
     expect([...loads(threeBrokers, generated.partitions).values()]).toEqual([3, 3, 3, 3]);
     expect(generated.partitions).toHaveLength(3);
     for (const entry of generated.partitions) {
@@ -93,7 +93,7 @@ describe('generatePlan', () => {
   });
 
   it('leaves a balanced assignment alone', () => {
-    const generated = generatePlan(threeBrokers, brokers.slice(0, 3), 'balance');
+    const generated = generatePlan(threeBrokers, brokers.slice(0, 3), { kind: 'balance' });
     expect(generated.partitions).toEqual([]);
   });
 
@@ -108,7 +108,7 @@ describe('generatePlan', () => {
       { topic: 't', partition: 0, replicas: [0, 4] },
       { topic: 't', partition: 1, replicas: [2, 4] },
     ];
-    const generated = generatePlan(current, racked, 'evacuate');
+    const generated = generatePlan(current, racked, { kind: 'evacuate', leavingBrokerId: 4 });
     for (const entry of generated.partitions) {
       const racks = entry.replicas.map((id) => racked.find((b) => b.id === id)!.rack);
       expect(new Set(racks).size).toBe(2);
@@ -119,7 +119,7 @@ describe('generatePlan', () => {
     const generated = generatePlan(
       threeBrokers,
       [0, 1, 3].map((id) => ({ id, rack: '' })),
-      'evacuate',
+      { kind: 'evacuate', leavingBrokerId: 2 },
     );
     expect(generated.partitions).toHaveLength(4);
     for (const entry of generated.partitions) {
@@ -131,8 +131,17 @@ describe('generatePlan', () => {
     }
   });
 
+  it('in evacuate mode keeps replicas on brokers outside the list', () => {
+    const generated = generatePlan(
+      [{ topic: 't', partition: 0, replicas: [5, 2, 0] }],
+      [0, 1, 3].map((id) => ({ id, rack: '' })),
+      { kind: 'evacuate', leavingBrokerId: 2 },
+    );
+    expect(generated.partitions).toEqual([{ topic: 't', partition: 0, replicas: [5, 0, 1] }]);
+  });
+
   it('refuses more replicas than brokers', () => {
-    expect(() => generatePlan(threeBrokers, brokers.slice(0, 2), 'balance')).toThrow(
+    expect(() => generatePlan(threeBrokers, brokers.slice(0, 2), { kind: 'balance' })).toThrow(
       /t-0 has 3 replicas; 2 brokers cannot hold them/,
     );
   });

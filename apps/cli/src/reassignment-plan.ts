@@ -10,7 +10,7 @@ import { SpoolError } from '@spool/common';
  *   - balance: every replica on a broker outside the list moves, and brokers above their fair
  *     share (ceil(replicas / brokers)) give replicas to those below it, so the replicas spread
  *     evenly over the listed brokers, new ones included;
- *   - evacuate (decommission): only the replicas on brokers outside the list move.
+ *   - evacuate (decommission): only the leaving broker's replicas move.
  * A replica that must find a broker takes the least loaded one not already holding the
  * partition, preferring a rack the partition does not span yet (rack awareness: each partition
  * spans as many racks as it can). In balance mode preferred leaders (first replicas) are then
@@ -121,7 +121,8 @@ export function checkPlanAgainstCluster(
   });
 }
 
-export type PlanMode = 'balance' | 'evacuate';
+export type PlanMode =
+  { readonly kind: 'balance' } | { readonly kind: 'evacuate'; readonly leavingBrokerId: number };
 
 /**
  * The replica sets the partitions should have on `brokers` (see the header), and only the
@@ -139,6 +140,7 @@ export function generatePlan(
     (left, right) => left.topic.localeCompare(right.topic) || left.partition - right.partition,
   );
   for (const entry of ordered) {
+    if (mode.kind === 'evacuate' && !entry.replicas.includes(mode.leavingBrokerId)) continue;
     if (entry.replicas.length > brokers.length) {
       throw planError(
         `${entry.topic}-${entry.partition} has ${entry.replicas.length} replicas; ` +
@@ -147,9 +149,15 @@ export function generatePlan(
     }
   }
   const load = new Map(brokers.map((broker) => [broker.id, 0]));
-  const kept = ordered.map((entry) => entry.replicas.filter((id) => rackOf.has(id)));
-  for (const replicas of kept) for (const id of replicas) load.set(id, load.get(id)! + 1);
-  if (mode === 'balance') {
+  const kept = ordered.map((entry) =>
+    entry.replicas.filter((id) =>
+      mode.kind === 'balance' ? rackOf.has(id) : id !== mode.leavingBrokerId,
+    ),
+  );
+  for (const replicas of kept) {
+    for (const id of replicas) if (load.has(id)) load.set(id, load.get(id)! + 1);
+  }
+  if (mode.kind === 'balance') {
     const total = ordered.reduce((sum, entry) => sum + entry.replicas.length, 0);
     const share = Math.ceil(total / brokers.length);
     for (const broker of brokers) {
@@ -179,7 +187,7 @@ export function generatePlan(
     const wanted = ordered[index]!.replicas.length;
     const chosen = [...replicas];
     while (chosen.length < wanted) {
-      const racks = new Set(chosen.map((id) => rackOf.get(id)));
+      const racks = new Set(chosen.map((id) => rackOf.get(id) ?? ''));
       const candidates = brokers
         .filter((broker) => !chosen.includes(broker.id))
         .sort(
@@ -189,14 +197,18 @@ export function generatePlan(
             load.get(left.id)! - load.get(right.id)! ||
             left.id - right.id,
         );
-      const next = candidates[0]!;
+      const next = candidates[0];
+      if (next === undefined) {
+        const name = `${ordered[index]!.topic}-${ordered[index]!.partition}`;
+        throw planError(`${name} needs ${wanted} replicas; too few brokers can take one`);
+      }
       chosen.push(next.id);
       load.set(next.id, load.get(next.id)! + 1);
     }
     return chosen;
   });
   // Decommission moves nothing but the leaving broker's replicas, preferred leaders included.
-  if (mode === 'balance') spreadLeaders(proposed, brokers.length);
+  if (mode.kind === 'balance') spreadLeaders(proposed, brokers.length);
   return {
     version: 1,
     partitions: ordered.flatMap((entry, index) => {

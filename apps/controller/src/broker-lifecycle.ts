@@ -119,6 +119,8 @@ export class BrokerLifecycle {
       incarnationId: request.incarnationId,
       brokerEpoch: brokerEpoch.toString(),
       fenced: false,
+      // A decommissioned broker that restarts stays decommissioned.
+      ...(existing?.record.decommissioned === true ? { decommissioned: true } : {}),
     };
     await this.context.writer.commit(
       [this.context.writer.unchangedSince(keys.broker(brokerId), existing?.modRevision)],
@@ -266,6 +268,29 @@ export class BrokerLifecycle {
     this.context.logger.warn(
       { brokerId, partitionsChanged: moved.length, electionMs: this.clock() - startedMs },
       `broker fenced: ${reason}`,
+    );
+  }
+
+  /**
+   * Marks the broker decommissioned (no new replica is placed on it) or clears the mark. Its
+   * replicas move off by reassignment, which the caller starts; the mark only keeps new ones away.
+   */
+  async setDecommissioned(brokerId: number, decommissioned: boolean): Promise<void> {
+    const broker = this.context.state.brokers.get(brokerId);
+    if (broker === undefined) {
+      throw new SpoolError('BROKER_ID_NOT_REGISTERED', `broker ${brokerId} is not registered`);
+    }
+    if ((broker.record.decommissioned === true) === decommissioned) return;
+    const keys = this.context.writer.metadataKeys;
+    const { decommissioned: _previous, ...rest } = broker.record;
+    const record: BrokerRecord = decommissioned ? { ...rest, decommissioned: true } : rest;
+    await this.context.writer.commit(
+      [this.context.writer.unchangedSince(keys.broker(brokerId), broker.modRevision)],
+      [{ kind: 'put', key: keys.broker(brokerId), value: encodeRecord(record) }],
+    );
+    this.context.logger.info(
+      { brokerId, decommissioned },
+      decommissioned ? 'broker decommissioned' : 'broker decommission cleared',
     );
   }
 

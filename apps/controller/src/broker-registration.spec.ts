@@ -2,7 +2,9 @@
 // the local metadata backend: while the old incarnation's session is live it is refused with
 // DUPLICATE_BROKER_REGISTRATION, also after a controller restart (the new controller gives the
 // old session its full timeout); once the old incarnation did its controlled shutdown, the new
-// one registers at once, before and after a controller restart, because the record says so.
+// one registers at once, before and after a controller restart, because the record says so. A
+// decommissioned broker stays so when it registers again, takes no new topic's replicas, and an
+// unknown id is refused with BROKER_ID_NOT_REGISTERED.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -96,5 +98,32 @@ describe('broker registration', () => {
     await expect(second.register('incarnation-3')).rejects.toMatchObject({
       code: 'DUPLICATE_BROKER_REGISTRATION',
     });
+  });
+
+  it('keeps a decommissioned broker out of new placements, across its re-registration', async () => {
+    const metadataPath = journal();
+    const first = await controller(metadataPath);
+    const { brokerEpoch } = await first.register('incarnation-1');
+    const decommission = (brokerId: number, cancel = false) =>
+      callOnce(first.client, first.client.decommissionBroker, { brokerId, cancel });
+    expect((await decommission(7)).error?.code).toBe('BROKER_ID_NOT_REGISTERED');
+    expect((await decommission(0)).error).toBeUndefined();
+    await callOnce(first.client, first.client.controlledShutdown, { brokerId: 0, brokerEpoch });
+    await first.register('incarnation-2');
+    const cluster = await callOnce(first.client, first.client.describeCluster, {});
+    expect(cluster.brokers.map((broker) => [broker.brokerId, broker.decommissioned])).toEqual([
+      [0, true],
+    ]);
+    const created = await callOnce(first.client, first.client.createTopics, {
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 1, configs: [] }],
+      validateOnly: false,
+    });
+    expect(created.results[0]!.error?.code).toBe('INVALID_REPLICATION_FACTOR');
+    await decommission(0, true);
+    const again = await callOnce(first.client, first.client.createTopics, {
+      topics: [{ name: 't', numPartitions: 1, replicationFactor: 1, configs: [] }],
+      validateOnly: false,
+    });
+    expect(again.results[0]!.error).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import {
   registerBrokerHandler,
   brokerHeartbeatHandler,
   controlledShutdownHandler,
+  decommissionBrokerHandler,
 } from './controller-rpc/broker-handlers';
 import { describeClusterHandler } from './controller-rpc/cluster-handlers';
 import {
@@ -55,5 +56,6 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     watchMetadata: watchMetadataHandler(role, publisher),
     alterPartitionReassignments: alterPartitionReassignmentsHandler(role),
     listPartitionReassignments: listPartitionReassignmentsHandler(role),
+    decommissionBroker: decommissionBrokerHandler(role),
   };
 }

@@ -23,6 +23,7 @@ export function brokerMetadataOf(broker: BrokerState): BrokerMetadata {
     endpoints: broker.record.endpoints.map((endpoint) => ({ ...endpoint })),
     brokerEpoch: broker.brokerEpoch,
     state: broker.record.fenced ? 'FENCED' : 'ALIVE',
+    decommissioned: broker.record.decommissioned === true,
   };
 }
 

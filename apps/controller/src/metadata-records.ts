@@ -30,6 +30,11 @@ export interface BrokerRecord {
    * live process. Absent in records written before it existed, which reads as false.
    */
   readonly inControlledShutdown?: boolean;
+  /**
+   * Set by DecommissionBroker: no new replica is placed on the broker (its replicas move off by
+   * reassignment), kept across registrations until cleared. Absent reads as false.
+   */
+  readonly decommissioned?: boolean;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { ControllerContext } from './controller-context';
 import { SpoolError } from '@spool/common';
 import type { TopicState } from './cluster-state';
 import { resolvePendingTopicChanges } from './topic-changes';
-import { writeNewTopic } from './topic-commands';
+import { placementBrokers, writeNewTopic } from './topic-commands';
 
 export const offsetsTopicName = '__consumer_offsets';
 /** Kafka's default offsets.topic.replication.factor. */
@@ -20,7 +20,8 @@ export async function ensureOffsetsTopic(context: ControllerContext): Promise<To
   await resolvePendingTopicChanges(context);
   const existing = context.state.topics.get(offsetsTopicName);
   if (existing !== undefined) return existing;
-  const liveBrokers = context.liveBrokerIds().size;
+  // Decommissioned brokers take no new replicas, so they do not count towards its RF.
+  const liveBrokers = placementBrokers(context).length;
   if (liveBrokers === 0) {
     throw new SpoolError(
       'UNAVAILABLE',

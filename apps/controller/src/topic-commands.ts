@@ -71,10 +71,11 @@ function duplicates(names: readonly string[]): Set<string> {
   return repeated;
 }
 
-function placementBrokers(context: ControllerContext) {
+/** The brokers new replicas may go to: live and not decommissioned. */
+export function placementBrokers(context: ControllerContext) {
   const live = context.liveBrokerIds();
   return [...context.state.brokers.values()]
-    .filter((broker) => live.has(broker.record.brokerId))
+    .filter((broker) => live.has(broker.record.brokerId) && broker.record.decommissioned !== true)
     .map((broker) => ({ brokerId: broker.record.brokerId, rack: broker.record.rack }));
 }
 

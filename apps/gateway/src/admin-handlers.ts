@@ -18,6 +18,8 @@ import type {
   CreatePartitionsResponse,
   CreateTopicsRequest,
   CreateTopicsResponse,
+  DecommissionBrokerRequest,
+  DecommissionBrokerResponse,
   DeleteTopicsRequest,
   DeleteTopicsResponse,
   DescribeClusterRequest,
@@ -131,6 +133,13 @@ export function adminHandlers(link: MetadataLink) {
     ): Promise<AlterPartitionReassignmentsResponse> =>
       link.channel.call((client) =>
         callOnce(client, client.alterPartitionReassignments, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
+      ),
+
+    decommissionBroker: (request: DecommissionBrokerRequest): Promise<DecommissionBrokerResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.decommissionBroker, request, {
           deadlineMs: controllerCallDeadlineMs,
         }),
       ),

@@ -115,6 +115,8 @@ export interface ClusterDescription {
     readonly nodeId: number;
     readonly rack: string;
     readonly state: string;
+    /** Marked by decommissionBroker: it takes no new replicas. */
+    readonly decommissioned: boolean;
     readonly endpoints: readonly { name: string; host: string; port: number }[];
   }[];
 }
@@ -289,6 +291,7 @@ export class Admin {
         nodeId: broker.brokerId,
         rack: broker.rack,
         state: broker.state,
+        decommissioned: broker.decommissioned,
         endpoints: broker.endpoints.map(({ name, host, port }) => ({ name, host, port })),
       })),
     };
@@ -321,6 +324,22 @@ export class Admin {
   }): Promise<void> {
     this.lifecycle.ensureOpen('alter partition reassignments');
     await alterPartitionReassignments(this.connection, request.topics, this.callOptions());
+  }
+
+  /**
+   * Marks a broker decommissioned: the controller places no new replica on it (its replicas move
+   * off by reassignment). `cancel` clears the mark.
+   */
+  async decommissionBroker(brokerId: number, options: { cancel?: boolean } = {}): Promise<void> {
+    this.lifecycle.ensureOpen('decommission a broker');
+    const response = await this.connection.call(
+      (client) => client.decommissionBroker,
+      { brokerId, cancel: options.cancel ?? false },
+      this.callOptions(),
+    );
+    if (response.error !== undefined && response.error.code !== '') {
+      throw fromProtoError(response.error, `decommission broker ${brokerId}`);
+    }
   }
 
   /** The reassignments in progress, of the given topics or of all (Kafka's list...). */

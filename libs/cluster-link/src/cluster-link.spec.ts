@@ -25,6 +25,7 @@ function broker(brokerId: number): BrokerMetadata {
     endpoints: [{ name: 'grpc', host: '127.0.0.1', port: 9000 + brokerId }],
     brokerEpoch: 1n,
     state: 'ALIVE',
+    decommissioned: false,
   };
 }
 

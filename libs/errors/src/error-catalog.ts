@@ -175,6 +175,7 @@ const definitions = {
   THROTTLING_QUOTA_EXCEEDED: kafka(89, true, 'The throttling quota has been exceeded.'),
   INVALID_UPDATE_VERSION: kafka(95, false, 'The given update version was invalid.'),
   DUPLICATE_BROKER_REGISTRATION: kafka(101, false, 'This broker ID is already in use.'),
+  BROKER_ID_NOT_REGISTERED: kafka(102, false, 'The given broker ID was not registered.'),
   INELIGIBLE_REPLICA: kafka(107, false, 'The new ISR contains at least one ineligible replica.'),
   FENCED_MEMBER_EPOCH: kafka(
     110,

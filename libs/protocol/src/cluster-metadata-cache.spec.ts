@@ -30,6 +30,7 @@ const broker = (brokerId: number) => ({
   endpoints: [{ name: 'data', host: '127.0.0.1', port: 9000 + brokerId }],
   brokerEpoch: 5n,
   state: 'ALIVE',
+  decommissioned: false,
 });
 const message = (version: bigint, snapshot: boolean, extra: object) => ({
   metadataVersion: version,

@@ -59,6 +59,8 @@ export {
   CreatePartitionsTopic,
   CreateTopicsRequest,
   CreateTopicsResponse,
+  DecommissionBrokerRequest,
+  DecommissionBrokerResponse,
   DeleteTopicsRequest,
   DeleteTopicsResponse,
   DescribeClusterRequest,

@@ -6,6 +6,8 @@ import type {
   BrokerHeartbeatResponse,
   ControlledShutdownRequest,
   ControlledShutdownResponse,
+  DecommissionBrokerRequest,
+  DecommissionBrokerResponse,
   RegisterBrokerRequest,
   RegisterBrokerResponse,
 } from '@spool/protocol';
@@ -74,5 +76,20 @@ export function controlledShutdownHandler(role: ControllerAccess) {
       controller.brokers.controlledShutdown(request.brokerId, request.brokerEpoch),
     );
     return { error: undefined, remainingPartitions: remaining };
+  };
+}
+
+export function decommissionBrokerHandler(role: ControllerAccess) {
+  return async (request: DecommissionBrokerRequest): Promise<DecommissionBrokerResponse> => {
+    const { controller } = await role.requireActive();
+    try {
+      await controller.queue.run(() =>
+        controller.brokers.setDecommissioned(request.brokerId, !request.cancel),
+      );
+    } catch (error) {
+      if (!(error instanceof SpoolError) || error.code !== 'BROKER_ID_NOT_REGISTERED') throw error;
+      return { error: protoError(error) };
+    }
+    return { error: undefined };
   };
 }

@@ -13,6 +13,7 @@ export function testBroker(brokerId: number, grpcPort: number, dataPort: number)
     ],
     brokerEpoch: 1n,
     state: 'ALIVE',
+    decommissioned: false,
   };
 }
 

@@ -176,6 +176,11 @@ export interface BrokerMetadata {
   brokerEpoch: bigint;
   /** "ALIVE" or "FENCED". */
   state: string;
+  /**
+   * Set by DecommissionBroker: no new replica is placed on the broker, and it may be removed
+   * once it holds none.
+   */
+  decommissioned: boolean;
 }
 
 function createBaseError(): Error {
@@ -1010,7 +1015,7 @@ export const TopicMetadata: MessageFns<TopicMetadata> = {
 };
 
 function createBaseBrokerMetadata(): BrokerMetadata {
-  return { brokerId: 0, rack: "", endpoints: [], brokerEpoch: 0n, state: "" };
+  return { brokerId: 0, rack: "", endpoints: [], brokerEpoch: 0n, state: "", decommissioned: false };
 }
 
 export const BrokerMetadata: MessageFns<BrokerMetadata> = {
@@ -1032,6 +1037,9 @@ export const BrokerMetadata: MessageFns<BrokerMetadata> = {
     }
     if (message.state !== "") {
       writer.uint32(42).string(message.state);
+    }
+    if (message.decommissioned !== false) {
+      writer.uint32(48).bool(message.decommissioned);
     }
     return writer;
   },
@@ -1089,6 +1097,14 @@ export const BrokerMetadata: MessageFns<BrokerMetadata> = {
             message.state = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.decommissioned = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1118,6 +1134,7 @@ export const BrokerMetadata: MessageFns<BrokerMetadata> = {
         ? BigInt(object.broker_epoch)
         : 0n,
       state: isSet(object.state) ? globalThis.String(object.state) : "",
+      decommissioned: isSet(object.decommissioned) ? globalThis.Boolean(object.decommissioned) : false,
     };
   },
 
@@ -1138,6 +1155,9 @@ export const BrokerMetadata: MessageFns<BrokerMetadata> = {
     if (message.state !== "") {
       obj.state = message.state;
     }
+    if (message.decommissioned !== false) {
+      obj.decommissioned = message.decommissioned;
+    }
     return obj;
   },
 
@@ -1153,6 +1173,7 @@ export const BrokerMetadata: MessageFns<BrokerMetadata> = {
       ? BigInt(object.brokerEpoch)
       : 0n;
     message.state = object.state ?? "";
+    message.decommissioned = object.decommissioned ?? false;
     return message;
   },
 };

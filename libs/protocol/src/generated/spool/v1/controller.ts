@@ -389,6 +389,16 @@ export interface OngoingPartitionReassignment {
   removingReplicas: number[];
 }
 
+export interface DecommissionBrokerRequest {
+  brokerId: number;
+  /** Clears the mark instead: the broker takes new replicas again. */
+  cancel: boolean;
+}
+
+export interface DecommissionBrokerResponse {
+  error: Error | undefined;
+}
+
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
   return { brokerId: 0, rack: "", endpoints: [], incarnationId: "" };
 }
@@ -5636,6 +5646,162 @@ export const OngoingPartitionReassignment: MessageFns<OngoingPartitionReassignme
   },
 };
 
+function createBaseDecommissionBrokerRequest(): DecommissionBrokerRequest {
+  return { brokerId: 0, cancel: false };
+}
+
+export const DecommissionBrokerRequest: MessageFns<DecommissionBrokerRequest> = {
+  encode(message: DecommissionBrokerRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.brokerId !== 0) {
+      writer.uint32(8).int32(message.brokerId);
+    }
+    if (message.cancel !== false) {
+      writer.uint32(16).bool(message.cancel);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecommissionBrokerRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDecommissionBrokerRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.cancel = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DecommissionBrokerRequest {
+    return {
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : 0,
+      cancel: isSet(object.cancel) ? globalThis.Boolean(object.cancel) : false,
+    };
+  },
+
+  toJSON(message: DecommissionBrokerRequest): unknown {
+    const obj: any = {};
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    if (message.cancel !== false) {
+      obj.cancel = message.cancel;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecommissionBrokerRequest>, I>>(base?: I): DecommissionBrokerRequest {
+    return DecommissionBrokerRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecommissionBrokerRequest>, I>>(object: I): DecommissionBrokerRequest {
+    const message = createBaseDecommissionBrokerRequest();
+    message.brokerId = object.brokerId ?? 0;
+    message.cancel = object.cancel ?? false;
+    return message;
+  },
+};
+
+function createBaseDecommissionBrokerResponse(): DecommissionBrokerResponse {
+  return { error: undefined };
+}
+
+export const DecommissionBrokerResponse: MessageFns<DecommissionBrokerResponse> = {
+  encode(message: DecommissionBrokerResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecommissionBrokerResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDecommissionBrokerResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DecommissionBrokerResponse {
+    return { error: isSet(object.error) ? Error.fromJSON(object.error) : undefined };
+  },
+
+  toJSON(message: DecommissionBrokerResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecommissionBrokerResponse>, I>>(base?: I): DecommissionBrokerResponse {
+    return DecommissionBrokerResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecommissionBrokerResponse>, I>>(object: I): DecommissionBrokerResponse {
+    const message = createBaseDecommissionBrokerResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    return message;
+  },
+};
+
 /**
  * The active controller owns cluster metadata: brokers, topics, partitions, leaders, ISR and
  * epochs. A standby answers every call with NOT_CONTROLLER and the active controller's address.
@@ -5861,6 +6027,21 @@ export const ControllerServiceService = {
     responseDeserialize: (value: Buffer): ListPartitionReassignmentsResponse =>
       ListPartitionReassignmentsResponse.decode(value),
   },
+  /**
+   * Marks a broker decommissioned (no new replicas are placed on it), or clears the mark. Moving
+   * its replicas off is a reassignment of their partitions (`spool broker decommission`).
+   */
+  decommissionBroker: {
+    path: "/spool.v1.ControllerService/DecommissionBroker" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DecommissionBrokerRequest): Buffer =>
+      Buffer.from(DecommissionBrokerRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecommissionBrokerRequest => DecommissionBrokerRequest.decode(value),
+    responseSerialize: (value: DecommissionBrokerResponse): Buffer =>
+      Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -5905,6 +6086,11 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
   alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
   /** The reassignments in progress (Kafka's ListPartitionReassignments). */
   listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
+  /**
+   * Marks a broker decommissioned (no new replicas are placed on it), or clears the mark. Moving
+   * its replicas off is a reassignment of their partitions (`spool broker decommission`).
+   */
+  decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -6194,6 +6380,25 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Marks a broker decommissioned (no new replicas are placed on it), or clears the mark. Moving
+   * its replicas off is a reassignment of their partitions (`spool broker decommission`).
+   */
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -30,6 +30,8 @@ import {
   CreatePartitionsResponse,
   CreateTopicsRequest,
   CreateTopicsResponse,
+  DecommissionBrokerRequest,
+  DecommissionBrokerResponse,
   DeleteTopicsRequest,
   DeleteTopicsResponse,
   DescribeClusterRequest,
@@ -1381,6 +1383,17 @@ export const GatewayServiceService = {
     responseDeserialize: (value: Buffer): ListPartitionReassignmentsResponse =>
       ListPartitionReassignmentsResponse.decode(value),
   },
+  decommissionBroker: {
+    path: "/spool.v1.GatewayService/DecommissionBroker" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DecommissionBrokerRequest): Buffer =>
+      Buffer.from(DecommissionBrokerRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecommissionBrokerRequest => DecommissionBrokerRequest.decode(value),
+    responseSerialize: (value: DecommissionBrokerResponse): Buffer =>
+      Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
+  },
   deleteRecords: {
     path: "/spool.v1.GatewayService/DeleteRecords" as const,
     requestStream: false as const,
@@ -1502,6 +1515,7 @@ export interface GatewayServiceServer extends UntypedServiceImplementation {
   describeCluster: handleUnaryCall<DescribeClusterRequest, DescribeClusterResponse>;
   alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
   listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
+  decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
   deleteRecords: handleUnaryCall<DeleteRecordsRequest, DeleteRecordsResponse>;
   consumerGroupHeartbeat: handleUnaryCall<ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse>;
   offsetCommit: handleUnaryCall<OffsetCommitRequest, OffsetCommitResponse>;
@@ -1730,6 +1744,21 @@ export interface GatewayServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPartitionReassignmentsResponse) => void,
+  ): ClientUnaryCall;
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  decommissionBroker(
+    request: DecommissionBrokerRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
   ): ClientUnaryCall;
   deleteRecords(
     request: DeleteRecordsRequest,
