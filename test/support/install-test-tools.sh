@@ -20,6 +20,8 @@
 #   go grpc plugins      grpcio-status from PyPI in a cached virtual environment, protoc-gen-go
 #                        and protoc-gen-go-grpc built like helm (google.golang.org/grpc itself
 #                        comes from the Go module proxy when the Go client is built)
+#   python               the Kafka listener's confluent-kafka test: confluent-kafka from PyPI (its
+#   confluent-kafka      wheel bundles librdkafka) in a cached virtual environment
 #   java, javac, mvn     the Kafka protocol codecs' byte-for-byte test runs Kafka's own serializers
 #   (default-jdk-headless, from the pinned kafka-clients jar (Maven Central, with Maven), compiled by
 #   maven)               ensure-kafka-message-codec.sh; Apache Kafka's tools and broker at the same
@@ -76,6 +78,7 @@ bash test/support/ensure-helm.sh >/dev/null
 bash test/support/ensure-k8s-strict.sh >/dev/null
 bash test/support/ensure-grpcurl.sh >/dev/null
 bash test/support/ensure-python-grpc.sh >/dev/null
+bash test/support/ensure-python-kafka.sh >/dev/null
 bash test/support/ensure-go-grpc-plugins.sh >/dev/null
 bash test/support/ensure-kafka-message-codec.sh >/dev/null
 bash test/support/ensure-kafka-tools.sh >/dev/null

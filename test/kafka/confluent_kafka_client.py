@@ -1,0 +1,126 @@
+"""confluent-kafka (librdkafka) against a Kafka listener, for test/kafka/confluent-kafka.spec.ts.
+
+Each command prints one JSON object on stdout and exits 0, or prints the error on stderr and
+exits 1. Every wait is bounded by --timeout seconds.
+
+  create-topic BOOTSTRAP TOPIC PARTITIONS REPLICATION
+      AdminClient.create_topics, then list_topics: {"partitions": N}
+  produce BOOTSTRAP TOPIC FROM TO
+      an idempotent producer (acks=all) sends key-<n>/value-<n> with headers origin=python and
+      index=<n> for n in [FROM, TO): {"delivered": [{"key", "partition", "offset"}, ...]}
+  consume BOOTSTRAP TOPIC GROUP COUNT
+      a group member (auto commit off, earliest when the group has no offset) reads COUNT
+      records, commits them synchronously and leaves:
+      {"records": [{"key", "value", "headers", "partition", "offset", "timestamp"}, ...]}
+"""
+
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TIMEOUT_SECONDS = 30
+
+
+def create_topic(bootstrap, topic, partitions, replication):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=int(partitions), replication_factor=int(replication))],
+        request_timeout=TIMEOUT_SECONDS,
+    )
+    futures[topic].result(timeout=TIMEOUT_SECONDS)
+    metadata = admin.list_topics(topic=topic, timeout=TIMEOUT_SECONDS)
+    listed = metadata.topics[topic]
+    if listed.error is not None:
+        raise KafkaException(listed.error)
+    return {"partitions": len(listed.partitions)}
+
+
+def produce(bootstrap, topic, first, end):
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
+    )
+    delivered = []
+    errors = []
+
+    def on_delivery(error, message):
+        if error is not None:
+            errors.append(str(error))
+        else:
+            delivered.append(
+                {
+                    "key": message.key().decode(),
+                    "partition": message.partition(),
+                    "offset": message.offset(),
+                }
+            )
+
+    for index in range(int(first), int(end)):
+        producer.produce(
+            topic,
+            key=f"key-{index}",
+            value=f"value-{index}",
+            headers=[("origin", b"python"), ("index", str(index).encode())],
+            on_delivery=on_delivery,
+        )
+    remaining = producer.flush(TIMEOUT_SECONDS)
+    if remaining != 0 or errors:
+        raise RuntimeError(f"{remaining} records undelivered, errors: {errors}")
+    return {"delivered": delivered}
+
+
+def consume(bootstrap, topic, group, count):
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    records = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        while len(records) < int(count):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {len(records)} of {count} records in {TIMEOUT_SECONDS} s")
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            records.append(
+                {
+                    "key": message.key().decode(),
+                    "value": message.value().decode(),
+                    "headers": [[name, value.decode()] for name, value in message.headers() or []],
+                    "partition": message.partition(),
+                    "offset": message.offset(),
+                    "timestamp": message.timestamp()[1],
+                }
+            )
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return {"records": records}
+
+
+COMMANDS = {"create-topic": create_topic, "produce": produce, "consume": consume}
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(f"usage: {sys.argv[0]} {'|'.join(COMMANDS)} ARGS...", file=sys.stderr)
+        sys.exit(2)
+    try:
+        print(json.dumps(COMMANDS[sys.argv[1]](*sys.argv[2:])))
+    except Exception as error:  # noqa: BLE001: every failure is reported the same way
+        print(f"{sys.argv[1]} failed: {type(error).__name__}: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
