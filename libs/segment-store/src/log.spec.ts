@@ -147,6 +147,28 @@ describe('Log append and read', () => {
     expect(log.logEndOffset).toBe(5n);
   });
 
+  it("takes a compacted leader's batches past a gap on a follower, and refuses a gap elsewhere", async () => {
+    const compact = { config: { cleanupPolicy: ['compact' as const] } };
+    const { log: source } = await openLog(compact);
+    source.append(batchOf(3, { keyed: true }), { leaderEpoch: 1, assignOffsets: true });
+    source.append(batchOf(2, { keyed: true }), { leaderEpoch: 1, assignOffsets: true });
+    const read = source.read(0n, 1 << 20);
+    const bytes = bytesOf(read.slices);
+    read.release();
+    // The first batch removed by a cleaner: the second starts at offset 3 on an empty follower.
+    const afterGap = bytes.subarray(bytes.readInt32BE(8) + 12);
+    const { log: follower } = await openLog(compact);
+    follower.append(Buffer.from(afterGap), { leaderEpoch: 1, assignOffsets: false });
+    expect(follower.logEndOffset).toBe(5n);
+    expect(recordsOf(follower.read(0n, 1 << 20).slices).map((record) => record.offset)).toEqual([
+      3n,
+      4n,
+    ]);
+    expect(() =>
+      follower.append(Buffer.from(afterGap), { leaderEpoch: 1, assignOffsets: false }),
+    ).toThrow(expect.objectContaining({ code: 'UNEXPECTED_APPEND_OFFSET' }));
+  });
+
   it('takes a follower append only where the log ends, with the leader offsets and epochs', async () => {
     const { log: source } = await openLog();
     source.append(batchOf(3), { leaderEpoch: 1, assignOffsets: true });

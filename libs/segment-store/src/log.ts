@@ -538,12 +538,17 @@ export class Log {
           setMaxTimestampAndLogAppendTime(records, position, BigInt(logAppendTimeMs));
       } else {
         const baseOffset = records.readBigInt64BE(position);
-        if (baseOffset !== nextOffset) {
+        // A compacted leader's log has gaps where the cleaner removed whole batches: a follower
+        // takes a batch past its end there, as Kafka's does (offsets only ascend). Elsewhere a
+        // gap means the logs diverged, and the follower truncates to find where.
+        const gapAllowed = baseOffset > nextOffset && this.config.cleanupPolicy.includes('compact');
+        if (baseOffset !== nextOffset && !gapAllowed) {
           throw new SegmentStoreError(
             'UNEXPECTED_APPEND_OFFSET',
             `follower append to ${this.directory} starts a batch at offset ${baseOffset} where ${nextOffset} was expected`,
           );
         }
+        nextOffset = baseOffset;
       }
       // The batch's base offset is nextOffset now, assigned or checked: no need to read it back.
       const batch = batchInfoFromHeader(records, position, position, nextOffset);
