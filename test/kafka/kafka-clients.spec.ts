@@ -7,7 +7,8 @@
 // 3 and read every record; a kcat group consumer commits, the SDK sees those commits as the
 // group's offsets, and the next kcat of the group resumes from them. Apache Kafka's own tools
 // (the Java client 4.4): kafka-topics creates and describes a topic, the console producer
-// (idempotent, acks=all) writes keyed records that the console consumer reads in a group. Bad input on raw
+// (idempotent, acks=all) writes keyed records that the console consumer reads in a group, and
+// kafka-consumer-groups describes the group's lag and resets its offsets, which the SDK sees. Bad input on raw
 // sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
 // not served) closes only that connection: the gateway stays up, serves the next client, and
 // nothing is written.
@@ -319,6 +320,33 @@ describe('Kafka clients against the gateway', () => {
     ]);
     expect(consumed.exitCode, consumed.stderr).toBe(0);
     expect(consumed.stdout.trim().split('\n').sort()).toEqual([...lines].sort());
+    const groupOf = ['--group', 'java-group'];
+    const describedGroup = await runKafkaTool('consumerGroups', [
+      ...server,
+      '--describe',
+      ...groupOf,
+    ]);
+    const lagRows = describedGroup.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('java-group '))
+      .map((line) => line.trim().split(/\s+/));
+    expect(lagRows, describedGroup.stdout + describedGroup.stderr).toHaveLength(6);
+    // GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG: everything read is committed.
+    expect(lagRows.map((row) => row[5])).toEqual(['0', '0', '0', '0', '0', '0']);
+    const reset = await runKafkaTool('consumerGroups', [
+      ...server,
+      ...['--reset-offsets', ...groupOf, '--topic', 'java', '--to-earliest', '--execute'],
+    ]);
+    expect(reset.exitCode, reset.stderr).toBe(0);
+    const offsets = await admin.fetchOffsets({ groupId: 'java-group', topics: ['java'] });
+    expect(offsets.flatMap((topic) => topic.partitions.map((entry) => entry.offset))).toEqual([
+      0n,
+      0n,
+      0n,
+      0n,
+      0n,
+      0n,
+    ]);
   });
 
   it('closes a connection on bad input, stays up and writes nothing', async () => {

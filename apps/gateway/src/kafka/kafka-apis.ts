@@ -14,6 +14,7 @@ import type { OffsetDependencies } from '../offset-handlers';
 import type { ProduceDependencies } from '../produce-handler';
 import { KafkaApiDispatcher } from './kafka-api-dispatcher';
 import { adminApis } from './kafka-admin';
+import { type GroupAdminCoordinators, groupAdminApis } from './kafka-group-admin';
 import { apiVersionsApi } from './kafka-api-versions';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
@@ -30,12 +31,13 @@ export interface KafkaApiDependencies {
   readonly produce: ProduceDependencies;
   readonly fetch: FetchDependencies;
   readonly offsets: OffsetDependencies;
-  readonly coordinators: OffsetCoordinators & {
-    readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
-    readonly consumerGroupHeartbeat: (
-      request: ConsumerGroupHeartbeatRequest,
-    ) => Promise<ConsumerGroupHeartbeatResponse>;
-  };
+  readonly coordinators: OffsetCoordinators &
+    GroupAdminCoordinators & {
+      readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
+      readonly consumerGroupHeartbeat: (
+        request: ConsumerGroupHeartbeatRequest,
+      ) => Promise<ConsumerGroupHeartbeatResponse>;
+    };
   readonly requestMetrics: RequestMetrics;
   readonly logger: Logger;
 }
@@ -58,5 +60,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(offsetCommitApi(view, classicMembers, coordinators));
   dispatcher.register(offsetFetchApi(view, coordinators));
   for (const api of adminApis(view)) dispatcher.register(api);
+  for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
   return dispatcher;
 }

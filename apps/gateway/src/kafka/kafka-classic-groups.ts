@@ -104,7 +104,7 @@ function subscribedTopicsOf(metadata: Buffer): string[] | undefined {
 }
 
 /** A ConsumerProtocolAssignment v0, which every client reads. */
-function assignmentBytesOf(
+export function assignmentBytesOf(
   partitions: ReadonlyArray<{ topic: string; partition: number }>,
 ): Buffer {
   const byTopic = new Map<string, number[]>();

@@ -1,0 +1,123 @@
+/**
+ * ListGroups and DescribeGroups, what kafka-consumer-groups --list and --describe ask, on the
+ * coordinators' consumer groups.
+ *
+ * 1. States are Kafka's classic names, which these APIs report: EMPTY is Empty, STABLE Stable,
+ *    ASSIGNING and RECONCILING PreparingRebalance (members are moving), DEAD Dead. Every group is
+ *    of protocol type "consumer" and, for ListGroups v5, of type "consumer".
+ * 2. A member's assignment is a ConsumerProtocolAssignment, as a classic group leader writes it;
+ *    its metadata is empty (the coordinator, not a leader, assigns).
+ */
+import {
+  type DescribeGroupsRequest,
+  type DescribeGroupsResponse,
+  type ListGroupsRequest,
+  type ListGroupsResponse,
+  defaultDescribeGroupsResponse,
+  defaultDescribeGroupsResponseDescribedGroup,
+  defaultListGroupsResponse,
+  readDescribeGroupsRequest,
+  readListGroupsRequest,
+  writeDescribeGroupsResponse,
+  writeListGroupsResponse,
+} from '@spool/kafka-protocol';
+import type {
+  DescribeGroupRequest,
+  DescribeGroupResponse,
+  ListGroupsRequest as SpoolListGroupsRequest,
+  ListGroupsResponse as SpoolListGroupsResponse,
+} from '@spool/protocol';
+import type { KafkaApi } from './kafka-api-dispatcher';
+import { assignmentBytesOf, classicErrorNumberOf } from './kafka-classic-groups';
+
+const ApiKey = { DescribeGroups: 15, ListGroups: 16 } as const;
+const consumerProtocolType = 'consumer';
+
+export interface GroupAdminCoordinators {
+  readonly listGroups: (request: SpoolListGroupsRequest) => Promise<SpoolListGroupsResponse>;
+  readonly describeGroup: (request: DescribeGroupRequest) => Promise<DescribeGroupResponse>;
+}
+
+/** Point 1. */
+export function classicStateOf(state: string): string {
+  switch (state) {
+    case 'EMPTY':
+      return 'Empty';
+    case 'STABLE':
+      return 'Stable';
+    case 'DEAD':
+      return 'Dead';
+    default:
+      return 'PreparingRebalance';
+  }
+}
+
+export function groupAdminApis(
+  coordinators: GroupAdminCoordinators,
+): Array<KafkaApi<never, never>> {
+  const listGroups: KafkaApi<ListGroupsRequest, ListGroupsResponse> = {
+    apiKey: ApiKey.ListGroups,
+    minVersion: 0,
+    maxVersion: 5,
+    read: readListGroupsRequest,
+    write: writeListGroupsResponse,
+    serve: async (request) => {
+      const answer = await coordinators.listGroups({});
+      const states = new Set(request.statesFilter.map((state) => state.toLowerCase()));
+      const types = new Set(request.typesFilter.map((type) => type.toLowerCase()));
+      return {
+        ...defaultListGroupsResponse(),
+        groups: answer.groups
+          .map((group) => ({
+            groupId: group.groupId,
+            protocolType: consumerProtocolType,
+            groupState: classicStateOf(group.state),
+            groupType: consumerProtocolType,
+          }))
+          .filter((group) => states.size === 0 || states.has(group.groupState.toLowerCase()))
+          .filter(() => types.size === 0 || types.has(consumerProtocolType)),
+      };
+    },
+  };
+
+  const describeGroups: KafkaApi<DescribeGroupsRequest, DescribeGroupsResponse> = {
+    apiKey: ApiKey.DescribeGroups,
+    minVersion: 0,
+    maxVersion: 6,
+    read: readDescribeGroupsRequest,
+    write: writeDescribeGroupsResponse,
+    serve: async (request) => ({
+      ...defaultDescribeGroupsResponse(),
+      groups: await Promise.all(
+        request.groups.map(async (groupId) => {
+          const answer = await coordinators.describeGroup({ groupId });
+          const base = { ...defaultDescribeGroupsResponseDescribedGroup(), groupId };
+          if (answer.error !== undefined) {
+            return {
+              ...base,
+              errorCode: classicErrorNumberOf(answer.error),
+              errorMessage: answer.error.message,
+            };
+          }
+          return {
+            ...base,
+            groupState: classicStateOf(answer.state),
+            protocolType: consumerProtocolType,
+            protocolData: answer.members.length > 0 ? 'range' : '',
+            // Point 2.
+            members: answer.members.map((member) => ({
+              memberId: member.memberId,
+              groupInstanceId: member.instanceId === '' ? null : member.instanceId,
+              clientId: '',
+              clientHost: '',
+              memberMetadata: Buffer.alloc(0),
+              memberAssignment: assignmentBytesOf(member.assignment),
+            })),
+          };
+        }),
+      ),
+    }),
+  };
+
+  return [listGroups, describeGroups] as unknown as Array<KafkaApi<never, never>>;
+}
