@@ -73,6 +73,7 @@ export function runSpool(
     cli,
     ...args,
     ...(options.gateway === false ? [] : ['--gateway', `localhost:${gatewayPort}`]),
+    ...(clientProperties === undefined ? [] : ['--command-config', clientProperties]),
     '--json',
   ];
   if (options.failureExitCodeOk !== true) return run(process.execPath, fullArgs);
@@ -122,8 +123,17 @@ export interface BenchCluster {
   stop(): Promise<void>;
 }
 
+/**
+ * --tls: the client.properties of the running secure cluster, given to every `spool` command
+ * (--command-config) while it runs; undefined for a plaintext cluster.
+ */
+let clientProperties: string | undefined;
+
 /** A fresh `spool dev` cluster in a temporary folder; stop() ends it and removes the folder. */
-export async function startCluster(nodes: number): Promise<BenchCluster> {
+export async function startCluster(
+  nodes: number,
+  options: { readonly tls?: boolean } = {},
+): Promise<BenchCluster> {
   const dataDirectory = mkdtempSync(path.join(tmpdir(), 'spool-bench-'));
   const child = spawn(
     process.execPath,
@@ -139,6 +149,7 @@ export async function startCluster(nodes: number): Promise<BenchCluster> {
       String(gatewayPort),
       '--kafka-port',
       String(kafkaPort),
+      ...(options.tls === true ? ['--secure'] : []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -163,6 +174,8 @@ export async function startCluster(nodes: number): Promise<BenchCluster> {
     });
     child.once('exit', (code) => reject(new Error(`spool dev exited (${code}):\n${output}`)));
   });
+  clientProperties =
+    options.tls === true ? path.join(dataDirectory, 'client.properties') : undefined;
   const description = JSON.parse(
     readFileSync(path.join(dataDirectory, 'cluster.json'), 'utf8'),
   ) as { processes: { role: string; id: number; pid: number }[] };
@@ -183,6 +196,7 @@ export async function startCluster(nodes: number): Promise<BenchCluster> {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGINT');
       await exited;
+      clientProperties = undefined;
       rmSync(dataDirectory, { recursive: true, force: true });
     },
   };

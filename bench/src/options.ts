@@ -5,6 +5,8 @@
  *   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
  *   --only LIST  scenarios to run, comma-separated: numbers 1-7, and `partitions`, which runs
  *                only when named
+ *   --tls        every cluster is `spool dev --secure` (TLS and mTLS on every port, the data
+ *                port on the copy path) and the load generators connect with its client.properties
  *   --help       this text
  */
 export const usage = `usage: npm run bench [-- --quick] [-- --scale F] [-- --only 2,3,partitions]
@@ -17,6 +19,7 @@ cluster, and writes bench/results/<date>.{json,md,svg}. Needs a build first
   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
   --only LIST  scenarios to run, comma-separated: 1-7, and partitions and records (run only
                when named)
+  --tls        clusters run spool dev --secure, clients use TLS with a client certificate
   --help       this text
 `;
 
@@ -38,6 +41,8 @@ export type ScenarioId = number | string;
 export interface BenchOptions {
   readonly help: boolean;
   readonly quick: boolean;
+  /** tls: clusters started with `spool dev --secure`, clients over TLS. */
+  readonly tls: boolean;
   /** Undefined: every numbered scenario. */
   readonly only: ReadonlySet<ScenarioId> | undefined;
   readonly counts: Counts;
@@ -66,7 +71,7 @@ const fullCounts: Counts = {
 };
 
 const flagsWithValue = new Set(['--only', '--scale']);
-const flags = new Set(['--quick', '--help', ...flagsWithValue]);
+const flags = new Set(['--quick', '--help', '--tls', ...flagsWithValue]);
 
 /** Throws an Error naming the flag and value at fault. */
 export function parseOptions(argv: readonly string[]): BenchOptions {
@@ -102,7 +107,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   for (const key of Object.keys(counts) as (keyof Counts)[]) {
     counts[key] = Math.max(1, Math.round(counts[key] * scale));
   }
-  return { help: argv.includes('--help'), quick, only, counts };
+  return { help: argv.includes('--help'), quick, tls: argv.includes('--tls'), only, counts };
 }
 
 export function isWanted(options: BenchOptions, scenario: ScenarioId): boolean {

@@ -52,7 +52,9 @@ async function runScenarios(options: BenchOptions): Promise<void> {
   writeReport({
     startedAt,
     quick: options.quick,
-    machine: `${cpus} CPUs, node ${process.version}, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} at the end`,
+    machine:
+      `${cpus} CPUs, node ${process.version}, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} at the end` +
+      (options.tls ? ', TLS and mTLS on every port (--tls: spool dev --secure)' : ', plaintext'),
     results,
     memory,
     ...(partitions === undefined ? {} : { partitions }),

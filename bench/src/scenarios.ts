@@ -127,7 +127,7 @@ export async function singleNodeGroup(
   memory: ClusterMemory[],
 ): Promise<void> {
   const { counts } = options;
-  const cluster = await startCluster(1);
+  const cluster = await startCluster(1, { tls: options.tls });
   try {
     if (isWanted(options, 2)) {
       // Broker cost per GB at two batch sizes: it must not grow with the records per batch.
@@ -230,7 +230,7 @@ export async function threeNodeGroup(
   memory: ClusterMemory[],
 ): Promise<ScenarioResult | undefined> {
   const { counts } = options;
-  const cluster = await startCluster(3);
+  const cluster = await startCluster(3, { tls: options.tls });
   try {
     const replicated = ['--partitions', '1', '--replication-factor', '3', '--acks', 'all'];
     let maximum: ScenarioResult | undefined;
@@ -289,7 +289,7 @@ export async function endToEndGroup(
   memory: ClusterMemory[],
 ): Promise<void> {
   const { counts } = options;
-  const cluster = await startCluster(3);
+  const cluster = await startCluster(3, { tls: options.tls });
   try {
     const rate = Math.max(1, Math.floor(maximum.recordsPerSec / 2));
     results.push(

@@ -62,7 +62,7 @@ export async function runBenchCommand(context: CommandContext): Promise<number> 
       case 'e2e':
         result = await benchEndToEnd(
           spool,
-          parsed.global.gateway,
+          { gateway: parsed.global.gateway, ssl: parsed.global.ssl },
           settings,
           tally,
           producerSettings(settings),

@@ -10,12 +10,14 @@
  *   byte  8     0 or 1      1 for a warm-up record (sent and consumed, not measured)
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { Spool } from '@spool/client';
+import { Spool, type SpoolConfig } from '@spool/client';
 import { BenchClock } from './bench-clock';
 
 /** What the producing thread hands over. */
 export interface EndToEndConsumerInput {
   readonly gateway: string;
+  /** TLS as the producing thread connects (--command-config); PEM contents cross to the worker. */
+  readonly ssl: SpoolConfig['ssl'];
   readonly topic: string;
   /** Where each partition's log ended before the first send: every record past it is ours. */
   readonly assignments: readonly { readonly partition: number; readonly offset: bigint }[];
@@ -49,7 +51,12 @@ export const endToEndValueBytesMin = warmupFlagPosition + 1;
 async function consume(input: EndToEndConsumerInput): Promise<void> {
   const port = parentPort!;
   const clock = new BenchClock(input.producerClockOffsetMs);
-  const spool = new Spool({ brokers: [input.gateway], clientId: 'spool-cli', logLevel: 'silent' });
+  const spool = new Spool({
+    brokers: [input.gateway],
+    clientId: 'spool-cli',
+    logLevel: 'silent',
+    ...(input.ssl === undefined ? {} : { ssl: input.ssl }),
+  });
   const consumer = spool.consumer({ autoOffsetReset: 'latest' });
   let consumed = 0;
   try {

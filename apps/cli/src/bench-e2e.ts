@@ -15,7 +15,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import * as path from 'node:path';
-import type { Spool } from '@spool/client';
+import type { Spool, SpoolConfig } from '@spool/client';
 import type { BenchSettings } from './bench-options';
 import { produceAll, produceWork, Throttle } from './bench-produce';
 import { BenchClock } from './bench-clock';
@@ -31,7 +31,7 @@ const recordWaitMsMax = 30_000;
 
 export async function benchEndToEnd(
   spool: Spool,
-  gateway: string,
+  connection: { readonly gateway: string; readonly ssl: SpoolConfig['ssl'] },
   settings: BenchSettings,
   tally: BenchTally,
   producerSettings: BenchResult['settings'],
@@ -51,7 +51,7 @@ export async function benchEndToEnd(
   }
   const clockOffsetMs = BenchClock.offsetMs();
   const consumer = startConsumer({
-    gateway,
+    ...connection,
     topic: settings.topic,
     assignments,
     records: totalRecords,

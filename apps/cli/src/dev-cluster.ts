@@ -3,7 +3,12 @@ import { formatCommandHelp, wantsHelp } from './command-help';
 import type { CommandContext } from './commands';
 import { devHelp, parseDevOptions, type DevOptions } from './dev-options';
 import { describeOutOfSync, waitUntilInSync } from './dev-readiness';
-import { devClientSsl, prepareDevCertificates, writeClientProperties } from './dev-security';
+import {
+  clientGatewayAddress,
+  devClientSsl,
+  prepareDevCertificates,
+  writeClientProperties,
+} from './dev-security';
 import { DevSupervisor } from './dev-supervisor';
 
 /**
@@ -139,10 +144,12 @@ class DevRun {
   /** Prints "ready" once every partition is in sync, or what is not after the timeout. */
   private async reportReadiness(): Promise<void> {
     const clientProperties = this.options.secure
-      ? writeClientProperties(this.options.dataDirectory, this.supervisor.gatewayAddress)
+      ? writeClientProperties(this.options.dataDirectory, this.supervisor.gatewayPort)
       : undefined;
     const outcome = await waitUntilInSync({
-      gatewayAddress: this.supervisor.gatewayAddress,
+      gatewayAddress: this.options.secure
+        ? clientGatewayAddress(this.supervisor.gatewayPort)
+        : this.supervisor.gatewayAddress,
       ...(this.options.secure ? { ssl: devClientSsl(this.options.dataDirectory) } : {}),
       brokerIds: Array.from({ length: this.options.storageNodeCount }, (_, id) => id),
       timeoutMs: readinessTimeoutMs,

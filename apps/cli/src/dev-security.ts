@@ -60,8 +60,17 @@ export function devClientSsl(dataDirectory: string): SpoolSslOptions {
   };
 }
 
+/**
+ * The gateway as TLS clients name it: by its DNS name, which the certificate holds too, since
+ * grpc-js sends the target's host as the TLS server name and an IP address there is deprecated
+ * (RFC 6066, Node's DEP0123 warning on every command).
+ */
+export function clientGatewayAddress(gatewayPort: number): string {
+  return `localhost:${gatewayPort}`;
+}
+
 /** Writes client.properties whole or not at all. */
-export function writeClientProperties(dataDirectory: string, gatewayAddress: string): string {
+export function writeClientProperties(dataDirectory: string, gatewayPort: number): string {
   const files = developmentCertificateFiles(tlsDirectoryOf(dataDirectory));
   const keystore = path.join(files.directory, 'client-keystore.pem');
   // Java's PEM key store holds the key and its certificate chain in one file.
@@ -73,7 +82,7 @@ export function writeClientProperties(dataDirectory: string, gatewayAddress: str
   const lines = [
     '# Written by spool dev --secure: how a client reaches this cluster.',
     '# spool --command-config <this file> ...; new Spool(readClientProperties(<this file>)) in the SDK.',
-    `spool.gateway=${gatewayAddress}`,
+    `spool.gateway=${clientGatewayAddress(gatewayPort)}`,
     'security.protocol=SSL',
     '# librdkafka (kcat, confluent-kafka) and this SDK',
     `ssl.ca.location=${files.caFile}`,

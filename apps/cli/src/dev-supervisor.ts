@@ -57,7 +57,13 @@ export class DevSupervisor {
   }
 
   get gatewayAddress(): string {
-    return `127.0.0.1:${this.processOf('gateway').ports?.grpc}`;
+    return `127.0.0.1:${this.gatewayPort}`;
+  }
+
+  get gatewayPort(): number {
+    const ports = this.processOf('gateway').ports;
+    assert(ports !== undefined, 'the gateway started before anyone asks where it is');
+    return ports.grpc;
   }
 
   /** Where Kafka clients bootstrap: the gateway's Kafka listener. */

@@ -11,6 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -31,6 +32,17 @@ export interface EtcdTestOptions {
   readonly etcdPath?: string;
   /** startTimeoutMs: bound on waiting for every member to answer healthy. */
   readonly startTimeoutMs?: number;
+  /**
+   * tls: client URLs are https with this certificate (etcd's --cert-file, --key-file), and
+   * clients must present a certificate from caFile (--client-cert-auth, --trusted-ca-file).
+   */
+  readonly tls?: EtcdTestTls;
+}
+
+export interface EtcdTestTls {
+  readonly certificateFile: string;
+  readonly keyFile: string;
+  readonly caFile: string;
 }
 
 export interface EtcdTestMember {
@@ -73,7 +85,7 @@ export async function startEtcdCluster(
   const startTimeoutMs = options.startTimeoutMs ?? etcdStartTimeoutMsDefault;
   for (let attempt = 1; ; attempt++) {
     const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-etcd-'));
-    const members = await createMembers(size, dataRoot, etcdPath, startTimeoutMs);
+    const members = await createMembers(size, dataRoot, etcdPath, startTimeoutMs, options.tls);
     try {
       for (const member of members) member.spawnProcess();
       await Promise.all(members.map((member) => member.waitUntilHealthy()));
@@ -130,6 +142,7 @@ class TestMember implements EtcdTestMember {
     private readonly etcdPath: string,
     private readonly initialCluster: string,
     private readonly startTimeoutMs: number,
+    private readonly tls: EtcdTestTls | undefined,
   ) {}
 
   get pid(): number | undefined {
@@ -164,6 +177,14 @@ class TestMember implements EtcdTestMember {
         '--election-timeout=500',
         '--logger=zap',
         '--log-level=warn',
+        ...(this.tls === undefined
+          ? []
+          : [
+              `--cert-file=${this.tls.certificateFile}`,
+              `--key-file=${this.tls.keyFile}`,
+              `--trusted-ca-file=${this.tls.caFile}`,
+              '--client-cert-auth',
+            ]),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -201,7 +222,7 @@ class TestMember implements EtcdTestMember {
       if (exited || this.child !== child) {
         throw new Error(`etcd member ${this.name} exited while starting:\n${this.log}`);
       }
-      if (await isHealthy(this.clientUrl)) return;
+      if (await isHealthy(this.clientUrl, this.tls)) return;
       await new Promise((resolve) => setTimeout(resolve, healthPollIntervalMs));
     }
     throw new Error(
@@ -226,6 +247,7 @@ async function createMembers(
   dataRoot: string,
   etcdPath: string,
   startTimeoutMs: number,
+  tls: EtcdTestTls | undefined,
 ): Promise<TestMember[]> {
   const ports = await freeLoopbackPorts(size * 2);
   const names = Array.from({ length: size }, (_, index) => `member-${index}`);
@@ -235,12 +257,13 @@ async function createMembers(
     (name, index) =>
       new TestMember(
         name,
-        `http://127.0.0.1:${ports[index * 2]}`,
+        `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${ports[index * 2]}`,
         peerUrls[index]!,
         path.join(dataRoot, name),
         etcdPath,
         initialCluster,
         startTimeoutMs,
+        tls,
       ),
   );
 }
@@ -267,11 +290,21 @@ async function freeLoopbackPorts(count: number): Promise<number[]> {
   }
 }
 
-function isHealthy(clientUrl: string): Promise<boolean> {
+function isHealthy(clientUrl: string, tls: EtcdTestTls | undefined): Promise<boolean> {
   return new Promise((resolve) => {
-    const request = http.get(
+    const get = tls === undefined ? http.get : https.get;
+    const request = get(
       `${clientUrl}/health`,
-      { timeout: healthRequestTimeoutMs },
+      {
+        timeout: healthRequestTimeoutMs,
+        ...(tls === undefined
+          ? {}
+          : {
+              ca: fs.readFileSync(tls.caFile),
+              cert: fs.readFileSync(tls.certificateFile),
+              key: fs.readFileSync(tls.keyFile),
+            }),
+      },
       (response) => {
         let body = '';
         response.setEncoding('utf8');

@@ -8,4 +8,5 @@ export {
   type EtcdTestCluster,
   type EtcdTestMember,
   type EtcdTestOptions,
+  type EtcdTestTls,
 } from './etcd-test-server';
