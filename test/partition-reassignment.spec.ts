@@ -6,7 +6,8 @@
 // a broker that is down stays in progress and is cancelled back to the original replicas. A bad
 // plan is refused naming its entry. `spool broker decommission` under the producer empties a
 // broker (internal topics included) until `spool cluster status` shows it REMOVABLE, nothing
-// acknowledged is lost, and new topics are not placed on it. The active controller SIGKILLed midway: the standby reads the
+// acknowledged is lost, and new topics are not placed on it. A new replica catches up within
+// follower.replication.throttled.rate (its metrics count the bytes moved and the throttling). The active controller SIGKILLed midway: the standby reads the
 // move from the store and completes it once the new replica catches up.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -330,6 +331,45 @@ describe('partition reassignment', () => {
     expect(cancelled.exitCode, cancelled.stderr).toBe(0);
     expect((await status()).brokers.find((broker) => broker.id === 3)!.decommission).toBe('none');
   }, 120_000);
+
+  it('holds a catching-up replica to follower.replication.throttled.rate', async () => {
+    const rateBytesPerSecond = 256 * 1024;
+    const node = await storage.startNode(4, {
+      extraArgs: ['--follower-replication-throttled-rate', String(rateBytesPerSecond)],
+    });
+    await admin.createTopics({
+      topics: [{ topic: 'throttled', numPartitions: 1, replicationFactor: 1 }],
+    });
+    const producer = spool.producer({ acks: 'all', lingerMs: 0 });
+    try {
+      for (let batch = 0; batch < 8; batch++) {
+        await producer.send({
+          topic: 'throttled',
+          messages: Array.from({ length: 16 }, () => ({ value: Buffer.alloc(8 * 1024, batch) })),
+        });
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    const movedBytes = 8 * 16 * 8 * 1024;
+    const planFile = writePlan('throttled.json', [
+      { topic: 'throttled', partition: 0, replicas: [4] },
+    ]);
+    const startedMs = Date.now();
+    expect((await reassign('--execute', '--plan', planFile)).exitCode).toBe(0);
+    await vi.waitFor(
+      async () => expect((await reassign('--verify', '--plan', planFile)).exitCode).toBe(0),
+      { timeout: 40_000, interval: 250 },
+    );
+    // One second of the rate may go at once; the rest needs the rate's time at least.
+    const floorMs = ((movedBytes - rateBytesPerSecond) / rateBytesPerSecond) * 1_000;
+    expect(Date.now() - startedMs).toBeGreaterThanOrEqual(floorMs);
+    const metrics = await (await fetch(`http://127.0.0.1:${node.metricsPort}/metrics`)).text();
+    const counter = (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? -1);
+    expect(counter('spool_reassignment_bytes_in_total')).toBeGreaterThanOrEqual(movedBytes);
+    expect(counter('spool_reassignment_throttled_total')).toBeGreaterThan(0);
+  }, 90_000);
 
   it('completes a move after the active controller is killed midway', async () => {
     await storage.stopNode(3);

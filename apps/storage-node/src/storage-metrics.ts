@@ -25,6 +25,8 @@ export class StorageMetrics {
   readonly recoverySegmentsScanned: Counter;
   readonly isrShrinks: Counter;
   readonly isrExpands: Counter;
+  readonly reassignmentBytesIn: Counter;
+  readonly reassignmentThrottled: Counter;
   readonly recoveryBytesTruncated: Counter;
   readonly corruptBatchesFound: Counter;
 
@@ -84,6 +86,20 @@ export class StorageMetrics {
     this.isrShrinks = new Counter({
       name: 'spool_isr_shrinks_total',
       help: 'ISR shrinks made by this node as leader (a follower fell behind).',
+      registers: [registry],
+    });
+    this.reassignmentBytesIn = new Counter({
+      name: 'spool_reassignment_bytes_in_total',
+      help:
+        "Bytes fetched into replicas a reassignment adds to this node (Kafka's " +
+        'ReassignmentBytesInPerSec): the data moved by reassignments.',
+      registers: [registry],
+    });
+    this.reassignmentThrottled = new Counter({
+      name: 'spool_reassignment_throttled_total',
+      help:
+        'Times a catching-up replica waited for follower.replication.throttled.rate: how often ' +
+        'the reassignment throttle was in effect.',
       registers: [registry],
     });
     this.isrExpands = new Counter({

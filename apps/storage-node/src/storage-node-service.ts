@@ -157,6 +157,15 @@ export const storageNodeSettings = {
     description:
       "How long a follower's fetch waits at the leader for data (replica.fetch.wait.max.ms).",
   },
+  followerReplicationThrottledRate: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    description:
+      'Bytes per second this node fetches for replicas a reassignment adds to it ' +
+      '(follower.replication.throttled.rate); 0: unthrottled.',
+  },
   replicaSyncReadinessTimeoutMs: {
     type: 'integer',
     default: 300_000,

@@ -38,6 +38,7 @@ import {
 import { recordBatchSizeBytes } from '@spool/record-batch';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
+import type { ReplicationThrottle } from './replication-throttle';
 
 export interface ReplicaFetcherOptions {
   readonly brokerId: number;
@@ -50,6 +51,15 @@ export interface ReplicaFetcherOptions {
   readonly beforeLogAppend?: () => void;
   /** TLS to leaders' data ports (security.protocol=SSL); plaintext without it. */
   readonly transportSecurity?: TransportSecurity | undefined;
+  /**
+   * The node's reassignment throttle: partitions this node is being added to (a reassignment's
+   * catching-up replicas) fetch within its rate. None: unthrottled.
+   */
+  readonly throttle?: ReplicationThrottle;
+  /** Bytes appended to replicas being added (Kafka's ReassignmentBytesInPerSec). */
+  readonly onReassignmentBytes?: (bytes: number) => void;
+  /** A throttled partition was left out of fetches for a while. */
+  readonly onThrottled?: () => void;
 }
 
 type FetchState = 'truncating' | 'fetching';
@@ -203,6 +213,27 @@ export class ReplicaFetcher {
       this.backingOff.delete(followed);
       if (followed.state === 'fetching') this.changed.add(followed);
     }
+  }
+
+  /** Whether this node is one of the partition's adding replicas (a reassignment's new one). */
+  private isBeingAdded(followed: FollowedPartition): boolean {
+    const { topic, partition } = followed.replica;
+    const metadata = this.options.metadata.partition(topic, partition);
+    return metadata?.addingReplicas.includes(this.options.brokerId) === true;
+  }
+
+  /**
+   * A partition being added waits out the throttle's delay while the node is over its rate: it
+   * leaves the session (the leader stops sending it) until then. Returns whether it waits.
+   */
+  private throttleIfOverQuota(followed: FollowedPartition): boolean {
+    const throttle = this.options.throttle;
+    if (throttle === undefined || !throttle.enabled || this.backingOff.has(followed)) return false;
+    const delayMs = throttle.delayMs();
+    if (delayMs === 0 || !this.isBeingAdded(followed)) return false;
+    this.backOff(followed, delayMs);
+    this.options.onThrottled?.();
+    return true;
   }
 
   private backOff(followed: FollowedPartition, delayMs: number): void {
@@ -389,6 +420,7 @@ export class ReplicaFetcher {
     const budget = new RequestBudget();
     for (const followed of this.partitions.values()) {
       if (followed.state !== 'fetching' || this.backingOff.has(followed)) continue;
+      if (this.throttleIfOverQuota(followed)) continue;
       if (!budget.take(followed.replica.topic)) break;
       ready.push({ followed, position: positionOf(followed.replica) });
     }
@@ -400,6 +432,7 @@ export class ReplicaFetcher {
     const sending: Array<{ followed: FollowedPartition; position: SentPosition }> = [];
     const budget = new RequestBudget();
     for (const followed of [...this.changed]) {
+      if (this.throttleIfOverQuota(followed)) continue;
       const position = positionOf(followed.replica);
       if (followed.sent !== undefined && samePosition(followed.sent, position)) {
         this.changed.delete(followed);
@@ -455,8 +488,14 @@ export class ReplicaFetcher {
       }
       replica.wake();
       this.changed.add(followed);
+      if (this.isBeingAdded(followed)) {
+        const bytes = answer.records.length;
+        this.options.onReassignmentBytes?.(bytes);
+        this.options.throttle?.record(bytes);
+      }
     }
     replica.updateHighWatermarkAsFollower(answer.highWatermark);
+    this.throttleIfOverQuota(followed);
     if (answer.logStartOffset > log.logStartOffset && answer.logStartOffset <= log.logEndOffset) {
       log.deleteRecordsBefore(answer.logStartOffset);
       this.changed.add(followed);

@@ -13,6 +13,7 @@ import type { StorageMetrics } from '../storage-metrics';
 import type { storageNodeSettings } from '../storage-node-service';
 import { IsrManager } from './isr-manager';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
+import { ReplicationThrottle } from './replication-throttle';
 import type { ReplicaManager } from './replica-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
 import type { ReplicationRoles } from './replication-roles';
@@ -63,6 +64,9 @@ export function startReplication(
     metadata,
     beforeLogAppend: options.beforeLogAppend,
     transportSecurity: context.transportSecurity,
+    throttle: new ReplicationThrottle(config.followerReplicationThrottledRate),
+    onReassignmentBytes: (bytes) => storageMetrics.reassignmentBytesIn.inc(bytes),
+    onThrottled: () => storageMetrics.reassignmentThrottled.inc(),
   });
   replication.isr = new IsrManager({
     brokerId,
