@@ -4,7 +4,8 @@
 // timestamp) are read by the SDK at the offsets KafkaJS was told, and records the SDK produced
 // are read by kcat with the same key, value, headers, timestamp and offset. Groups (the classic
 // protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and
-// 3 and read every record; a kcat group consumer commits, the SDK sees those commits as the
+// 3 and read every record; a KafkaJS consumer and an SDK consumer share one group, 3 partitions
+// each; a kcat group consumer commits, the SDK sees those commits as the
 // group's offsets, and the next kcat of the group resumes from them. Apache Kafka's own tools
 // (the Java client 4.4): kafka-topics creates and describes a topic, the console producer
 // (idempotent, acks=all) writes keyed records that the console consumer reads in a group, and
@@ -22,6 +23,9 @@ import { runKafkaTool } from '../support/kafka-tools';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
 
 const partitionCount = 6;
+const specTopics = [
+  ...['kcat', 'from-kafkajs', 'from-sdk', 'bad-input', 'groups', 'kcat-group', 'mixed'],
+] as const;
 const kcatTimeoutMs = 20_000;
 
 let dev: SpoolDevProcess | undefined;
@@ -123,15 +127,30 @@ beforeAll(async () => {
   spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'kafka-clients-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
   await admin.createTopics({
-    topics: ['kcat', 'from-kafkajs', 'from-sdk', 'bad-input', 'groups', 'kcat-group'].map(
-      (topic) => ({
-        topic,
-        numPartitions: partitionCount,
-        replicationFactor: 3,
-      }),
-    ),
+    topics: specTopics.map((topic) => ({
+      topic,
+      numPartitions: partitionCount,
+      replicationFactor: 3,
+    })),
   });
+  await waitForTopics(specTopics);
 });
+
+/** Every topic of the spec, with a leader for each partition in the gateway's Metadata. */
+async function waitForTopics(topics: readonly string[]): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const listing = await kcat(['-L']);
+      for (const topic of topics) {
+        expect(listing).toContain(`topic "${topic}" with ${partitionCount} partitions:`);
+      }
+      expect(listing.match(/, leader 0,/g)?.length ?? 0).toBeGreaterThanOrEqual(
+        topics.length * partitionCount,
+      );
+    },
+    { timeout: 30_000, interval: 200 },
+  );
+}
 
 afterAll(async () => {
   try {
@@ -272,6 +291,46 @@ describe('Kafka clients against the gateway', () => {
       );
     } finally {
       await Promise.all(consumers.map((consumer) => consumer.disconnect()));
+    }
+  });
+
+  it('a KafkaJS consumer and an SDK consumer share one group and split its partitions', async () => {
+    const kafkajs = new Kafka({
+      brokers: [bootstrap],
+      clientId: 'mixed-spec',
+      logLevel: logLevel.NOTHING,
+    }).consumer({
+      groupId: 'mixed-group',
+      sessionTimeout: 10_000,
+      heartbeatInterval: 500,
+      maxWaitTimeInMs: 200,
+    });
+    const sdk = spool.consumer({ groupId: 'mixed-group', requestTimeoutMs: 5_000 });
+    let kafkajsPartitions: number[] = [];
+    kafkajs.on(kafkajs.events.GROUP_JOIN, (event) => {
+      kafkajsPartitions = [...(event.payload.memberAssignment['mixed'] ?? [])].sort();
+    });
+    try {
+      await kafkajs.connect();
+      await kafkajs.subscribe({ topic: 'mixed', fromBeginning: true });
+      await kafkajs.run({ eachMessage: async () => {} });
+      await sdk.subscribe({ topic: 'mixed', fromBeginning: true });
+      await sdk.run({ eachMessage: async () => {} });
+      await vi.waitFor(
+        () => {
+          const sdkPartitions = sdk
+            .assignment()
+            .map((entry) => entry.partition)
+            .sort();
+          expect([kafkajsPartitions.length, sdkPartitions.length]).toEqual([3, 3]);
+          expect([...kafkajsPartitions, ...sdkPartitions].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      const group = await admin.describeGroup('mixed-group');
+      expect(group.members).toHaveLength(2);
+    } finally {
+      await Promise.all([kafkajs.disconnect(), sdk.disconnect()]);
     }
   });
 
