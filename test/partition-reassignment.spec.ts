@@ -7,7 +7,9 @@
 // plan is refused naming its entry. `spool broker decommission` under the producer empties a
 // broker (internal topics included) until `spool cluster status` shows it REMOVABLE, nothing
 // acknowledged is lost, and new topics are not placed on it. A new replica catches up within
-// follower.replication.throttled.rate (its metrics count the bytes moved and the throttling). The active controller SIGKILLed midway: the standby reads the
+// follower.replication.throttled.rate (its metrics count the bytes moved and the throttling); one
+// SIGKILLed while it catches up resumes after its restart and the move completes with every
+// record. The active controller SIGKILLed midway: the standby reads the
 // move from the store and completes it once the new replica catches up.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -369,6 +371,53 @@ describe('partition reassignment', () => {
       Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? -1);
     expect(counter('spool_reassignment_bytes_in_total')).toBeGreaterThanOrEqual(movedBytes);
     expect(counter('spool_reassignment_throttled_total')).toBeGreaterThan(0);
+  }, 90_000);
+
+  it('completes a move whose new replica is killed while it catches up', async () => {
+    const throttleArgs = ['--follower-replication-throttled-rate', String(256 * 1024)];
+    await admin.createTopics({
+      topics: [{ topic: 'restarted', numPartitions: 1, replicationFactor: 1 }],
+    });
+    // The throttled broker 4 must be the one catching up: the empty partition moves off it first.
+    if ((await partitionOf('restarted', 0)).replicas[0] === 4) {
+      const away = writePlan('away.json', [{ topic: 'restarted', partition: 0, replicas: [0] }]);
+      expect((await reassign('--execute', '--plan', away)).exitCode).toBe(0);
+      await vi.waitFor(
+        async () => expect((await reassign('--verify', '--plan', away)).exitCode).toBe(0),
+        { timeout: 20_000, interval: 250 },
+      );
+    }
+    const target = 4;
+    const values = new Set<string>();
+    const producer = spool.producer({ acks: 'all', lingerMs: 0 });
+    try {
+      for (let batch = 0; batch < 8; batch++) {
+        const messages = Array.from({ length: 16 }, (_, index) => {
+          const value = `${batch}-${index}-`.padEnd(8 * 1024, 'x');
+          values.add(value);
+          return { value };
+        });
+        await producer.send({ topic: 'restarted', messages });
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    const planFile = writePlan('restarted.json', [
+      { topic: 'restarted', partition: 0, replicas: [target] },
+    ]);
+    expect((await reassign('--execute', '--plan', planFile)).exitCode).toBe(0);
+    // Killed once it holds part of the log, well before the throttle lets it finish.
+    const folder = path.join(storage.dataDirOf(target), 'restarted-0');
+    await vi.waitFor(() => expect(existsSync(folder)).toBe(true), { timeout: 10_000 });
+    expect((await reassign('--verify', '--plan', planFile)).exitCode).toBe(1);
+    await storage.stopNode(target, 'SIGKILL');
+    await storage.startNode(target, { extraArgs: throttleArgs });
+    await vi.waitFor(
+      async () => expect((await reassign('--verify', '--plan', planFile)).exitCode).toBe(0),
+      { timeout: 40_000, interval: 250 },
+    );
+    const consumed = await consumeValues('restarted', values);
+    expect([...values].filter((value) => !consumed.has(value))).toEqual([]);
   }, 90_000);
 
   it('completes a move after the active controller is killed midway', async () => {
