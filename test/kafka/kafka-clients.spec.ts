@@ -9,7 +9,8 @@
 // group's offsets, and the next kcat of the group resumes from them. Apache Kafka's own tools
 // (the Java client 4.4): kafka-topics creates and describes a topic, the console producer
 // (idempotent, acks=all) writes keyed records that the console consumer reads in a group, and
-// kafka-consumer-groups describes the group's lag and resets its offsets, which the SDK sees. Bad input on raw
+// kafka-consumer-groups describes the group's lag and resets its offsets, which the SDK sees.
+// The KafkaJS admin creates a topic, grows it and deletes records below an offset. Bad input on raw
 // sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
 // not served) closes only that connection: the gateway stays up, serves the next client, and
 // nothing is written.
@@ -406,6 +407,38 @@ describe('Kafka clients against the gateway', () => {
       0n,
       0n,
     ]);
+  });
+
+  it('the KafkaJS admin grows a topic and deletes records below an offset', async () => {
+    const kafkaAdmin = new Kafka({
+      brokers: [bootstrap],
+      clientId: 'admin-spec',
+      logLevel: logLevel.NOTHING,
+    }).admin();
+    await kafkaAdmin.connect();
+    try {
+      expect(
+        await kafkaAdmin.createTopics({
+          topics: [{ topic: 'admin', numPartitions: 2, replicationFactor: 3 }],
+        }),
+      ).toBe(true);
+      await kafkaAdmin.createPartitions({ topicPartitions: [{ topic: 'admin', count: 4 }] });
+      await vi.waitFor(async () => expect(await endOffsets('admin')).toHaveLength(4), {
+        timeout: 10_000,
+        interval: 100,
+      });
+      const lines = Array.from({ length: 10 }, (_, index) => `value-${index}`);
+      await kcat(['-P', '-t', 'admin', '-p', '0'], `${lines.join('\n')}\n`);
+      await kafkaAdmin.deleteTopicRecords({
+        topic: 'admin',
+        partitions: [{ partition: 0, offset: '4' }],
+      });
+      const offsets = await admin.fetchTopicOffsets('admin');
+      const first = offsets.find((entry) => entry.partition === 0)!;
+      expect([String(first.low), String(first.high)]).toEqual(['4', '10']);
+    } finally {
+      await kafkaAdmin.disconnect();
+    }
   });
 
   it('closes a connection on bad input, stays up and writes nothing', async () => {

@@ -14,6 +14,7 @@ import type { OffsetDependencies } from '../offset-handlers';
 import type { ProduceDependencies } from '../produce-handler';
 import { KafkaApiDispatcher } from './kafka-api-dispatcher';
 import { adminApis } from './kafka-admin';
+import { adminChangeApis } from './kafka-admin-changes';
 import { type GroupAdminCoordinators, groupAdminApis } from './kafka-group-admin';
 import { apiVersionsApi } from './kafka-api-versions';
 import type { KafkaClusterView } from './kafka-cluster-view';
@@ -60,6 +61,7 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(offsetCommitApi(view, classicMembers, coordinators));
   dispatcher.register(offsetFetchApi(view, coordinators));
   for (const api of adminApis(view)) dispatcher.register(api);
+  for (const api of adminChangeApis(dependencies.offsets)) dispatcher.register(api);
   for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
   return dispatcher;
 }
