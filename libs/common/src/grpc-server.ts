@@ -2,6 +2,7 @@ import type * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
+import { ConfigError } from './config';
 import { CommonErrorCode, SpoolError } from './errors';
 import { toGrpcStatus } from './grpc-errors';
 import { exitOnAssertionFailure } from './assertion-failure';
@@ -100,6 +101,12 @@ export class GrpcServer {
   ): void {
     const wrapped: grpc.UntypedServiceImplementation = {};
     const guarded = options.peersMustBeServices === true && this.transportSecurity !== undefined;
+    if (guarded && this.transportSecurity?.clientAuthentication !== 'required') {
+      throw new ConfigError(
+        'ssl.client.auth=none cannot tell Spool services from clients, and this service ' +
+          'answers services only: set ssl.client.auth=required',
+      );
+    }
     for (const [methodName, method] of Object.entries(definition)) {
       const handler = implementation[methodName] as
         ((...args: unknown[]) => Promise<unknown>) | undefined;

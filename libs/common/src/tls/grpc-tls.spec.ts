@@ -173,6 +173,26 @@ describe('gRPC over TLS', () => {
     ).resolves.toEqual({ text: 'hello' });
   });
 
+  it('refuses to guard a service when ssl.client.auth=none cannot tell services apart', () => {
+    const withoutClientAuthentication = TransportSecurity.load(certificates.services.gateway, {
+      clientAuthentication: 'none',
+      reloadIntervalMs: 0,
+    });
+    opened.push(withoutClientAuthentication);
+    const server = new GrpcServer(logger, {
+      maxMessageBytes: 1024 * 1024,
+      descriptorSetPaths: [],
+      transportSecurity: withoutClientAuthentication,
+    });
+    expect(() =>
+      server.addService(
+        echoDefinition,
+        { echo: async (request: { text: string }) => request },
+        { peersMustBeServices: true },
+      ),
+    ).toThrow(/ssl.client.auth=none cannot tell Spool services from clients/);
+  });
+
   it('presents a rotated certificate to new connections and refuses a broken one', async () => {
     const original = issueCertificate(readAuthority(), {
       subject: { commonName: 'before-rotation' },
