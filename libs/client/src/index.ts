@@ -1,10 +1,6 @@
 // The TypeScript SDK applications import: `new Spool({ brokers })` makes producers, consumers and
 // admins that talk to the gateway's gRPC API only. Also the pieces that must match Kafka exactly,
-// such as the default partitioner. Importing the SDK registers its snappy, lz4 and zstd codecs
-// with @spool/record-batch.
-import { registerClientCompressionCodecs } from './compression/compression-codecs';
-
-registerClientCompressionCodecs();
+// such as the default partitioner. Every Kafka compression codec comes with @spool/record-batch.
 
 export { Spool } from './spool';
 export { Producer, type RecordOutcome } from './producer';
@@ -75,5 +71,4 @@ export type {
 export { ClientErrorCode } from './errors';
 export { SpoolError } from '@spool/common';
 export { DefaultPartitioner } from './partitioner';
-export { registerClientCompressionCodecs } from './compression/compression-codecs';
 export { murmur2, toPositive, partitionForKey } from './murmur2';

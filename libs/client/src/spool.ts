@@ -1,6 +1,5 @@
 import { Admin } from './admin';
 import { ClientRegistry } from './client-registry';
-import { registerClientCompressionCodecs } from './compression/compression-codecs';
 import {
   resolveSpoolConfig,
   type AdminOptions,
@@ -31,7 +30,6 @@ export class Spool {
 
   constructor(config: SpoolConfig = {}) {
     this.config = { ...resolveSpoolConfig(config), registry: this.registry };
-    registerClientCompressionCodecs();
   }
 
   producer(options: ProducerOptions = {}): Producer {

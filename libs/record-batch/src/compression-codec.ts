@@ -1,13 +1,19 @@
 import { RecordBatchError, RecordBatchErrorCode } from './errors';
-import { gzipCompressionCodec } from './gzip-compression-codec';
+import { gzipCompressionCodec } from './compression/gzip-codec';
+import { createLz4Codec } from './compression/lz4-codec';
+import { createSnappyCodec } from './compression/snappy-codec';
+import { createZstdCodec } from './compression/zstd-codec';
 import { CompressionType, isKnownCompressionType } from './record-batch-layout';
 
 /**
  * Compression of a batch's records section, keyed by the id in attribute bits 0-2. The header
- * is never compressed. This lib implements `none` and `gzip` (node:zlib); the client SDK
- * registers snappy, lz4 and zstd with their Kafka framings, so that this lib, which the storage
- * nodes load too, carries no native compression dependency. The storage nodes never
- * need a codec on the hot path: they neither decompress nor recompress.
+ * is never compressed. Every process that loads this lib (the SDK, the storage nodes, the
+ * gateway) has all five of Kafka's codecs: none, gzip (node:zlib), and snappy, lz4 and zstd with
+ * their Kafka framings (compression/). The native packages behind the last three load on first
+ * use (compression/lazy-package.ts), so a process that never meets, say, zstd runs even where its
+ * binary cannot load. The storage nodes inflate batches only off the fetch path: to check that
+ * every record of a compacted topic has a key, and in the log cleaner, which recompresses a batch
+ * that loses records with that batch's own codec.
  */
 export interface CompressionCodec {
   readonly type: CompressionType;
@@ -32,11 +38,14 @@ export const noCompressionCodec: CompressionCodec = {
 const codecsByType = new Map<number, CompressionCodec>([
   [CompressionType.None, noCompressionCodec],
   [CompressionType.Gzip, gzipCompressionCodec],
+  [CompressionType.Snappy, createSnappyCodec()],
+  [CompressionType.Lz4, createLz4Codec()],
+  [CompressionType.Zstd, createZstdCodec()],
 ]);
 
 /**
- * Makes a codec available to every encoder and decoder in the process, replacing any earlier
- * one for the same type. `none` is part of the format and cannot be replaced.
+ * Makes a codec available to every encoder and decoder in the process, replacing the built-in
+ * or earlier one for the same type (tests use it to count or fail a codec's calls). `none` is part of the format and cannot be replaced.
  */
 export function registerCompressionCodec(codec: CompressionCodec): void {
   if (!isKnownCompressionType(codec.type) || codec.type === CompressionType.None) {

@@ -271,13 +271,13 @@ describe('decodeRecordBatch', () => {
     expect(decodeRecordBatch(encoded).records[0]!.value!.length).toBe(1 << 20);
   });
 
-  it('refuses a codec that is not registered with UNSUPPORTED_COMPRESSION_TYPE', () => {
+  it('refuses a compression id that has no codec with UNSUPPORTED_COMPRESSION_TYPE', () => {
     const encoded = encodeRecordBatch({
       baseOffset: 0n,
       compressionType: CompressionType.Lz4,
       records: [{ key: null, value: null, timestampMs: 1n }],
     });
-    encoded.writeInt16BE(CompressionType.Snappy, 21);
+    encoded.writeInt16BE(5, 21);
     expect(() => decodeRecordBatch(encoded, 0, { verifyCrc: false })).toThrow(
       expect.objectContaining({ code: 'UNSUPPORTED_COMPRESSION_TYPE', retriable: false }),
     );
@@ -285,9 +285,11 @@ describe('decodeRecordBatch', () => {
 });
 
 describe('compression codec registry', () => {
-  it('knows none and gzip, and takes codecs for Kafka ids 1-4 only', () => {
+  it('knows all five of Kafka codecs, and takes replacements for Kafka ids 1-4 only', () => {
     expect(compressionCodecFor(CompressionType.None).name).toBe('none');
     expect(compressionCodecFor(CompressionType.Gzip).name).toBe('gzip');
+    expect(compressionCodecFor(CompressionType.Snappy).name).toBe('snappy');
+    expect(compressionCodecFor(CompressionType.Zstd).name).toBe('zstd');
     expect(compressionCodecFor(CompressionType.Lz4)).toBe(xorLz4Codec);
     expect(() => compressionCodecFor(6)).toThrow(RecordBatchError);
     expect(() => registerCompressionCodec({ ...xorLz4Codec, type: CompressionType.None })).toThrow(

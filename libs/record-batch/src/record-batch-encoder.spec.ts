@@ -151,13 +151,13 @@ describe('encodeRecordBatch', () => {
       /record 1 has offsetDelta 2 after 2/,
     ],
     [
-      'a codec nobody registered',
+      'a compression id Kafka does not define',
       {
         records: [{ key: null, value: null, timestampMs }],
-        compressionType: CompressionType.Zstd,
+        compressionType: 5 as CompressionType,
       },
       'UNSUPPORTED_COMPRESSION_TYPE',
-      /zstd \(id 4\) has no codec registered/,
+      /compression type id 5 is unknown/,
     ],
   ])('refuses %s', (_name, input, code, message) => {
     try {

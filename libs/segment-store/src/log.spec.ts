@@ -5,7 +5,7 @@
 // and full index, retention keeps the active segment and lets readers finish, truncation and
 // DeleteRecords move the ends as Kafka's do, and a clean reopen does not scan the log.
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
+import { CompressionType, encodeRecordBatch, validateRecordBatch } from '@spool/record-batch';
 import { Log, type LogOpenOptions } from './log';
 import { logConfigFromTopicConfigs } from './log-config';
 import { writebackIntervalBytes, writebackWithoutAddonIntervalBytes } from './log-flusher';
@@ -308,6 +308,33 @@ describe('Log segments', () => {
     const { log: deleting } = await openLog();
     expect(deleting.append(batchOf(1), leader).recordCount).toBe(1);
   });
+
+  it.each([
+    ['gzip', CompressionType.Gzip],
+    ['snappy', CompressionType.Snappy],
+    ['lz4', CompressionType.Lz4],
+    ['zstd', CompressionType.Zstd],
+  ] as const)(
+    'inflates a %s batch to refuse its keyless record on a compacted log',
+    async (_name, codec) => {
+      const { log } = await openLog({ config: { cleanupPolicy: ['compact'] } });
+      const keyed = (key: string | null) => ({
+        key: key === null ? null : Buffer.from(key),
+        value: Buffer.from('v'),
+        timestampMs: 1n,
+      });
+      const compressed = (...keys: Array<string | null>) =>
+        encodeRecordBatch({ baseOffset: 0n, compressionType: codec, records: keys.map(keyed) });
+      expect(log.append(compressed('a', 'b'), leader).recordCount).toBe(2);
+      expect(() => log.append(compressed('c', null, 'd'), leader)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_RECORD',
+          message: expect.stringMatching(/^Compacted topic cannot accept message without key/),
+        }),
+      );
+      expect(log.logEndOffset).toBe(2n);
+    },
+  );
 
   it('reads the compaction settings with Kafka names and defaults, and refuses bad ones', () => {
     expect(logConfigFromTopicConfigs({})).toMatchObject({

@@ -66,7 +66,6 @@ import { batchInfoFromHeader, LogSegment, type BatchInfo } from './log-segment';
 import { installAddonCrc32c, logCrc32cInstall } from './native-crc32c';
 import type { WritebackBinding } from './native-writeback';
 import { loadSegments } from './log-loader';
-import { codecRegistered } from './cleaner/batch-filter';
 import {
   installCleanedSegment,
   removeSetAside,
@@ -88,7 +87,6 @@ import { LogFlusher, writebackBindingDefault, type FlushedLog } from './log-flus
 // they are read once here, when the module loads, and called as plain functions.
 const {
   controlFlagMask,
-  compressionCodecMask,
   attributesPosition,
   decodeRecordBatch,
   openRecordBatch,
@@ -1057,9 +1055,9 @@ export class Log {
  * Kafka's LogValidator on a compacted topic: every record of a produced batch needs a key, since
  * the cleaner keeps records by key and a keyless one would have none to be kept by. Control
  * batches carry no application records and are not checked. Compressed batches are inflated
- * for the check, as Kafka does; the bytes appended stay the producer's. A batch whose codec this
- * process lacks (the storage node registers gzip only) cannot be read and is let through: the
- * cleaner keeps such batches whole (cleaner/batch-filter.ts, rule 6).
+ * for the check with their own codec (@spool/record-batch has all of Kafka's), as Kafka does; the
+ * bytes appended stay the producer's. A codec whose package cannot load here fails the append
+ * with UNSUPPORTED_COMPRESSION_TYPE naming the package, rather than letting an unchecked batch in.
  */
 function ensureEveryRecordKeyed(
   records: Buffer,
@@ -1068,8 +1066,6 @@ function ensureEveryRecordKeyed(
 ): void {
   for (const position of positions) {
     if ((records.readInt16BE(position + attributesPosition) & controlFlagMask) !== 0) continue;
-    if (!codecRegistered(records.readInt16BE(position + attributesPosition) & compressionCodecMask))
-      continue;
     const { header, reader } = openRecordBatch(records, position, { verifyCrc: false });
     for (let index = 0; index < header.recordCount; index++) {
       if (reader.read().key === null) {

@@ -13,8 +13,9 @@
  *   4. it is a control batch (transaction markers carry no key of the application's), or
  *   5. it is the last batch of its producer, so the producer state rebuilt from the log (after a
  *      restart) still knows the producer's last sequence, as Kafka keeps it, or
- *   6. its compression codec is not registered in this process: its records cannot be read, so
- *      none of them may be dropped (the map learns nothing from it either).
+ *   6. its codec cannot inflate here (@spool/record-batch has all of Kafka's, but a codec's
+ *      native package may fail to load on this platform): its records cannot be read, so none of
+ *      them may be dropped (the map learns nothing from it either).
  * A batch whose records are all kept is copied byte for byte. One that loses some is rebuilt with
  * the same base offset, last offset delta (so the next batch's offsets and a producer's
  * sequences still line up), leader epoch, producer fields, timestamp type and codec; one that
@@ -25,7 +26,6 @@ import type { RecordFields, RecordInput } from '@spool/record-batch';
 import type { OffsetMap } from './offset-map';
 
 const {
-  compressionCodecFor,
   controlFlagMask,
   attributesPosition,
   crc32c,
@@ -53,17 +53,23 @@ export type BatchOutcome =
   | { readonly kind: 'removed'; readonly recordsRemoved: number }
   | { readonly kind: 'rebuilt'; readonly bytes: Buffer; readonly recordsRemoved: number };
 
-/** Whether this process can read a batch compressed with `compressionType` (rule 6). */
-export function codecRegistered(compressionType: number): boolean {
+/**
+ * The batch at `at` opened for reading, or undefined when its codec cannot inflate it in this
+ * process (rule 6). Any other error (corruption) is the caller's.
+ */
+function openReadableBatch(
+  bytes: Buffer,
+  at: number,
+  options?: recordBatch.DecodeRecordBatchOptions,
+): { header: recordBatch.RecordBatchHeader; reader: recordBatch.RecordReader } | undefined {
   try {
-    compressionCodecFor(compressionType);
-    return true;
+    return openRecordBatch(bytes, at, options);
   } catch (error) {
     if (
       error instanceof RecordBatchError &&
       error.code === RecordBatchErrorCode.UnsupportedCompressionType
     ) {
-      return false;
+      return undefined;
     }
     throw error;
   }
@@ -85,8 +91,9 @@ const scratch: RecordFields = {
  */
 export function putBatchInMap(bytes: Buffer, at: number, offsetMap: OffsetMap): boolean {
   if ((bytes.readInt16BE(at + attributesPosition) & controlFlagMask) !== 0) return true;
-  const { header, reader } = openRecordBatch(bytes, at);
-  if (!codecRegistered(header.compressionType)) return true;
+  const opened = openReadableBatch(bytes, at);
+  if (opened === undefined) return true;
+  const { header, reader } = opened;
   for (let index = 0; index < header.recordCount; index++) {
     const record = reader.readInto(scratch);
     if (record.key !== null && !offsetMap.put(record.key, record.offset)) return false;
@@ -100,14 +107,15 @@ export function filterBatch(bytes: Buffer, at: number, retention: BatchRetention
   if ((bytes.readInt16BE(at + attributesPosition) & controlFlagMask) !== 0) {
     return { kind: 'copied' }; // 4.
   }
-  const { header, reader } = openRecordBatch(bytes, at);
+  const opened = openReadableBatch(bytes, at);
+  if (opened === undefined) return { kind: 'copied' }; // 6.
+  const { header, reader } = opened;
   if (
     header.producerId >= 0n &&
     retention.isLastBatchOfProducer(header.producerId, header.lastOffset)
   ) {
     return { kind: 'copied' }; // 5.
   }
-  if (!codecRegistered(header.compressionType)) return { kind: 'copied' }; // 6.
   // Decide first, reading into one scratch object; records are materialized only for a batch
   // that is rebuilt, in a second read of it.
   const recordCount = header.recordCount;

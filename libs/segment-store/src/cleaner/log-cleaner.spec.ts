@@ -1,6 +1,7 @@
 // Proves the cleaner's rules on real logs, one case each: a batch that keeps every record is
 // copied byte for byte and one that loses some is rebuilt with its base offset, last offset delta
-// and codec; a producer's last batch and control batches stay whole; only closed segments below
+// and codec (gzip, snappy, lz4 and zstd alike); a batch whose codec cannot inflate here, a
+// producer's last batch and control batches stay whole; only closed segments below
 // the high watermark and older than min.compaction.lag.ms are cleaned, and only over the dirty
 // ratio; a log changed under a pass makes its swap refuse and leaves no file behind; a map too
 // small for one batch marks the log uncleanable with the reason; the checkpoint and the
@@ -10,8 +11,12 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CompressionType,
+  compressionCodecFor,
   decodeRecordBatches,
   encodeRecordBatch,
+  RecordBatchError,
+  RecordBatchErrorCode,
+  registerCompressionCodec,
   type RecordInput,
 } from '@spool/record-batch';
 import { Log, type LogOpenOptions } from '../log';
@@ -118,6 +123,83 @@ describe('LogCleaner', () => {
     expect(fs.readFileSync(path.join(root, cleanerOffsetCheckpointFile), 'utf8')).toBe(
       '0\n1\norders 0 6\n',
     );
+  });
+
+  it.each([
+    ['snappy', CompressionType.Snappy],
+    ['lz4', CompressionType.Lz4],
+    ['zstd', CompressionType.Zstd],
+  ] as const)(
+    'drops the older records of a %s batch and recompresses it with its own codec',
+    async (_name, codec) => {
+      const { log, root } = await openLog();
+      const compressed = { compressionType: codec };
+      log.append(
+        batch(
+          [
+            ['a', '1'],
+            ['b', '1'],
+            ['c', '1'],
+          ],
+          compressed,
+        ),
+        leader,
+      );
+      log.append(
+        batch(
+          [
+            ['a', '2'],
+            ['c', '2'],
+          ],
+          compressed,
+        ),
+        leader,
+      );
+
+      const result = await cleanAll(log, root);
+
+      expect(result).toMatchObject({ recordsRemoved: 2, endOffset: 5n, aborted: false });
+      const after = decodeRecordBatches(readBytes(log));
+      expect(after.map((decoded) => decoded.header.compressionType)).toEqual([codec, codec]);
+      expect(
+        after.map((decoded) => [decoded.header.baseOffset, decoded.header.lastOffset]),
+      ).toEqual([
+        [0n, 2n],
+        [3n, 4n],
+      ]);
+      expect(
+        after.flatMap((decoded) =>
+          decoded.records.map((record) => `${record.offset}:${record.key}=${record.value}`),
+        ),
+      ).toEqual(['1:b=1', '3:a=2', '4:c=2']);
+    },
+  );
+
+  it('keeps a batch whole when its codec cannot inflate here (its package failed to load)', async () => {
+    const { log, root } = await openLog();
+    log.append(batch([['a', '1']], { compressionType: CompressionType.Zstd }), leader);
+    log.append(batch([['a', '2']]), leader);
+    const zstd = compressionCodecFor(CompressionType.Zstd);
+    registerCompressionCodec({
+      ...zstd,
+      decompress: () => {
+        throw new RecordBatchError(
+          RecordBatchErrorCode.UnsupportedCompressionType,
+          'compression zstd needs the package @toondepauw/node-zstd, which failed to load here',
+        );
+      },
+    });
+    try {
+      const result = await cleanAll(log, root);
+      expect(result).toMatchObject({ recordsRemoved: 0, aborted: false });
+    } finally {
+      registerCompressionCodec(zstd);
+    }
+    expect(
+      decodeRecordBatches(readBytes(log)).flatMap((decoded) =>
+        decoded.records.map((record) => `${record.offset}:${record.key}=${record.value}`),
+      ),
+    ).toEqual(['0:a=1', '1:a=2']);
   });
 
   it("keeps a producer's last batch whole, and its earlier batches only for their latest keys", async () => {

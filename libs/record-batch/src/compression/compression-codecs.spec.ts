@@ -10,17 +10,18 @@ import {
   encodeRecordBatch,
   RecordBatchError,
   type RecordInput,
-} from '@spool/record-batch';
+} from '../index';
 import { compressSync as snappyCompressSync } from 'snappy';
 import { describe, expect, it } from 'vitest';
-import { kafkaCompressedBatchesHex, kafkaFixtureRecord, kafkaRecordCount } from '../testing';
-import { registerClientCompressionCodecs } from './compression-codecs';
+import {
+  kafkaCompressedBatchesHex,
+  kafkaFixtureRecord,
+  kafkaRecordCount,
+} from '../testing/kafka-compressed-batches';
 import { lazyPackage } from './lazy-package';
 import { createLz4Codec, lz4FrameInflationBoundBytes } from './lz4-codec';
 import { createSnappyCodec, xerialBlockSizeBytes } from './snappy-codec';
 import { createZstdCodec, zstdInflationBoundBytes } from './zstd-codec';
-
-registerClientCompressionCodecs();
 
 const codecs = [
   ['none', CompressionType.None],

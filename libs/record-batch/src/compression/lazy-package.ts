@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { RecordBatchError, RecordBatchErrorCode } from '@spool/record-batch';
+import { RecordBatchError, RecordBatchErrorCode } from '../errors';
 
 /**
  * Loads a compression package the first time a batch needs it, not when the SDK is imported: an

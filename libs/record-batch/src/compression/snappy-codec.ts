@@ -1,5 +1,6 @@
 import type * as SnappyPackage from 'snappy';
-import { CompressionType, type CompressionCodec } from '@spool/record-batch';
+import type { CompressionCodec } from '../compression-codec';
+import { CompressionType } from '../record-batch-layout';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 
 /**

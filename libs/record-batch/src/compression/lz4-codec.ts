@@ -1,5 +1,6 @@
 import type * as Lz4Package from 'lz4-napi';
-import { CompressionType, type CompressionCodec } from '@spool/record-batch';
+import type { CompressionCodec } from '../compression-codec';
+import { CompressionType } from '../record-batch-layout';
 import { framesInflationBoundBytes, needBytes } from './frame-walk';
 import { lazyPackage, type PackageLoader } from './lazy-package';
 

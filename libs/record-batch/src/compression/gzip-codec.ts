@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import type { CompressionCodec } from './compression-codec';
-import { CompressionType } from './record-batch-layout';
+import type { CompressionCodec } from '../compression-codec';
+import { CompressionType } from '../record-batch-layout';
 
 /**
  * Kafka's gzip: a plain gzip stream (RFC 1952) of the records section, at zlib's default level
