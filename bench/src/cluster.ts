@@ -99,12 +99,12 @@ export function lastJsonLine<T = Record<string, unknown>>(stdout: string): T {
   return JSON.parse(line) as T;
 }
 
-function cpuSecondsOf(pid: number): number {
+export function cpuSecondsOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
 }
 
-function peakRssMbOf(pid: number): number {
+export function peakRssMbOf(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((entry) => entry.startsWith('VmHWM:'));
@@ -160,7 +160,7 @@ export async function startCluster(
     output = (output + chunk.toString()).slice(-clusterOutputKeptBytes);
   };
   child.stderr.on('data', keep);
-  await new Promise<void>((resolve, reject) => {
+  const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`spool dev did not start:\n${output}`)),
       clusterStartTimeoutMs,
@@ -174,6 +174,14 @@ export async function startCluster(
     });
     child.once('exit', (code) => reject(new Error(`spool dev exited (${code}):\n${output}`)));
   });
+  try {
+    await started;
+  } catch (error) {
+    // Nothing of a cluster that did not start is left behind: spool dev stops what it started.
+    child.kill('SIGINT');
+    rmSync(dataDirectory, { recursive: true, force: true });
+    throw error;
+  }
   clientProperties =
     options.tls === true ? path.join(dataDirectory, 'client.properties') : undefined;
   const description = JSON.parse(

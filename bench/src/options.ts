@@ -3,7 +3,8 @@
  *
  *   --quick      small counts: a smoke run of a minute or two
  *   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
- *   --only LIST  scenarios to run, comma-separated: numbers 1-7, and `partitions`, which runs
+ *   --only LIST  scenarios to run, comma-separated: numbers 1-7, 9 (or `kafka`: Kafka's own
+ *                tools on Spool and on Apache Kafka), and `partitions` and `records`, which run
  *                only when named
  *   --tls        every cluster is `spool dev --secure` (TLS and mTLS on every port, the data
  *                port on the copy path) and the load generators connect with its client.properties
@@ -17,8 +18,11 @@ cluster, and writes bench/results/<date>.{json,md,svg}. Needs a build first
 
   --quick      small counts: a smoke run of a minute or two
   --scale F    every record count times F (e.g. --quick --scale 5 for a medium run)
-  --only LIST  scenarios to run, comma-separated: 1-7, and partitions and records (run only
-               when named)
+  --only LIST  scenarios to run, comma-separated: 1-7, 9 or kafka (Kafka's own
+               ProducerPerformance and ConsumerPerformance on Spool's Kafka listener and on
+               Apache Kafka 4.4.0, beside the SDK; needs Java and Maven, as
+               test/support/install-test-tools.sh prepares them), and partitions and records
+               (run only when named)
   --tls        clusters run spool dev --secure, clients use TLS with a client certificate
   --help       this text
 `;
@@ -33,6 +37,8 @@ export interface Counts {
   s6WarmupSeconds: number;
   s7Small: number;
   reads: number;
+  /** Records each load generator of scenario 9 moves (per setting, per path). */
+  kafka: number;
 }
 
 /** A numbered scenario, or a named one (`partitions`). */
@@ -58,6 +64,7 @@ const quickCounts: Counts = {
   s6WarmupSeconds: 1,
   s7Small: 5_000,
   reads: 50,
+  kafka: 50_000,
 };
 const fullCounts: Counts = {
   s2: 2_000_000,
@@ -68,6 +75,7 @@ const fullCounts: Counts = {
   s6WarmupSeconds: 5,
   s7Small: 10_000,
   reads: 1_000,
+  kafka: 2_000_000,
 };
 
 const flagsWithValue = new Set(['--only', '--scale']);
@@ -112,6 +120,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
 
 export function isWanted(options: BenchOptions, scenario: ScenarioId): boolean {
   return options.only === undefined || options.only.has(scenario);
+}
+
+/** Scenario 9, Kafka's tools on Spool and on Apache Kafka: `--only 9` or `--only kafka`. */
+export function isKafkaWanted(options: BenchOptions): boolean {
+  return isWanted(options, 9) || isWanted(options, 'kafka');
 }
 
 /** The records scenario (the record-level API beside the raw path) runs only when named. */

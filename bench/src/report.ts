@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { log, workspaceRoot } from './cluster';
+import { kafkaMarkdown, type KafkaComparison } from './kafka-scenario';
 import type {
   ClusterMemory,
   PartitionsResult,
@@ -21,6 +22,8 @@ export interface BenchReport {
   readonly machine: string;
   readonly results: readonly Result[];
   readonly memory: readonly ClusterMemory[];
+  /** Scenario 9's comparisons, one per setting; empty when it did not run. */
+  readonly kafka: readonly KafkaComparison[];
   readonly partitions?: PartitionsResult;
 }
 
@@ -104,8 +107,8 @@ export function markdown(report: BenchReport): string {
   for (const result of report.results) {
     if (!('recordsPerSec' in result)) continue;
     lines.push(
-      `| ${result.scenario} | ${result.label} | ${result.recordsPerSec} | ${result.mbPerSec} | ${result.avgMs} | ` +
-        `${result.p50Ms} | ${result.p95Ms} | ${result.p99Ms} | ${result.p999Ms} | ${result.maxMs} | ` +
+      `| ${result.scenario} | ${result.label} | ${result.recordsPerSec} | ${result.mbPerSec} | ${result.avgMs ?? '—'} | ` +
+        `${result.p50Ms ?? '—'} | ${result.p95Ms ?? '—'} | ${result.p99Ms ?? '—'} | ${result.p999Ms ?? '—'} | ${result.maxMs ?? '—'} | ` +
         `${result.storageCpuSecondsPerGb} | ${result.gatewayCpuSecondsPerGb} |`,
     );
   }
@@ -122,6 +125,7 @@ export function markdown(report: BenchReport): string {
       '```',
     );
   }
+  if (report.kafka.length > 0) lines.push(...kafkaMarkdown(report.kafka));
   if (report.partitions !== undefined) lines.push(...partitionsMarkdown(report.partitions));
   lines.push('', '## Peak RSS (MB, VmHWM)', '');
   for (const { cluster, peakRssMb } of report.memory) {
@@ -160,7 +164,7 @@ export function svgChart(report: BenchReport): string {
     );
   });
   const top = chartHeight + 20;
-  const maxLatency = Math.max(0.001, ...rows.map((row) => row.p999Ms));
+  const maxLatency = Math.max(0.001, ...rows.map((row) => row.p999Ms ?? 0));
   const colours = { p50Ms: '#8fbc8f', p99Ms: '#e8a33d', p999Ms: '#c0504d' } as const;
   parts.push(
     `<text x="10" y="${top + 20}" font-size="14" font-weight="bold">Latency (ms): p50 green, p99 orange, p99.9 red</text>`,
@@ -169,7 +173,7 @@ export function svgChart(report: BenchReport): string {
     const y = top + 34 + index * rowHeight;
     parts.push(`<text x="10" y="${y + 14}">${escape(`${row.scenario}. ${row.label}`)}</text>`);
     (Object.entries(colours) as [keyof typeof colours, string][]).forEach(([key, colour], band) => {
-      const width = (row[key] / maxLatency) * barWidth;
+      const width = ((row[key] ?? 0) / maxLatency) * barWidth;
       parts.push(
         `<rect x="${labelWidth}" y="${y + band * 7}" width="${width.toFixed(1)}" height="6" fill="${colour}"/>`,
       );

@@ -11,7 +11,9 @@
  * Needs a build first (`npx nx run-many -t build`, which builds this too). Linux only (/proc).
  */
 import { readFileSync } from 'node:fs';
+import { kafkaScenario, type KafkaComparison } from './kafka-scenario';
 import {
+  isKafkaWanted,
   isPartitionsWanted,
   isRecordsWanted,
   isWanted,
@@ -44,6 +46,9 @@ async function runScenarios(options: BenchOptions): Promise<void> {
       await endToEndGroup(options, maximum, results, memory);
     }
   }
+  const kafka: KafkaComparison[] = isKafkaWanted(options)
+    ? await kafkaScenario(options, results, memory)
+    : [];
   if (isRecordsWanted(options)) await recordsScenario(options, results);
   const partitions = isPartitionsWanted(options) ? await partitionsScenario(options) : undefined;
   const cpus = readFileSync('/proc/cpuinfo', 'utf8')
@@ -57,6 +62,7 @@ async function runScenarios(options: BenchOptions): Promise<void> {
       (options.tls ? ', TLS and mTLS on every port (--tls: spool dev --secure)' : ', plaintext'),
     results,
     memory,
+    kafka,
     ...(partitions === undefined ? {} : { partitions }),
   });
 }

@@ -10,6 +10,8 @@
  *   7. read-by-offset latency at a small and a large log
  *   partitions: `spool bench partitions` (issue 20), only when named: `--only partitions`, as it
  *      grows its own cluster to 20,000 partitions (--quick: 300) for many minutes
+ *   9. Kafka's own ProducerPerformance and ConsumerPerformance on Spool's Kafka listener and on
+ *      Apache Kafka 4.4.0, beside the SDK (kafka-scenario.ts; `--only kafka` alone)
  *   records (8): the record-level API beside the raw path (issue 27, record-scenario.ts), only
  *      when named: `--only records`
  *
@@ -35,12 +37,13 @@ export interface BenchFigures {
   readonly bytes: number;
   readonly recordsPerSec: number;
   readonly mbPerSec: number;
-  readonly avgMs: number;
-  readonly p50Ms: number;
-  readonly p95Ms: number;
-  readonly p99Ms: number;
-  readonly p999Ms: number;
-  readonly maxMs: number;
+  /** Latencies; null where the load generator measures none (Kafka's ConsumerPerformance). */
+  readonly avgMs: number | null;
+  readonly p50Ms: number | null;
+  readonly p95Ms: number | null;
+  readonly p99Ms: number | null;
+  readonly p999Ms: number | null;
+  readonly maxMs: number | null;
 }
 
 /** One measured scenario: its figures and what the services' processes spent on it. */
@@ -67,15 +70,32 @@ export interface ClusterMemory {
 }
 
 /** Runs one bench command; returns its result with the CPU each service used meanwhile. */
-export async function measure(
+export function measure(
   cluster: BenchCluster,
   scenario: number,
   label: string,
   args: readonly string[],
 ): Promise<ScenarioResult> {
+  return measureRun(cluster, scenario, label, async () =>
+    lastJsonLine<BenchFigures>(await runSpool(['bench', ...args])),
+  );
+}
+
+/**
+ * Runs `load` (a bench command, or another client's load generator) and returns its figures with
+ * the CPU each of `cluster`'s processes used meanwhile: storage CPU per GB sums the storage nodes
+ * (or Apache Kafka's brokers, `kafka-broker-N`), gateway CPU per GB is the gateway's (null where
+ * there is none).
+ */
+export async function measureRun(
+  cluster: Pick<BenchCluster, 'cpuSeconds'>,
+  scenario: number,
+  label: string,
+  load: () => Promise<BenchFigures>,
+): Promise<ScenarioResult> {
   log(`scenario ${scenario}: ${label}`);
   const before = cluster.cpuSeconds();
-  const result = lastJsonLine<BenchFigures>(await runSpool(['bench', ...args]));
+  const result = await load();
   const after = cluster.cpuSeconds();
   const cpuSeconds = Object.fromEntries(
     Object.keys(after).map((name) => [
@@ -84,13 +104,13 @@ export async function measure(
     ]),
   );
   const storageCpuSeconds = Object.entries(cpuSeconds)
-    .filter(([name]) => name.startsWith('storage-node'))
+    .filter(([name]) => name.startsWith('storage-node') || name.startsWith('kafka-broker'))
     .reduce((sum, [, seconds]) => sum + seconds, 0);
   const gigabytes = result.bytes / gigabyte;
   // Per GB only where the bytes are the work (produce, consume); a seek reads one record.
   const perGb = (seconds: number | undefined): number | null =>
-    result.mode === 'produce' || result.mode === 'consume'
-      ? Math.round(((seconds as number) / gigabytes) * 10) / 10
+    (result.mode === 'produce' || result.mode === 'consume') && seconds !== undefined
+      ? Math.round((seconds / gigabytes) * 10) / 10
       : null;
   return {
     scenario,
