@@ -152,6 +152,17 @@ export const gatewaySettings = {
       'Requests of one Kafka connection read and not yet answered; at the bound the gateway ' +
       'stops reading the connection until one is answered.',
   },
+  kafkaQueuedMaxRequestBytes: {
+    type: 'integer',
+    default: 64 * 1024 * 1024,
+    min: 1024,
+    max: 4 * 1024 * 1024 * 1024,
+    description:
+      "Bytes one Kafka connection may hold (Kafka's queued.max.request.bytes): its requests " +
+      'read and not yet answered, their responses and the response bytes not yet sent; at the ' +
+      'bound the gateway stops reading the connection. A single larger request is still read ' +
+      'when nothing else is in flight.',
+  },
   subscribeStreamsMax: {
     type: 'integer',
     default: 1_024,

@@ -9,9 +9,13 @@
 //    produce requests of one connection reach their leaders' append streams in the order the
 //    client sent them; they are served concurrently and answered in order.
 // 3. Bounds. Requests are taken out of the splitter only while fewer than inFlightRequestsMax are
-//    unanswered and the socket's write buffer is not full; otherwise the socket is paused, so a
-//    client that pipelines without end, or never reads its responses, holds at most
-//    inFlightRequestsMax requests and their responses here and is held back by TCP.
+//    unanswered, the bytes they hold (their requests, the responses done behind an unanswered
+//    one, and the responses written and not yet sent) are under queuedBytesMax, and the socket's
+//    write buffer is not full; otherwise the socket is paused, so a client that pipelines
+//    without end, or never reads its responses, holds at most inFlightRequestsMax requests and
+//    about queuedBytesMax bytes plus one request here and is held back by TCP. The byte bound is
+//    Kafka's queued.max.request.bytes; a single request larger than it is still taken when
+//    nothing else is in flight, so every request up to socket.request.max.bytes can be served.
 // 4. Refusal. A frame the handler refuses (an unknown API key, an unsupported version of an API
 //    other than ApiVersions, a body that does not decode) stops all reading: the responses of
 //    the requests before it are still written, then the connection ends (a FIN after the last
@@ -78,6 +82,8 @@ export interface KafkaConnectionOptions {
   readonly requestBytesMax: number;
   /** Requests read and not yet answered, at most (point 3). */
   readonly inFlightRequestsMax: number;
+  /** queued.max.request.bytes: no request is read while the bytes held reach this (point 3). */
+  readonly queuedBytesMax: number;
   /** connections.max.idle.ms: close a connection with nothing in flight for this long. */
   readonly connectionsMaxIdleMs: number;
   /** Called once per request taken off the wire, and once per refusal, with the reason. */
@@ -89,6 +95,8 @@ export interface KafkaConnectionOptions {
 interface ResponseSlot {
   done: boolean;
   response: KafkaResponseFrame;
+  /** The request's bytes, plus the response's once done: what this slot holds. */
+  bytes: number;
 }
 
 export class KafkaConnection {
@@ -101,6 +109,8 @@ export class KafkaConnection {
   private readonly logger: Logger;
   private readonly peer: string;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** The sum of the slots' bytes. */
+  private slotBytes = 0;
 
   constructor(
     private readonly socket: net.Socket,
@@ -132,6 +142,11 @@ export class KafkaConnection {
     return this.slots.length;
   }
 
+  /** What point 3's byte bound counts: requests and responses held, and bytes not yet sent. */
+  get queuedBytes(): number {
+    return this.slotBytes + this.socket.writableLength;
+  }
+
   /** Point 5. */
   drain(): void {
     this.end('the Kafka listener is shutting down');
@@ -143,6 +158,7 @@ export class KafkaConnection {
     this.transitionTo(KafkaConnectionState.Closing, reason);
     this.clearIdleTimer();
     this.slots.length = 0;
+    this.slotBytes = 0;
     this.abortController.abort(new Error(`the Kafka connection closed: ${reason}`));
     this.socket.destroy();
   }
@@ -185,14 +201,19 @@ export class KafkaConnection {
   }
 
   private hasRoom(): boolean {
-    return this.slots.length < this.options.inFlightRequestsMax && !this.socket.writableNeedDrain;
+    return (
+      this.slots.length < this.options.inFlightRequestsMax &&
+      !this.socket.writableNeedDrain &&
+      (this.slots.length === 0 || this.queuedBytes < this.options.queuedBytesMax)
+    );
   }
 
   private start(bytes: Buffer): void {
     const request = peekRequestHeader(bytes);
     this.options.onRequest?.(request);
-    const slot: ResponseSlot = { done: false, response: undefined };
+    const slot: ResponseSlot = { done: false, response: undefined, bytes: bytes.length };
     this.slots.push(slot);
+    this.slotBytes += slot.bytes;
     let served: Promise<KafkaResponseFrame>;
     try {
       served = this.options.handler.serve(request, {
@@ -202,7 +223,7 @@ export class KafkaConnection {
     } catch (error) {
       if (error instanceof KafkaRequestRefused) {
         // The requests before this one are still answered; this one and later ones are not.
-        this.slots.pop();
+        this.dropSlotsFrom(slot);
         this.refuse(`${error.message} (${describe(request)})`);
         return;
       }
@@ -210,8 +231,13 @@ export class KafkaConnection {
     }
     served.then(
       (response) => {
+        // Dropped (the connection closed, or a request before it failed): nothing to write.
+        if (!this.slots.includes(slot)) return;
         slot.done = true;
         slot.response = response;
+        const responseBytes = responseLength(response);
+        slot.bytes += responseBytes;
+        this.slotBytes += responseBytes;
         this.writeDoneResponses();
       },
       (error: unknown) => {
@@ -219,7 +245,7 @@ export class KafkaConnection {
         if (error instanceof KafkaRequestRefused) {
           // Refused after it started (an operating error with no answer of its own): the
           // requests before it are answered, the ones after it dropped, as in point 4.
-          this.slots.splice(this.slots.indexOf(slot));
+          this.dropSlotsFrom(slot);
           this.refuse(`${error.message} (${describe(request)})`);
           return;
         }
@@ -228,10 +254,17 @@ export class KafkaConnection {
           { err: error, apiKey: request.apiKey, correlationId: request.correlationId },
           'a Kafka request failed unexpectedly; closing its connection',
         );
-        this.slots.splice(this.slots.indexOf(slot));
+        this.dropSlotsFrom(slot);
         this.end('a request failed unexpectedly');
       },
     );
+  }
+
+  /** Forgets this slot and every later one: their answers are never written. */
+  private dropSlotsFrom(slot: ResponseSlot): void {
+    for (const dropped of this.slots.splice(this.slots.indexOf(slot))) {
+      this.slotBytes -= dropped.bytes;
+    }
   }
 
   /** Point 4. */
@@ -245,14 +278,12 @@ export class KafkaConnection {
   private writeDoneResponses(): void {
     if (this.stateValue === KafkaConnectionState.Closing) return;
     while (this.slots[0]?.done === true) {
-      const { response } = this.slots.shift()!;
+      const { response, bytes } = this.slots.shift()!;
+      this.slotBytes -= bytes;
       if (response === undefined) continue;
       const pieces = Buffer.isBuffer(response) ? [response] : response;
       const size = Buffer.allocUnsafe(sizeFieldBytes);
-      size.writeInt32BE(
-        pieces.reduce((sum, piece) => sum + piece.length, 0),
-        0,
-      );
+      size.writeInt32BE(responseLength(response), 0);
       this.socket.cork();
       this.socket.write(size);
       for (const piece of pieces) if (piece.length > 0) this.socket.write(piece);
@@ -299,6 +330,12 @@ export class KafkaConnection {
     this.logger.debug({ from: this.stateValue, to: next, reason }, 'kafka connection state');
     this.stateValue = next;
   }
+}
+
+function responseLength(response: KafkaResponseFrame): number {
+  if (response === undefined) return 0;
+  if (Buffer.isBuffer(response)) return response.length;
+  return response.reduce((sum, piece) => sum + piece.length, 0);
 }
 
 function describe(request: KafkaRequestFrame): string {

@@ -17,6 +17,7 @@ export interface KafkaListenerSettings {
   readonly kafkaPort: number;
   readonly kafkaSocketRequestMaxBytes: number;
   readonly kafkaInFlightRequestsMax: number;
+  readonly kafkaQueuedMaxRequestBytes: number;
 }
 
 export interface StartedKafkaListener {
@@ -43,6 +44,7 @@ export async function startKafkaListener(
     ),
     requestBytesMax: config.kafkaSocketRequestMaxBytes,
     inFlightRequestsMax: config.kafkaInFlightRequestsMax,
+    queuedBytesMax: config.kafkaQueuedMaxRequestBytes,
   });
   holder.listener = listener;
   // Registered before listening: a start-up that fails later still closes the port.

@@ -4,8 +4,9 @@
 // prefix over socket.request.max.bytes (2 GiB included) or under the fixed header closes the
 // connection without serving anything; a refused request is closed after the responses before
 // it; at most inFlightRequestsMax requests are read from a client that never gets answers, and
-// a client that never reads its responses stops being read; every other connection goes on;
-// close() drains.
+// no more once the bytes held reach queuedBytesMax (requests, and responses waiting behind an
+// unanswered one), though a single request over that bound is still served; a client that
+// never reads its responses stops being read; every other connection goes on; close() drains.
 import { createLogger } from '@spool/common';
 import net from 'node:net';
 import { Registry } from 'prom-client';
@@ -101,7 +102,7 @@ afterEach(async () => {
 });
 
 async function start(
-  options: { inFlightRequestsMax?: number; requestBytesMax?: number } = {},
+  options: { inFlightRequestsMax?: number; requestBytesMax?: number; queuedBytesMax?: number } = {},
 ): Promise<{ listener: KafkaListener; handler: TestHandler; port: number; registry: Registry }> {
   const handler = new TestHandler();
   const registry = new Registry();
@@ -112,6 +113,7 @@ async function start(
     metrics: new KafkaListenerMetrics(registry, () => holder.listener?.connectionCount ?? 0),
     requestBytesMax: options.requestBytesMax ?? 100 * 1024 * 1024,
     inFlightRequestsMax: options.inFlightRequestsMax ?? 32,
+    queuedBytesMax: options.queuedBytesMax,
   });
   holder.listener = listener;
   listeners.push(listener);
@@ -178,6 +180,65 @@ describe('Kafka listener connections', () => {
     expect(handler.held).toHaveLength(4);
     client.socket.destroy();
     await vi.waitFor(() => expect(handler.aborted.length).toBeGreaterThanOrEqual(4));
+  });
+
+  it('reads no more requests once the request bytes held reach queuedBytesMax', async () => {
+    const mebibyte = 1024 * 1024;
+    const { port, handler, listener } = await start({ queuedBytesMax: 4 * mebibyte });
+    const client = await connect(port);
+    // 1 MiB requests never answered: 32 of them (32 MiB) without the byte bound.
+    const pipelined = Array.from({ length: 12 }, (_, index) => request(Hold, index, 0, mebibyte));
+    client.socket.write(Buffer.concat(pipelined));
+    await vi.waitFor(() => expect(handler.served).toHaveLength(4), { timeout: 5_000 });
+    // Answering two (8-byte answers, written at once) frees room for exactly two more.
+    handler.held.shift()!();
+    handler.held.shift()!();
+    await vi.waitFor(() => expect(client.correlationIds).toEqual([0, 1]), { timeout: 5_000 });
+    await vi.waitFor(() => expect(handler.served).toHaveLength(6), { timeout: 5_000 });
+    expect(handler.held).toHaveLength(4);
+    expect(listener.connectionCount).toBe(1);
+    client.socket.destroy();
+  });
+
+  it('counts the responses done behind an unanswered request in queuedBytesMax', async () => {
+    const mebibyte = 1024 * 1024;
+    const { port, handler } = await start({ queuedBytesMax: 4 * mebibyte });
+    const client = await connect(port);
+    // The first is held; each later one is answered with 1 MiB at once, which must wait behind
+    // it. Sent one at a time, so each answer is done before the next request arrives.
+    client.socket.write(request(Hold, 0));
+    for (let index = 1; index <= 4; index++) {
+      client.socket.write(request(Large, index));
+      await vi.waitFor(() => expect(handler.served).toHaveLength(index + 1), { timeout: 5_000 });
+    }
+    // 4 MiB of responses wait: the next requests stay unread.
+    client.socket.write(Buffer.concat([request(Large, 5), request(Large, 6)]));
+    let previous = -1;
+    await vi.waitFor(
+      () => {
+        const settled = handler.served.length === previous;
+        previous = handler.served.length;
+        expect(settled).toBe(true);
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+    expect(handler.served).toHaveLength(5);
+    // Once the first is answered, everything flows to the reading client.
+    handler.held.shift()!();
+    await vi.waitFor(() => expect(client.correlationIds).toHaveLength(7), { timeout: 5_000 });
+    expect(client.correlationIds).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    client.socket.destroy();
+  });
+
+  it('serves a single request larger than queuedBytesMax when nothing else is in flight', async () => {
+    const { port, handler } = await start({ queuedBytesMax: 1024 });
+    const client = await connect(port);
+    client.socket.write(
+      Buffer.concat([request(Echo, 1, 0, 64 * 1024), request(Echo, 2, 0, 64 * 1024)]),
+    );
+    await vi.waitFor(() => expect(client.correlationIds).toEqual([1, 2]), { timeout: 5_000 });
+    expect(handler.served.map((served) => served.bytes.length)).toEqual([8 + 65536, 8 + 65536]);
+    client.socket.destroy();
   });
 
   it('stops reading a client that never reads its responses', async () => {

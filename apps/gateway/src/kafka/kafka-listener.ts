@@ -13,6 +13,8 @@ import type { KafkaListenerMetrics } from './kafka-listener-metrics';
 
 /** Kafka's connections.max.idle.ms default: 10 minutes. */
 export const kafkaConnectionsMaxIdleMsDefault = 600_000;
+/** Bytes one connection holds before it stops reading (Kafka's queued.max.request.bytes). */
+export const kafkaQueuedBytesMaxDefault = 64 * 1024 * 1024;
 /** Connections beyond this are refused: each holds up to its in-flight requests' buffers. */
 export const kafkaConnectionsMaxDefault = 10_000;
 
@@ -23,6 +25,8 @@ export interface KafkaListenerOptions {
   /** socket.request.max.bytes. */
   readonly requestBytesMax: number;
   readonly inFlightRequestsMax: number;
+  /** queued.max.request.bytes of one connection; kafkaQueuedBytesMaxDefault when absent. */
+  readonly queuedBytesMax?: number;
   readonly connectionsMaxIdleMs?: number;
   readonly connectionsMax?: number;
 }
@@ -84,6 +88,7 @@ export class KafkaListener {
       handler: this.options.handler,
       requestBytesMax: this.options.requestBytesMax,
       inFlightRequestsMax: this.options.inFlightRequestsMax,
+      queuedBytesMax: this.options.queuedBytesMax ?? kafkaQueuedBytesMaxDefault,
       connectionsMaxIdleMs: this.options.connectionsMaxIdleMs ?? kafkaConnectionsMaxIdleMsDefault,
       onRefused: () => metrics.connectionsRefused.inc(),
     });
