@@ -5,14 +5,8 @@
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
 // ConsumerPerformance move a few thousand records.
 //
-// A tool whose API the listener does not serve yet (ApiVersions does not advertise it) must fail
-// as Kafka's client does against a broker without it, naming the API ("The node does not support
-// CREATE_TOPICS"), and never hang or see a broken connection: each such test checks that branch
-// until the API is served, and the full behaviour from then on.
-//
 // One cluster (one storage node: the tools' behaviour does not depend on replication, and JVM
 // start-up dominates this file's time), every tool run bounded by a timeout.
-import net from 'node:net';
 import { Spool, type Admin } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKafkaTool, type KafkaToolRun } from '../support/kafka-tools';
@@ -21,20 +15,11 @@ import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-proces
 const partitionCount = 6;
 /** A JVM tool's run on a loaded machine: start-up is seconds, the work is small. */
 const toolTimeoutMs = 45_000;
-/** Kafka's API keys the tools need beyond producing and consuming. */
-const ApiKey = {
-  CreateTopics: 19,
-  DescribeConfigs: 32,
-  ListGroups: 16,
-  DescribeGroups: 15,
-} as const;
 
 let dev: SpoolDevProcess | undefined;
 let spool: Spool;
 let admin: Admin;
 let bootstrap: string;
-/** The API keys the listener's ApiVersions advertises. */
-let servedApiKeys: ReadonlySet<number>;
 
 /** Runs a tool with --bootstrap-server first; the run's output is the message of any failure. */
 function tool(
@@ -50,48 +35,6 @@ function tool(
 
 function describeRun(run: KafkaToolRun): string {
   return `exit ${run.exitCode}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
-}
-
-/**
- * Asserts a tool failed as Kafka's client does against a broker that lacks `api` (some tools,
- * kafka-consumer-groups among them, print the error and still exit 0).
- */
-function expectUnsupported(run: KafkaToolRun, api: string): void {
-  expect(run.stdout + run.stderr, describeRun(run)).toContain(`The node does not support ${api}`);
-}
-
-/** The API keys a Kafka listener advertises, from an ApiVersions v0 request on a raw socket. */
-function advertisedApiKeys(port: number): Promise<Set<number>> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('no ApiVersions answer within 10 s'));
-    }, 10_000);
-    let received = Buffer.alloc(0);
-    socket.on('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
-      if (received.length < 4 || received.length < 4 + received.readInt32BE(0)) return;
-      clearTimeout(timer);
-      socket.destroy();
-      // size, correlation id, error code, then [api key, min version, max version] entries.
-      const errorCode = received.readInt16BE(8);
-      if (errorCode !== 0) reject(new Error(`ApiVersions answered error ${errorCode}`));
-      const keys = new Set<number>();
-      const count = received.readInt32BE(10);
-      for (let index = 0; index < count; index++) keys.add(received.readInt16BE(14 + index * 6));
-      resolve(keys);
-    });
-    // size 8, ApiVersions (18) v0, correlation id 1, no client id (-1).
-    const request = Buffer.alloc(14);
-    request.writeInt32BE(10, 0);
-    request.writeInt16BE(18, 4);
-    request.writeInt16BE(0, 6);
-    request.writeInt32BE(1, 8);
-    request.writeInt16BE(-1, 12);
-    socket.write(request);
-  });
 }
 
 /** The sum of every partition's high watermark of `topic`, through the SDK. */
@@ -144,7 +87,6 @@ beforeAll(async () => {
   const kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
   expect(kafkaPort).toBeGreaterThan(0);
   bootstrap = `127.0.0.1:${kafkaPort}`;
-  servedApiKeys = await advertisedApiKeys(kafkaPort);
   spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'java-tools-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
   await admin.createTopics({
@@ -175,17 +117,8 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       '--replication-factor',
       '1',
     ]);
-    if (!servedApiKeys.has(ApiKey.CreateTopics)) {
-      expectUnsupported(create, 'CREATE_TOPICS');
-      await admin.createTopics({
-        topics: [
-          { topic: 'from-kafka-topics', numPartitions: partitionCount, replicationFactor: 1 },
-        ],
-      });
-    } else {
-      expect(create.exitCode, describeRun(create)).toBe(0);
-      expect(create.stdout).toContain('Created topic from-kafka-topics.');
-    }
+    expect(create.exitCode, describeRun(create)).toBe(0);
+    expect(create.stdout).toContain('Created topic from-kafka-topics.');
     const topics = (await admin.fetchTopicMetadata({ topics: ['from-kafka-topics'] })).topics;
     expect(topics[0]!.partitions).toHaveLength(partitionCount);
 
@@ -196,10 +129,6 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     );
 
     const describeTopic = await tool('topics', ['--describe', '--topic', 'from-kafka-topics']);
-    if (!servedApiKeys.has(ApiKey.DescribeConfigs)) {
-      expectUnsupported(describeTopic, 'DESCRIBE_CONFIGS');
-      return;
-    }
     expect(describeTopic.exitCode, describeRun(describeTopic)).toBe(0);
     expect(describeTopic.stdout).toMatch(
       new RegExp(`Topic: from-kafka-topics\\s+TopicId: \\S+\\s+PartitionCount: ${partitionCount}`),
@@ -260,20 +189,6 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
 
   it('kafka-consumer-groups describes the group and resets its offsets to the earliest', async () => {
     const describeGroup = await tool('consumerGroups', ['--describe', '--group', 'console-group']);
-    if (!servedApiKeys.has(ApiKey.DescribeGroups)) {
-      expectUnsupported(describeGroup, 'DESCRIBE_GROUPS');
-      const reset = await tool('consumerGroups', [
-        '--reset-offsets',
-        '--group',
-        'console-group',
-        '--topic',
-        'console',
-        '--to-earliest',
-        '--execute',
-      ]);
-      expectUnsupported(reset, 'DESCRIBE_GROUPS');
-      return;
-    }
     expect(describeGroup.exitCode, describeRun(describeGroup)).toBe(0);
     const rows = describeGroup.stdout
       .split('\n')
