@@ -355,6 +355,58 @@ describe('Kafka clients against the gateway', () => {
     expect(second.trim()).toBe('');
   });
 
+  it('the KafkaJS admin deletes an empty group with its offsets, not one with members', async () => {
+    const kafka = new Kafka({
+      brokers: [bootstrap],
+      clientId: 'delete-groups-spec',
+      logLevel: logLevel.NOTHING,
+    });
+    const kafkaAdmin = kafka.admin();
+    const member = kafka.consumer({
+      groupId: 'busy-group',
+      sessionTimeout: 10_000,
+      heartbeatInterval: 500,
+    });
+    let joined = false;
+    member.on(member.events.GROUP_JOIN, () => {
+      joined = true;
+    });
+    const failureOf = async (groupIds: string[]): Promise<unknown> => {
+      const error = await kafkaAdmin.deleteGroups(groupIds).then(
+        () => undefined,
+        (failure: { groups?: Array<{ groupId: string; error: { type: string } }> }) => failure,
+      );
+      return (
+        error as { groups?: Array<{ groupId: string; error: { type: string } }> }
+      )?.groups?.map((group) => [group.groupId, group.error.type]);
+    };
+    await kafkaAdmin.connect();
+    try {
+      await member.connect();
+      await member.subscribe({ topic: 'groups', fromBeginning: true });
+      await member.run({ eachMessage: async () => {} });
+      await vi.waitFor(() => expect(joined).toBe(true), { timeout: 30_000, interval: 100 });
+      expect(await failureOf(['busy-group'])).toEqual([['busy-group', 'NON_EMPTY_GROUP']]);
+      expect(await failureOf(['no-such-group'])).toEqual([['no-such-group', 'GROUP_ID_NOT_FOUND']]);
+      // kcat-group is empty, with the offsets the test before committed.
+      const before = await admin.fetchOffsets({ groupId: 'kcat-group', topics: ['kcat-group'] });
+      expect(
+        before.flatMap((topic) => topic.partitions).some((entry) => entry.offset !== -1n),
+      ).toBe(true);
+      expect(await kafkaAdmin.deleteGroups(['kcat-group'])).toEqual([
+        expect.objectContaining({ groupId: 'kcat-group', errorCode: 0 }),
+      ]);
+      const after = await admin.fetchOffsets({ groupId: 'kcat-group', topics: ['kcat-group'] });
+      expect(after.flatMap((topic) => topic.partitions).map((entry) => entry.offset)).toEqual(
+        Array.from({ length: partitionCount }, () => -1n),
+      );
+      expect(await failureOf(['kcat-group'])).toEqual([['kcat-group', 'GROUP_ID_NOT_FOUND']]);
+      expect((await admin.describeGroup('busy-group')).members).toHaveLength(1);
+    } finally {
+      await Promise.all([member.disconnect(), kafkaAdmin.disconnect()]);
+    }
+  });
+
   it("Kafka's own tools: kafka-topics, the console producer and a console consumer group", async () => {
     const server = ['--bootstrap-server', bootstrap];
     const created = await runKafkaTool('topics', [

@@ -1,27 +1,38 @@
 /**
- * ListGroups and DescribeGroups, what kafka-consumer-groups --list and --describe ask, on the
- * coordinators' consumer groups.
+ * ListGroups, DescribeGroups and DeleteGroups, what kafka-consumer-groups --list, --describe and
+ * --delete ask, on the coordinators' consumer groups.
  *
  * 1. States are Kafka's classic names, which these APIs report: EMPTY is Empty, STABLE Stable,
  *    ASSIGNING and RECONCILING PreparingRebalance (members are moving), DEAD Dead. Every group is
  *    of protocol type "consumer" and, for ListGroups v5, of type "consumer".
  * 2. A member's assignment is a ConsumerProtocolAssignment, as a classic group leader writes it;
  *    its metadata is empty (the coordinator, not a leader, assigns).
+ * 3. DeleteGroups deletes each group as the gRPC DeleteGroup does, its committed offsets with it:
+ *    a group with members is NON_EMPTY_GROUP (68), an unknown one GROUP_ID_NOT_FOUND (69), each
+ *    on its own entry; the others are deleted all the same.
  */
 import {
+  type DeleteGroupsRequest,
+  type DeleteGroupsResponse,
   type DescribeGroupsRequest,
   type DescribeGroupsResponse,
   type ListGroupsRequest,
   type ListGroupsResponse,
+  defaultDeletableGroupResult,
+  defaultDeleteGroupsResponse,
   defaultDescribeGroupsResponse,
   defaultDescribeGroupsResponseDescribedGroup,
   defaultListGroupsResponse,
+  readDeleteGroupsRequest,
   readDescribeGroupsRequest,
   readListGroupsRequest,
+  writeDeleteGroupsResponse,
   writeDescribeGroupsResponse,
   writeListGroupsResponse,
 } from '@spool/kafka-protocol';
 import type {
+  DeleteGroupRequest,
+  DeleteGroupResponse,
   DescribeGroupRequest,
   DescribeGroupResponse,
   ListGroupsRequest as SpoolListGroupsRequest,
@@ -30,12 +41,13 @@ import type {
 import type { KafkaApi } from './kafka-api-dispatcher';
 import { assignmentBytesOf, classicErrorNumberOf } from './kafka-classic-groups';
 
-const ApiKey = { DescribeGroups: 15, ListGroups: 16 } as const;
+const ApiKey = { DescribeGroups: 15, ListGroups: 16, DeleteGroups: 42 } as const;
 const consumerProtocolType = 'consumer';
 
 export interface GroupAdminCoordinators {
   readonly listGroups: (request: SpoolListGroupsRequest) => Promise<SpoolListGroupsResponse>;
   readonly describeGroup: (request: DescribeGroupRequest) => Promise<DescribeGroupResponse>;
+  readonly deleteGroup: (request: DeleteGroupRequest) => Promise<DeleteGroupResponse>;
 }
 
 /** Point 1. */
@@ -119,5 +131,28 @@ export function groupAdminApis(
     }),
   };
 
-  return [listGroups, describeGroups] as unknown as Array<KafkaApi<never, never>>;
+  // Point 3.
+  const deleteGroups: KafkaApi<DeleteGroupsRequest, DeleteGroupsResponse> = {
+    apiKey: ApiKey.DeleteGroups,
+    minVersion: 0,
+    maxVersion: 3,
+    read: readDeleteGroupsRequest,
+    write: writeDeleteGroupsResponse,
+    serve: async (request) => ({
+      ...defaultDeleteGroupsResponse(),
+      results: await Promise.all(
+        [...new Set(request.groupsNames)].map(async (groupId) => {
+          const answer = await coordinators.deleteGroup({ groupId });
+          return {
+            ...defaultDeletableGroupResult(),
+            groupId,
+            errorCode: classicErrorNumberOf(answer.error),
+            errorMessage: answer.error?.message ?? null,
+          };
+        }),
+      ),
+    }),
+  };
+
+  return [listGroups, describeGroups, deleteGroups] as unknown as Array<KafkaApi<never, never>>;
 }
