@@ -9,7 +9,7 @@
 // Keys are written with mode 0600. An existing CA is kept (so certificates issued before stay
 // trusted) and every other certificate is issued again.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import * as path from 'node:path';
 import {
   createCertificateAuthority,
   issueCertificate,

@@ -18,7 +18,7 @@
 // does not start.
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync, promises as fs } from 'node:fs';
-import tls from 'node:tls';
+import * as tls from 'node:tls';
 import { SpoolError } from '../errors';
 import type { Logger } from '../logger';
 

@@ -2,7 +2,7 @@
 // connections make of it. A service builds it once from its settings (securityProtocol=SSL
 // and the ssl.* locations); PLAINTEXT gives none, and every listener and channel stays plain.
 import type * as grpc from '@grpc/grpc-js';
-import type tls from 'node:tls';
+import type * as tls from 'node:tls';
 import type { Logger } from '../logger';
 import {
   channelCredentialsOf,

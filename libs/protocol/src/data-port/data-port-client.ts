@@ -17,7 +17,7 @@
 //    owner creates a new client.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import tls from 'node:tls';
+import * as tls from 'node:tls';
 import { ProtocolError, ProtocolErrorCode } from '../errors';
 import { type DataPortApiVersionsResponse, encodeApiVersionsRequest } from './api-versions-codec';
 import {
