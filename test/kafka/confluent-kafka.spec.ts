@@ -3,7 +3,9 @@
 // its AdminClient creates a topic; an idempotent producer (acks=all) writes keyed records with
 // headers that the SDK reads with the same key, value, headers and offsets; a group member reads
 // them, commits synchronously, and the SDK sees those commits as the group's offsets; the next
-// member of the group resumes after them and reads only what was produced since.
+// member of the group resumes after them and reads only what was produced since. Groups
+// rebalance: a lone member has all 6 partitions, a second member's join splits them 3 and 3,
+// and its leave gives the first all 6 again.
 // The client is test/kafka/confluent_kafka_client.py, one JSON answer per run.
 import { execFile, execFileSync } from 'node:child_process';
 import * as path from 'node:path';
@@ -174,5 +176,13 @@ describe('confluent-kafka (Python) against the gateway', () => {
     expect(second.records.map((record) => record.key).sort()).toEqual(
       Array.from({ length: 10 }, (_, index) => `key-${30 + index}`).sort(),
     );
+  });
+
+  it('a group rebalances on join and leave: 6, then 3 and 3, then 6 again', async () => {
+    const steps = await client<{ alone: number; split: number[]; afterLeave: number }>(
+      'rebalance',
+      ['python', 'python-rebalance', partitionCount],
+    );
+    expect(steps).toEqual({ alone: partitionCount, split: [3, 3], afterLeave: partitionCount });
   });
 });

@@ -12,6 +12,10 @@ exits 1. Every wait is bounded by --timeout seconds.
       a group member (auto commit off, earliest when the group has no offset) reads COUNT
       records, commits them synchronously and leaves:
       {"records": [{"key", "value", "headers", "partition", "offset", "timestamp"}, ...]}
+  rebalance BOOTSTRAP TOPIC GROUP PARTITIONS
+      one member joins and is assigned every partition; a second joins and the group splits them;
+      the second leaves and the first has them all again: {"alone": N, "split": [N1, N2],
+      "afterLeave": N}, the assigned partition counts at each step
 """
 
 import json
@@ -108,7 +112,63 @@ def consume(bootstrap, topic, group, count):
     return {"records": records}
 
 
-COMMANDS = {"create-topic": create_topic, "produce": produce, "consume": consume}
+def poll_until(consumers, done, what):
+    """Polls every consumer in turn (a member rebalances only in poll) until done() holds."""
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while not done():
+        if time.monotonic() > deadline:
+            sizes = [len(consumer.assignment()) for consumer in consumers]
+            raise TimeoutError(f"{what} not reached in {TIMEOUT_SECONDS} s (assigned: {sizes})")
+        for consumer in consumers:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is not None:
+                raise KafkaException(message.error())
+
+
+def rebalance(bootstrap, topic, group, partitions):
+    partitions = int(partitions)
+
+    def member():
+        return Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+
+    first, second = member(), None
+    try:
+        first.subscribe([topic])
+        poll_until([first], lambda: len(first.assignment()) == partitions, "one member with all")
+        alone = len(first.assignment())
+        second = member()
+        second.subscribe([topic])
+        both = [first, second]
+
+        def split_done():
+            sizes = [len(consumer.assignment()) for consumer in both]
+            return sum(sizes) == partitions and min(sizes) > 0
+
+        poll_until(both, split_done, "the split")
+        split = [len(first.assignment()), len(second.assignment())]
+        second.close()
+        second = None
+        poll_until([first], lambda: len(first.assignment()) == partitions, "the leave")
+        return {"alone": alone, "split": split, "afterLeave": len(first.assignment())}
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+
+
+COMMANDS = {
+    "create-topic": create_topic,
+    "produce": produce,
+    "consume": consume,
+    "rebalance": rebalance,
+}
 
 
 def main():
