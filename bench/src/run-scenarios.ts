@@ -11,6 +11,7 @@
  * Needs a build first (`npx nx run-many -t build`, which builds this too). Linux only (/proc).
  */
 import { readFileSync } from 'node:fs';
+import { log } from './cluster';
 import { kafkaScenario, type KafkaComparison } from './kafka-scenario';
 import {
   isKafkaWanted,
@@ -46,9 +47,17 @@ async function runScenarios(options: BenchOptions): Promise<void> {
       await endToEndGroup(options, maximum, results, memory);
     }
   }
-  const kafka: KafkaComparison[] = isKafkaWanted(options)
-    ? await kafkaScenario(options, results, memory)
-    : [];
+  let kafka: KafkaComparison[] = [];
+  if (isKafkaWanted(options)) {
+    // Scenario 9 needs Java and Kafka's jars: without them the other scenarios' figures are
+    // still written, and the run exits 1 naming what failed.
+    try {
+      kafka = await kafkaScenario(options, results, memory);
+    } catch (error) {
+      log(`scenario 9 failed: ${(error as Error).message}`);
+      process.exitCode = 1;
+    }
+  }
   if (isRecordsWanted(options)) await recordsScenario(options, results);
   const partitions = isPartitionsWanted(options) ? await partitionsScenario(options) : undefined;
   const cpus = readFileSync('/proc/cpuinfo', 'utf8')
