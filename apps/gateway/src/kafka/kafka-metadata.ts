@@ -4,7 +4,9 @@
  * partition's real leader epoch, replicas and ISR (the storage nodes), the controller's topic ids.
  *
  * 1. Which topics: all of them for a null list (and for an empty one at v0, as Kafka reads v0),
- *    else those named, by name or (v10+) by topic id.
+ *    else those named, by name or (v12+, as Kafka) by topic id; a topic id before v12 is
+ *    INVALID_REQUEST, which closes the connection (the v10 and v11 responses have no room for a
+ *    topic without its name).
  * 2. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID). Topics
  *    are not created by Metadata (auto.create.topics.enable is off): they are created with
  *    CreateTopics, the SDK or `spool topic create`.
@@ -17,15 +19,19 @@ import {
   type MetadataResponsePartition,
   type MetadataResponseTopic,
   defaultMetadataResponse,
+  isZeroUuid,
   readMetadataRequest,
   writeMetadataResponse,
 } from '@spool/kafka-protocol';
+import { SpoolError } from '@spool/common';
 import type { TopicMetadata } from '@spool/protocol';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import { gatewayNodeId, type KafkaClusterView, uuidBytesOf } from './kafka-cluster-view';
 import { KafkaErrorNumber } from './kafka-errors';
 
 const metadataApiKey = 3;
+/** The first Metadata version that names topics by id (KIP-516). */
+const topicIdsVersion = 12;
 /** Kafka's value for "authorized operations not asked for". */
 const authorizedOperationsOmitted = -2147483648;
 
@@ -60,6 +66,13 @@ function topicsOf(
   }
   return request.topics!.map((wanted) => {
     const byId = wanted.name === null;
+    // Kafka refuses topic ids before v12, whose response cannot carry a topic without its name.
+    if (version < topicIdsVersion && (byId || !isZeroUuid(wanted.topicId))) {
+      throw new SpoolError(
+        'INVALID_REQUEST',
+        `Metadata v${version} names topics by name only; topic ids need version ${topicIdsVersion}`,
+      );
+    }
     const name = byId ? view.topicNameOf(wanted.topicId) : wanted.name!;
     const topic = name === undefined ? undefined : view.topic(name);
     if (topic !== undefined) return topicOf(view, topic);
