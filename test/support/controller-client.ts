@@ -86,7 +86,12 @@ export class FakeBroker {
       controller
         .call(
           controller.client.brokerHeartbeat,
-          { brokerId: this.brokerId, brokerEpoch: this.brokerEpoch, logDirOffline: false },
+          {
+            brokerId: this.brokerId,
+            brokerEpoch: this.brokerEpoch,
+            logDirOffline: false,
+            cleanerStates: [],
+          },
           1_000,
         )
         .catch((_error: SpoolError) => {});

@@ -351,6 +351,7 @@ class StubGateway {
       describeTopics: unary((request: { names: string[] }) => ({
         topics: request.names.map((name) => ({
           error: undefined,
+          cleanerStates: [],
           topic: {
             name,
             topicId: `id-${name}`,

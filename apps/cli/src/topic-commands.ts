@@ -97,8 +97,9 @@ const subcommands: AdminSubcommands = {
       path: ['topic', 'describe'],
       usage: 'spool topic describe NAME',
       summary:
-        "A topic's partitions (leader, epoch, replicas, ISR, state, a reassignment in progress) " +
-        'and its configs set apart from the defaults.',
+        "A topic's partitions (leader, epoch, replicas, ISR, state, a reassignment in progress), " +
+        'its configs set apart from the defaults, and for a compacted topic its log cleaner ' +
+        "state per partition (the leader's first dirty offset, dirty ratio, uncleanable reason).",
       flags: {},
       examples: ['spool topic describe orders'],
     },
@@ -211,7 +212,28 @@ export function formatTopicDescription(topic: TopicDescription): string {
     configs.length === 0
       ? ''
       : `configs: ${configs.map((entry) => `${entry.name}=${entry.value}`).join(', ')}\n`;
-  return `${header}${table}${configText}`;
+  return `${header}${table}${configText}${formatCleanerStates(topic)}`;
+}
+
+/**
+ * A compacted topic's cleaner state per partition, as each leader last reported it: where the
+ * dirty section starts, its share of the cleanable bytes, and why a log is uncleanable. Nothing
+ * for a topic without reports (not compacted, or no heartbeat since the leader's cleaner looked).
+ */
+function formatCleanerStates(topic: TopicDescription): string {
+  const reported = topic.partitions.filter((partition) => partition.cleaner !== undefined);
+  if (reported.length === 0) return '';
+  const table = formatTable(
+    ['PARTITION', 'BROKER', 'FIRST-DIRTY-OFFSET', 'DIRTY-RATIO', 'UNCLEANABLE-REASON'],
+    reported.map(({ partition, cleaner }) => [
+      partition,
+      cleaner!.brokerId,
+      cleaner!.firstDirtyOffset.toString(),
+      cleaner!.dirtyRatio.toFixed(3),
+      cleaner!.uncleanableReason ?? '-',
+    ]),
+  );
+  return `log cleaner:\n${table}`;
 }
 
 /** A move in progress as `adding 4 removing 1`, or `-`. */

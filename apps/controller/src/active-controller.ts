@@ -7,6 +7,7 @@
  */
 import type { Logger } from '@spool/common';
 import { BrokerLifecycle } from './broker-lifecycle';
+import { CleanerStateReports } from './cleaner-state-reports';
 import type { ClusterState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
 import { ControllerEventQueue } from './controller-event-queue';
@@ -34,6 +35,8 @@ export class ActiveController {
   readonly queue = new ControllerEventQueue();
   readonly brokers: BrokerLifecycle;
   readonly coordinators: CoordinatorLifecycle;
+  /** The storage nodes' log cleaner reports (BrokerHeartbeat), for DescribeTopics. */
+  readonly cleanerStates = new CleanerStateReports();
   readonly context: ControllerContext;
   private timer: NodeJS.Timeout | undefined;
   private lastPreferredElectionMs = Date.now();

@@ -56,6 +56,7 @@ describe("a broker's offline data directory", () => {
         brokerId,
         brokerEpoch: epochs.get(brokerId)!,
         logDirOffline,
+        cleanerStates: [],
       });
     };
     const partitions = async (topic: string): Promise<PartitionMetadata[]> => {

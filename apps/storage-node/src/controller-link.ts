@@ -23,6 +23,7 @@ import type {
   ClusterMetadataCache,
   ControllerServiceClient,
   Endpoint,
+  PartitionCleanerState,
 } from '@spool/protocol';
 
 export interface ControllerLinkOptions {
@@ -35,6 +36,8 @@ export interface ControllerLinkOptions {
   readonly heartbeatIntervalMs: number;
   /** Whether the data directory is offline now (log-dir-health.ts); every heartbeat says so. */
   readonly logDirOffline?: () => boolean;
+  /** The log cleaner's view of each compacted log here; every heartbeat carries it. */
+  readonly cleanerStates?: () => PartitionCleanerState[];
 }
 
 /** Calls to the controller give up after this, so a dead controller cannot hang a step. */
@@ -158,7 +161,12 @@ export class ControllerLink {
       const response = await callOnce(
         client,
         client.brokerHeartbeat,
-        { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue, logDirOffline },
+        {
+          brokerId: this.options.brokerId,
+          brokerEpoch: this.brokerEpochValue,
+          logDirOffline,
+          cleanerStates: this.options.cleanerStates?.() ?? [],
+        },
         { deadlineMs: this.options.heartbeatIntervalMs },
       );
       if (response.fenced) {

@@ -6,6 +6,7 @@ import {
   type CleanerLog,
   type LogCleanerSettings,
 } from '@spool/segment-store';
+import type { PartitionCleanerState } from '@spool/protocol';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { PartitionReplica } from './replica/partition-replica';
 import type { ReplicaManager } from './replica/replica-manager';
@@ -24,6 +25,11 @@ import type { ReplicaManager } from './replica/replica-manager';
  */
 export interface LogCleanerRunner {
   readonly cleaner: LogCleaner;
+  /**
+   * The cleaner's view of each compacted log at its last look, for the controller (heartbeats)
+   * and `spool topic describe`; at most `cleanerStatesReportedMax`.
+   */
+  partitionStates(): PartitionCleanerState[];
   /** A replica's log was deleted from this node: its checkpoint entry goes too. */
   forget(replica: PartitionReplica): void;
   /** Stops after the pass in progress ends its current step; resolves once it has. */
@@ -109,6 +115,17 @@ export function startLogCleaner(
 
   return {
     cleaner,
+    partitionStates: () =>
+      cleaner
+        .logStates()
+        .slice(0, cleanerStatesReportedMax)
+        .map((state) => ({
+          ...topicPartitionOfFolder(state.folder),
+          firstDirtyOffset: state.firstDirtyOffset,
+          dirtyRatio: state.dirtyRatio,
+          uncleanableReason: state.uncleanableReason ?? '',
+          brokerId: 0,
+        })),
     forget: (replica) => checkpoint.remove(path.basename(replica.log.directory)),
     stop: async () => {
       stopped = true;
@@ -119,6 +136,18 @@ export function startLogCleaner(
   };
 }
 
+/**
+ * A bound on one heartbeat's cleaner report: about 60 bytes an entry keeps it near 1 MiB, under
+ * gRPC's 4 MiB message limit, with far more compacted partitions than one node should lead.
+ */
+const cleanerStatesReportedMax = 16_384;
+
+/** A log folder's name is `<topic>-<partition>`; topic names may hold dashes themselves. */
+function topicPartitionOfFolder(folder: string): { topic: string; partition: number } {
+  const split = folder.lastIndexOf('-');
+  return { topic: folder.slice(0, split), partition: Number(folder.slice(split + 1)) };
+}
+
 function registerCleanerMetrics(
   registry: Registry,
   cleaner: LogCleaner,
@@ -126,8 +155,8 @@ function registerCleanerMetrics(
 ) {
   if (metricsPerPartition) {
     const partitionLabels = (folder: string) => {
-      const split = folder.lastIndexOf('-');
-      return { topic: folder.slice(0, split), partition: folder.slice(split + 1) };
+      const { topic, partition } = topicPartitionOfFolder(folder);
+      return { topic, partition: String(partition) };
     };
     new Gauge({
       name: 'spool_log_cleaner_partition_dirty_ratio',

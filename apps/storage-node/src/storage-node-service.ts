@@ -393,6 +393,7 @@ export function startStorageNode(
           appendStreams,
           beforeLogAppend: slowDisk?.beforeLogAppend,
           onLink: (link) => (controllerLink.current = link),
+          cleanerStates: () => logCleanerHolder.runner?.partitionStates() ?? [],
         });
         nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
       });

@@ -1,7 +1,13 @@
 import { SpoolError } from '@spool/common';
-import { OffsetSpec, type ProtoError, type TopicMetadata, type TopicResult } from '@spool/protocol';
+import {
+  OffsetSpec,
+  type PartitionCleanerState,
+  type ProtoError,
+  type TopicMetadata,
+  type TopicResult,
+} from '@spool/protocol';
 import { ClientLifecycle, ClientState } from './client-lifecycle';
-import { describeTopicMetadata, listTopicNames } from './cluster-topics';
+import { describeTopicDescriptions, describeTopicMetadata, listTopicNames } from './cluster-topics';
 import {
   resolveAdminConfig,
   type AdminConfig,
@@ -66,6 +72,20 @@ export interface PartitionDescription {
   /** A reassignment in progress: replicas being added and removed (both empty otherwise). */
   readonly addingReplicas: readonly number[];
   readonly removingReplicas: readonly number[];
+  /** A compacted partition's log cleaner, as its leader last reported it; absent otherwise. */
+  readonly cleaner?: PartitionCleanerDescription;
+}
+
+/** What the leader's log cleaner knows of a compacted partition (Kafka's LogCleanerManager). */
+export interface PartitionCleanerDescription {
+  /** The log is cleaned below this offset. */
+  readonly firstDirtyOffset: bigint;
+  /** The dirty share of the cleanable bytes at the cleaner's last look, 0 to 1. */
+  readonly dirtyRatio: number;
+  /** Why the cleaner gave up on the log; absent while it is cleanable. */
+  readonly uncleanableReason?: string;
+  /** The broker that reported it (the leader). */
+  readonly brokerId: number;
 }
 
 export interface TopicDescription {
@@ -214,8 +234,12 @@ export class Admin {
 
   async describeTopics(request: { topics: readonly string[] }): Promise<TopicDescription[]> {
     this.lifecycle.ensureOpen('describe topics');
-    const topics = await describeTopicMetadata(this.connection, request.topics, this.callOptions());
-    return topics.map(toTopicDescription);
+    const descriptions = await describeTopicDescriptions(
+      this.connection,
+      request.topics,
+      this.callOptions(),
+    );
+    return descriptions.map(({ topic, cleanerStates }) => toTopicDescription(topic, cleanerStates));
   }
 
   /** KafkaJS's fetchTopicMetadata; every topic when `topics` is absent. */
@@ -474,7 +498,11 @@ function toConfigEntry(entry: {
   return { name: entry.name, value: entry.value, isDefault: entry.isDefault };
 }
 
-function toTopicDescription(topic: TopicMetadata): TopicDescription {
+function toTopicDescription(
+  topic: TopicMetadata,
+  cleanerStates: readonly PartitionCleanerState[],
+): TopicDescription {
+  const cleanerByPartition = new Map(cleanerStates.map((state) => [state.partition, state]));
   return {
     name: topic.name,
     topicId: topic.topicId,
@@ -489,6 +517,7 @@ function toTopicDescription(topic: TopicMetadata): TopicDescription {
         offline: partition.offline,
         addingReplicas: partition.addingReplicas,
         removingReplicas: partition.removingReplicas,
+        ...cleanerOf(cleanerByPartition.get(partition.partition)),
       }))
       .sort((left, right) => left.partition - right.partition),
     configEntries: topic.configs.map(toConfigEntry),
@@ -520,4 +549,18 @@ function topicsError(
       details: Object.fromEntries(failures.map(({ name, error }) => [name, error.code])),
     },
   );
+}
+
+function cleanerOf(state: PartitionCleanerState | undefined): {
+  cleaner?: PartitionCleanerDescription;
+} {
+  if (state === undefined) return {};
+  return {
+    cleaner: {
+      firstDirtyOffset: state.firstDirtyOffset,
+      dirtyRatio: state.dirtyRatio,
+      ...(state.uncleanableReason === '' ? {} : { uncleanableReason: state.uncleanableReason }),
+      brokerId: state.brokerId,
+    },
+  };
 }

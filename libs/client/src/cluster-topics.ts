@@ -1,4 +1,4 @@
-import type { TopicMetadata } from '@spool/protocol';
+import type { PartitionCleanerState, TopicMetadata } from '@spool/protocol';
 import { ClientErrorCode, clientError, fromProtoError } from './errors';
 import type { GatewayCallOptions, GatewayConnection } from './gateway-connection';
 
@@ -12,6 +12,16 @@ export async function describeTopicMetadata(
   names: readonly string[],
   options: GatewayCallOptions,
 ): Promise<TopicMetadata[]> {
+  const descriptions = await describeTopicDescriptions(connection, names, options);
+  return descriptions.map((description) => description.topic);
+}
+
+/** DescribeTopics with what comes beside each topic's metadata (its partitions' cleaner state). */
+export async function describeTopicDescriptions(
+  connection: GatewayConnection,
+  names: readonly string[],
+  options: GatewayCallOptions,
+): Promise<Array<{ topic: TopicMetadata; cleanerStates: PartitionCleanerState[] }>> {
   if (names.length === 0) return [];
   const response = await connection.call(
     (client) => client.describeTopics,
@@ -30,7 +40,7 @@ export async function describeTopicMetadata(
         `topic ${name}: the gateway described no such topic`,
       );
     }
-    return description.topic;
+    return { topic: description.topic, cleanerStates: description.cleanerStates };
   });
 }
 

@@ -32,6 +32,7 @@ export {
   type ClusterDescription,
   type ConfigEntryDescription,
   type ConfigEntryInput,
+  type PartitionCleanerDescription,
   type PartitionDescription,
   type PartitionOffsets,
   type TopicConfigChange,

@@ -88,6 +88,7 @@ export {
   TopicResult,
   WatchMetadataRequest,
   WatchMetadataResponse,
+  PartitionCleanerState,
 } from './generated/spool/v1/controller';
 export {
   Assignment,

@@ -36,6 +36,7 @@ export function brokerHeartbeatHandler(role: ControllerAccess) {
       request.brokerEpoch,
       request.logDirOffline,
     );
+    if (!fenced) controller.cleanerStates.record(request.brokerId, request.cleanerStates);
     // Most heartbeats change nothing and skip the queue; a data directory going offline or
     // coming back writes elections, so it waits its turn. A write that fails is tried again
     // at the next heartbeat, which reports the same state.

@@ -15,7 +15,10 @@ import type {
   DescribeTopicsResponse,
   ListTopicsRequest,
   ListTopicsResponse,
+  PartitionCleanerState,
+  TopicMetadata,
 } from '@spool/protocol';
+import type { CleanerStateReports } from '../cleaner-state-reports';
 import { topicMetadataOf } from '../metadata-conversions';
 import {
   alterConfigs,
@@ -68,19 +71,25 @@ export function createPartitionsHandler(role: ControllerAccess) {
 
 export function describeTopicsHandler(role: ControllerAccess) {
   return async (request: DescribeTopicsRequest): Promise<DescribeTopicsResponse> => {
-    const { state } = await role.requireActive();
+    const { controller, state } = await role.requireActive();
     const names = request.names.length === 0 ? [...state.topics.keys()].sort() : request.names;
     return {
       topics: names.map((name) => {
         const topic = state.topics.get(name);
-        return topic === undefined
+        const metadata = topic === undefined ? undefined : topicMetadataOf(topic);
+        return metadata === undefined
           ? {
               error: protoError(
                 new SpoolError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`),
               ),
               topic: { name, topicId: '', partitions: [], configs: [], internal: false },
+              cleanerStates: [],
             }
-          : { error: undefined, topic: topicMetadataOf(topic) };
+          : {
+              error: undefined,
+              topic: metadata,
+              cleanerStates: leaderCleanerStates(controller.cleanerStates, metadata),
+            };
       }),
     };
   };
@@ -134,4 +143,16 @@ export function alterConfigsHandler(role: ControllerAccess) {
     );
     return { results: topicResults(outcomes) };
   };
+}
+
+/** Each partition's cleaner state as its leader reported it; none for a leaderless partition. */
+function leaderCleanerStates(
+  reports: CleanerStateReports,
+  topic: TopicMetadata,
+): PartitionCleanerState[] {
+  return topic.partitions.flatMap((partition) => {
+    if (partition.offline) return [];
+    const state = reports.of(partition.leaderId, topic.name, partition.partition);
+    return state === undefined ? [] : [state];
+  });
 }

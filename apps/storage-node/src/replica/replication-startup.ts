@@ -5,7 +5,7 @@
  * and for this node's replicas to be in sync, and the controlled shutdown at the end.
  */
 import type { Logger, ServiceContext } from '@spool/common';
-import type { ClusterMetadataCache, Endpoint } from '@spool/protocol';
+import type { ClusterMetadataCache, Endpoint, PartitionCleanerState } from '@spool/protocol';
 import type { AppendStreams } from '../append-streams';
 import { ControllerLink } from '../controller-link';
 import type { LogDirHealth } from '../log-dir-health';
@@ -31,6 +31,8 @@ export interface ReplicationStartOptions {
   readonly appendStreams: AppendStreams;
   /** The slow-disk test hook's, when the fault suite turns it on (slow-disk-test-hook.ts). */
   readonly beforeLogAppend: (() => void) | undefined;
+  /** The log cleaner's state for the heartbeats (none while the cleaner is off). */
+  readonly cleanerStates: () => PartitionCleanerState[];
   /** Told the controller link once it exists (a data directory change heartbeats at once). */
   readonly onLink: (link: ControllerLink) => void;
 }
@@ -49,6 +51,7 @@ export function startReplication(
       controllerAddresses: config.controllerAddresses,
       heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
       logDirOffline: () => options.logDirHealth.offline,
+      cleanerStates: options.cleanerStates,
       transportSecurity: context.transportSecurity,
     },
     metadata,

@@ -319,8 +319,8 @@ export class FakeGateway {
         return {
           topics: request.names.map((name) =>
             this.topics.has(name)
-              ? { error: undefined, topic: this.metadataOf(name) }
-              : { error: unknownTopic(name), topic: undefined },
+              ? { error: undefined, topic: this.metadataOf(name), cleanerStates: [] }
+              : { error: unknownTopic(name), topic: undefined, cleanerStates: [] },
           ),
         };
       }),

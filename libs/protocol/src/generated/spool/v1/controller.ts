@@ -57,6 +57,25 @@ export interface BrokerHeartbeatRequest {
    * once on either change.
    */
   logDirOffline: boolean;
+  /**
+   * The node's log cleaner's view of each compacted log it hosts, for DescribeTopics. Each
+   * heartbeat replaces the node's previous report; the controller keeps it in memory only.
+   */
+  cleanerStates: PartitionCleanerState[];
+}
+
+/** What a storage node's log cleaner knows of one compacted partition replica. */
+export interface PartitionCleanerState {
+  topic: string;
+  partition: number;
+  /** The log is cleaned below this offset (Kafka's cleaner-offset-checkpoint). */
+  firstDirtyOffset: bigint;
+  /** The dirty share of the log's cleanable bytes at the cleaner's last look, 0 to 1. */
+  dirtyRatio: number;
+  /** Why the cleaner gave up on this log (Kafka's uncleanable partitions); empty while cleanable. */
+  uncleanableReason: string;
+  /** The storage node that reported it: in DescribeTopics, the partition's leader. */
+  brokerId: number;
 }
 
 export interface BrokerHeartbeatResponse {
@@ -136,7 +155,14 @@ export interface DescribeTopicsResponse {
 
 export interface TopicDescription {
   error: Error | undefined;
-  topic: TopicMetadata | undefined;
+  topic:
+    | TopicMetadata
+    | undefined;
+  /**
+   * For a compacted topic, each partition's cleaner state as its leader last reported it
+   * (BrokerHeartbeat); a partition whose leader has not reported yet is absent.
+   */
+  cleanerStates: PartitionCleanerState[];
 }
 
 export interface ListTopicsRequest {
@@ -621,7 +647,7 @@ export const RegisterBrokerResponse: MessageFns<RegisterBrokerResponse> = {
 };
 
 function createBaseBrokerHeartbeatRequest(): BrokerHeartbeatRequest {
-  return { brokerId: 0, brokerEpoch: 0n, logDirOffline: false };
+  return { brokerId: 0, brokerEpoch: 0n, logDirOffline: false, cleanerStates: [] };
 }
 
 export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
@@ -637,6 +663,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     }
     if (message.logDirOffline !== false) {
       writer.uint32(24).bool(message.logDirOffline);
+    }
+    for (const v of message.cleanerStates) {
+      PartitionCleanerState.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -678,6 +707,14 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
             message.logDirOffline = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cleanerStates.push(PartitionCleanerState.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -707,6 +744,11 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
         : isSet(object.log_dir_offline)
         ? globalThis.Boolean(object.log_dir_offline)
         : false,
+      cleanerStates: globalThis.Array.isArray(object?.cleanerStates)
+        ? object.cleanerStates.map((e: any) => PartitionCleanerState.fromJSON(e))
+        : globalThis.Array.isArray(object?.cleaner_states)
+        ? object.cleaner_states.map((e: any) => PartitionCleanerState.fromJSON(e))
+        : [],
     };
   },
 
@@ -721,6 +763,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     if (message.logDirOffline !== false) {
       obj.logDirOffline = message.logDirOffline;
     }
+    if (message.cleanerStates?.length) {
+      obj.cleanerStates = message.cleanerStates.map((e) => PartitionCleanerState.toJSON(e));
+    }
     return obj;
   },
 
@@ -734,6 +779,177 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
       ? BigInt(object.brokerEpoch)
       : 0n;
     message.logDirOffline = object.logDirOffline ?? false;
+    message.cleanerStates = object.cleanerStates?.map((e) => PartitionCleanerState.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePartitionCleanerState(): PartitionCleanerState {
+  return { topic: "", partition: 0, firstDirtyOffset: 0n, dirtyRatio: 0, uncleanableReason: "", brokerId: 0 };
+}
+
+export const PartitionCleanerState: MessageFns<PartitionCleanerState> = {
+  encode(message: PartitionCleanerState, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.topic !== "") {
+      writer.uint32(10).string(message.topic);
+    }
+    if (message.partition !== 0) {
+      writer.uint32(16).int32(message.partition);
+    }
+    if (message.firstDirtyOffset !== 0n) {
+      if (BigInt.asIntN(64, message.firstDirtyOffset) !== message.firstDirtyOffset) {
+        throw new globalThis.Error("value provided for field message.firstDirtyOffset of type int64 too large");
+      }
+      writer.uint32(24).int64(message.firstDirtyOffset);
+    }
+    if (message.dirtyRatio !== 0) {
+      writer.uint32(33).double(message.dirtyRatio);
+    }
+    if (message.uncleanableReason !== "") {
+      writer.uint32(42).string(message.uncleanableReason);
+    }
+    if (message.brokerId !== 0) {
+      writer.uint32(48).int32(message.brokerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PartitionCleanerState {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePartitionCleanerState();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.firstDirtyOffset = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.dirtyRatio = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.uncleanableReason = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PartitionCleanerState {
+    return {
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      firstDirtyOffset: isSet(object.firstDirtyOffset)
+        ? BigInt(object.firstDirtyOffset)
+        : isSet(object.first_dirty_offset)
+        ? BigInt(object.first_dirty_offset)
+        : 0n,
+      dirtyRatio: isSet(object.dirtyRatio)
+        ? globalThis.Number(object.dirtyRatio)
+        : isSet(object.dirty_ratio)
+        ? globalThis.Number(object.dirty_ratio)
+        : 0,
+      uncleanableReason: isSet(object.uncleanableReason)
+        ? globalThis.String(object.uncleanableReason)
+        : isSet(object.uncleanable_reason)
+        ? globalThis.String(object.uncleanable_reason)
+        : "",
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: PartitionCleanerState): unknown {
+    const obj: any = {};
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.firstDirtyOffset !== 0n) {
+      obj.firstDirtyOffset = message.firstDirtyOffset.toString();
+    }
+    if (message.dirtyRatio !== 0) {
+      obj.dirtyRatio = floatToJson(message.dirtyRatio);
+    }
+    if (message.uncleanableReason !== "") {
+      obj.uncleanableReason = message.uncleanableReason;
+    }
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PartitionCleanerState>, I>>(base?: I): PartitionCleanerState {
+    return PartitionCleanerState.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PartitionCleanerState>, I>>(object: I): PartitionCleanerState {
+    const message = createBasePartitionCleanerState();
+    message.topic = object.topic ?? "";
+    message.partition = object.partition ?? 0;
+    message.firstDirtyOffset = (object.firstDirtyOffset !== undefined && object.firstDirtyOffset !== null)
+      ? BigInt(object.firstDirtyOffset)
+      : 0n;
+    message.dirtyRatio = object.dirtyRatio ?? 0;
+    message.uncleanableReason = object.uncleanableReason ?? "";
+    message.brokerId = object.brokerId ?? 0;
     return message;
   },
 };
@@ -1918,7 +2134,7 @@ export const DescribeTopicsResponse: MessageFns<DescribeTopicsResponse> = {
 };
 
 function createBaseTopicDescription(): TopicDescription {
-  return { error: undefined, topic: undefined };
+  return { error: undefined, topic: undefined, cleanerStates: [] };
 }
 
 export const TopicDescription: MessageFns<TopicDescription> = {
@@ -1928,6 +2144,9 @@ export const TopicDescription: MessageFns<TopicDescription> = {
     }
     if (message.topic !== undefined) {
       TopicMetadata.encode(message.topic, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.cleanerStates) {
+      PartitionCleanerState.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1961,6 +2180,14 @@ export const TopicDescription: MessageFns<TopicDescription> = {
             message.topic = TopicMetadata.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cleanerStates.push(PartitionCleanerState.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1977,6 +2204,11 @@ export const TopicDescription: MessageFns<TopicDescription> = {
     return {
       error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
       topic: isSet(object.topic) ? TopicMetadata.fromJSON(object.topic) : undefined,
+      cleanerStates: globalThis.Array.isArray(object?.cleanerStates)
+        ? object.cleanerStates.map((e: any) => PartitionCleanerState.fromJSON(e))
+        : globalThis.Array.isArray(object?.cleaner_states)
+        ? object.cleaner_states.map((e: any) => PartitionCleanerState.fromJSON(e))
+        : [],
     };
   },
 
@@ -1987,6 +2219,9 @@ export const TopicDescription: MessageFns<TopicDescription> = {
     }
     if (message.topic !== undefined) {
       obj.topic = TopicMetadata.toJSON(message.topic);
+    }
+    if (message.cleanerStates?.length) {
+      obj.cleanerStates = message.cleanerStates.map((e) => PartitionCleanerState.toJSON(e));
     }
     return obj;
   },
@@ -2000,6 +2235,7 @@ export const TopicDescription: MessageFns<TopicDescription> = {
     message.topic = (object.topic !== undefined && object.topic !== null)
       ? TopicMetadata.fromPartial(object.topic)
       : undefined;
+    message.cleanerStates = object.cleanerStates?.map((e) => PartitionCleanerState.fromPartial(e)) || [];
     return message;
   },
 };
@@ -6410,6 +6646,10 @@ export const ControllerServiceClient = makeGenericClientConstructor(
   service: typeof ControllerServiceService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 

@@ -1,0 +1,34 @@
+// Proves the controller's memory of log cleaner reports: each heartbeat's report replaces the
+// broker's previous one whole (a partition absent from it is forgotten), an empty report forgets
+// the broker, and every state carries the broker that reported it.
+import { describe, expect, it } from 'vitest';
+import { CleanerStateReports } from './cleaner-state-reports';
+
+function state(topic: string, partition: number, firstDirtyOffset: bigint) {
+  return {
+    topic,
+    partition,
+    firstDirtyOffset,
+    dirtyRatio: 0.25,
+    uncleanableReason: '',
+    brokerId: 0,
+  };
+}
+
+describe('CleanerStateReports', () => {
+  it("keeps each broker's last report whole, stamped with the broker", () => {
+    const reports = new CleanerStateReports();
+    reports.record(1, [state('orders', 0, 10n), state('orders', 1, 20n)]);
+    reports.record(2, [state('orders', 0, 7n)]);
+    expect(reports.of(1, 'orders', 0)).toMatchObject({ firstDirtyOffset: 10n, brokerId: 1 });
+    expect(reports.of(2, 'orders', 0)).toMatchObject({ firstDirtyOffset: 7n, brokerId: 2 });
+
+    reports.record(1, [state('orders', 0, 15n)]);
+    expect(reports.of(1, 'orders', 0)?.firstDirtyOffset).toBe(15n);
+    expect(reports.of(1, 'orders', 1)).toBeUndefined();
+
+    reports.record(2, []);
+    expect(reports.of(2, 'orders', 0)).toBeUndefined();
+    expect(reports.of(3, 'orders', 0)).toBeUndefined();
+  });
+});
