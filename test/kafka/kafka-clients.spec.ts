@@ -6,11 +6,8 @@
 // protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and
 // 3 and read every record; a KafkaJS consumer and an SDK consumer share one group, 3 partitions
 // each; a kcat group consumer commits, the SDK sees those commits as the
-// group's offsets, and the next kcat of the group resumes from them. Apache Kafka's own tools
-// (the Java client 4.4): kafka-topics creates and describes a topic, the console producer
-// (idempotent, acks=all) writes keyed records that the console consumer reads in a group, and
-// kafka-consumer-groups describes the group's lag and resets its offsets, which the SDK sees.
-// The KafkaJS admin creates a topic, grows it and deletes records below an offset. Bad input on raw
+// group's offsets, and the next kcat of the group resumes from them (Apache Kafka's own tools
+// have their spec, java-tools.spec.ts). The KafkaJS admin creates a topic, grows it and deletes records below an offset. Bad input on raw
 // sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
 // not served) closes only that connection: the gateway stays up, serves the next client, and
 // nothing is written.
@@ -20,7 +17,6 @@ import net from 'node:net';
 import { Spool, type Admin, type ConsumedMessage } from '@spool/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runKafkaTool } from '../support/kafka-tools';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
 
 const partitionCount = 6;
@@ -405,60 +401,6 @@ describe('Kafka clients against the gateway', () => {
     } finally {
       await Promise.all([member.disconnect(), kafkaAdmin.disconnect()]);
     }
-  });
-
-  it("Kafka's own tools: kafka-topics, the console producer and a console consumer group", async () => {
-    const server = ['--bootstrap-server', bootstrap];
-    const created = await runKafkaTool('topics', [
-      ...server,
-      ...['--create', '--topic', 'java', '--partitions', '6', '--replication-factor', '3'],
-    ]);
-    expect(created.stdout, created.stderr).toContain('Created topic java.');
-    const described = await runKafkaTool('topics', [...server, '--describe', '--topic', 'java']);
-    expect(described.stdout, described.stderr).toMatch(
-      /Topic: java\tTopicId: \S+\tPartitionCount: 6\tReplicationFactor: 3/,
-    );
-    const lines = Array.from({ length: 20 }, (_, index) => `java-${index}\tvalue-${index}`);
-    const produced = await runKafkaTool(
-      'consoleProducer',
-      [...server, '--topic', 'java', '--reader-property', 'parse.key=true'],
-      { input: `${lines.join('\n')}\n` },
-    );
-    expect(produced.exitCode, produced.stderr).toBe(0);
-    const consumed = await runKafkaTool('consoleConsumer', [
-      ...server,
-      ...['--topic', 'java', '--group', 'java-group', '--from-beginning'],
-      ...['--max-messages', String(lines.length), '--formatter-property', 'print.key=true'],
-    ]);
-    expect(consumed.exitCode, consumed.stderr).toBe(0);
-    expect(consumed.stdout.trim().split('\n').sort()).toEqual([...lines].sort());
-    const groupOf = ['--group', 'java-group'];
-    const describedGroup = await runKafkaTool('consumerGroups', [
-      ...server,
-      '--describe',
-      ...groupOf,
-    ]);
-    const lagRows = describedGroup.stdout
-      .split('\n')
-      .filter((line) => line.startsWith('java-group '))
-      .map((line) => line.trim().split(/\s+/));
-    expect(lagRows, describedGroup.stdout + describedGroup.stderr).toHaveLength(6);
-    // GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG: everything read is committed.
-    expect(lagRows.map((row) => row[5])).toEqual(['0', '0', '0', '0', '0', '0']);
-    const reset = await runKafkaTool('consumerGroups', [
-      ...server,
-      ...['--reset-offsets', ...groupOf, '--topic', 'java', '--to-earliest', '--execute'],
-    ]);
-    expect(reset.exitCode, reset.stderr).toBe(0);
-    const offsets = await admin.fetchOffsets({ groupId: 'java-group', topics: ['java'] });
-    expect(offsets.flatMap((topic) => topic.partitions.map((entry) => entry.offset))).toEqual([
-      0n,
-      0n,
-      0n,
-      0n,
-      0n,
-      0n,
-    ]);
   });
 
   it('the KafkaJS admin grows a topic and deletes records below an offset', async () => {
