@@ -10,11 +10,11 @@ import {
   partitionForKey,
   type Admin,
   type CompressionName,
-  type ConsumedMessage,
   type Message,
 } from '@spool/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSpoolDev, type SpoolDevProcess } from './support/spool-dev-process';
+import { consumeFromBeginning } from './support/sdk-consume';
 
 const keyedPartitionCount = 6;
 /** The flood stops at this many value bytes or after floodDurationMsMax, whichever is first. */
@@ -57,39 +57,6 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected the call to fail, but it succeeded');
-}
-
-/** Reads `count` messages of every partition of `topic` from the beginning, copied. */
-async function consumeFromBeginning(
-  topic: string,
-  count: number,
-  timeoutMs: number,
-): Promise<ConsumedMessage[]> {
-  const consumer = spool.consumer({ requestTimeoutMs: 5_000 });
-  const messages: ConsumedMessage[] = [];
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        messages.push({
-          ...message,
-          key: message.key === null ? null : Buffer.from(message.key),
-          value: message.value === null ? null : Buffer.from(message.value),
-          headers: message.headers.map((header) => ({
-            key: header.key,
-            value: header.value === null ? null : Buffer.from(header.value),
-          })),
-        });
-      },
-    });
-    await vi.waitFor(() => expect(messages.length).toBeGreaterThanOrEqual(count), {
-      timeout: timeoutMs,
-      interval: 50,
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return messages;
 }
 
 beforeAll(async () => {
@@ -136,7 +103,7 @@ describe('the SDK against spool dev', () => {
       await producer.disconnect();
     }
 
-    const consumed = await consumeFromBeginning(topic, messages.length, 20_000);
+    const consumed = await consumeFromBeginning(spool, topic, messages.length, 20_000);
     expect(consumed).toHaveLength(messages.length);
     const nextSequenceByKey = new Map<string, number>();
     for (const message of consumed) {
@@ -168,7 +135,7 @@ describe('the SDK against spool dev', () => {
         await producer.disconnect();
       }
 
-      const consumed = await consumeFromBeginning(topic, messages.length, 15_000);
+      const consumed = await consumeFromBeginning(spool, topic, messages.length, 15_000);
       expect(consumed).toHaveLength(messages.length);
       for (const [index, message] of consumed.entries()) {
         const sent = messages[index]!;

@@ -14,10 +14,11 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { Spool, type Admin, type ConsumedMessage } from '@spool/client';
+import { Spool, type Admin } from '@spool/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
+import { consumeFromBeginning } from '../support/sdk-consume';
 
 const partitionCount = 6;
 const specTopics = [
@@ -53,35 +54,6 @@ async function endOffsets(topic: string): Promise<string[]> {
   return offsets
     .sort((left, right) => left.partition - right.partition)
     .map((entry) => String(entry.high));
-}
-
-/** Reads `count` records of `topic` from the beginning through the SDK. */
-async function consumeWithSdk(topic: string, count: number): Promise<ConsumedMessage[]> {
-  const consumer = spool.consumer({ requestTimeoutMs: 5_000 });
-  const messages: ConsumedMessage[] = [];
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        messages.push({
-          ...message,
-          key: message.key === null ? null : Buffer.from(message.key),
-          value: message.value === null ? null : Buffer.from(message.value),
-          headers: message.headers.map((header) => ({
-            key: header.key,
-            value: header.value === null ? null : Buffer.from(header.value),
-          })),
-        });
-      },
-    });
-    await vi.waitFor(() => expect(messages.length).toBeGreaterThanOrEqual(count), {
-      timeout: 20_000,
-      interval: 50,
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return messages;
 }
 
 /** Sends `bytes` on a new connection; resolves once the gateway closed it, with what it sent. */
@@ -200,7 +172,7 @@ describe('Kafka clients against the gateway', () => {
       await producer.disconnect();
     }
     expect(sent.every((result) => result.errorCode === 0)).toBe(true);
-    const consumed = await consumeWithSdk('from-kafkajs', messages.length);
+    const consumed = await consumeFromBeginning(spool, 'from-kafkajs', messages.length);
     expect(consumed).toHaveLength(messages.length);
     for (const message of messages) {
       const record = consumed.find((entry) => entry.key?.toString() === message.key)!;
