@@ -122,9 +122,11 @@ describe('a full disk', () => {
     );
     expect(Date.now() - offlineAt).toBeLessThan(5_000);
     expect(moved).toHaveLength(partitionCount);
-    const controllerLog = cluster.controller.logLines.join('\n');
-    expect(controllerLog).toMatch(/broker data directory offline/);
-    expect(controllerLog).not.toMatch(/broker fenced/);
+    // The moves commit before the controller's log line, so the line may trail the describe.
+    await eventually(async () => {
+      expect(cluster.controller.logLines.join('\n')).toMatch(/broker data directory offline/);
+    }, 5_000);
+    expect(cluster.controller.logLines.join('\n')).not.toMatch(/broker fenced/);
     const node = cluster.nodes.get(0)!.process;
     expect((await fetch(`http://127.0.0.1:${node.metricsPort}/healthz`)).status).toBe(200);
     // Not ready, and /readyz names the reason (what a Kubernetes pod shows).

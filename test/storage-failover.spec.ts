@@ -52,9 +52,13 @@ describe('storage node failover', () => {
       }
       return current;
     }, 20_000);
-    expect(cluster.controller.logLines.join('\n')).toMatch(
-      /broker fenced: its controller stream closed/,
-    );
+    // The elections commit before the fence mark and its log line (see BrokerLifecycle.fence),
+    // so a describe can see the new leaders a moment before the line is written.
+    await eventually(async () => {
+      expect(cluster!.controller.logLines.join('\n')).toMatch(
+        /broker fenced: its controller stream closed/,
+      );
+    }, 5_000);
 
     // Each new leader serves its partition.
     for (const partition of led) {
