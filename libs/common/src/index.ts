@@ -129,3 +129,12 @@ export {
   transportSecurityOf,
   type SecuritySettings,
 } from './tls/security-settings';
+export {
+  anonymousPrincipal,
+  userPrincipal,
+  userPrincipalType,
+  principalOf,
+  clientHostOf,
+  hostOfPeer,
+  bindPrincipal,
+} from './security/principal';

@@ -8,7 +8,8 @@
 // 2. Pipelining. A request is handed to the handler in arrival order and synchronously, so the
 //    produce requests of one connection reach their leaders' append streams in the order the
 //    client sent them; they are served concurrently and answered in order.
-// 3. Bounds. Requests are taken out of the splitter only while fewer than inFlightRequestsMax are
+// 3. Bounds. Until the session is authenticated (a SASL listener), one request at a time, so
+//    SaslAuthenticate's answer decides before the next request is read. Requests are taken out of the splitter only while fewer than inFlightRequestsMax are
 //    unanswered, the bytes they hold (their requests, the responses done behind an unanswered
 //    one, and the responses written and not yet sent) are under queuedBytesMax, and the socket's
 //    write buffer is not full; otherwise the socket is paused, so a client that pipelines
@@ -34,6 +35,7 @@ import {
   requestFixedHeaderBytes,
   type KafkaRequestFrame,
 } from './kafka-request-frame';
+import { KafkaSession } from './kafka-session';
 
 /** After the connection's last response, how long the peer has to close its side. */
 const closeLingerMs = 5_000;
@@ -71,6 +73,12 @@ export type KafkaResponseFrame = Buffer | readonly Buffer[] | undefined;
 export interface KafkaRequestContext {
   /** host:port of the client, for logs and per-connection bounds. */
   readonly peer: string;
+  /** The connection's principal when the request was read: `User:<name>`, or User:ANONYMOUS. */
+  readonly principal: string;
+  /** The client's IP address without its port (the host of Kafka's ACLs). */
+  readonly clientHost: string;
+  /** The connection's authentication; SaslHandshake and SaslAuthenticate move it on. */
+  readonly session: KafkaSession;
   /** Aborted when the connection closes or drains: long polls stop waiting. */
   readonly signal: AbortSignal;
 }
@@ -86,6 +94,8 @@ export interface KafkaConnectionOptions {
   readonly queuedBytesMax: number;
   /** connections.max.idle.ms: close a connection with nothing in flight for this long. */
   readonly connectionsMaxIdleMs: number;
+  /** A SASL listener: the session starts unauthenticated (kafka-session.ts). */
+  readonly authenticationRequired?: boolean;
   /** Called once per request taken off the wire, and once per refusal, with the reason. */
   readonly onRequest?: (frame: KafkaRequestFrame) => void;
   readonly onRefused?: (reason: string) => void;
@@ -108,6 +118,7 @@ export class KafkaConnection {
   private readonly abortController = new AbortController();
   private readonly logger: Logger;
   private readonly peer: string;
+  private readonly session: KafkaSession;
   private idleTimer: NodeJS.Timeout | undefined;
   /** The sum of the slots' bytes. */
   private slotBytes = 0;
@@ -118,6 +129,9 @@ export class KafkaConnection {
   ) {
     this.peer = `${socket.remoteAddress}:${socket.remotePort}`;
     this.logger = options.logger.child({ peer: this.peer });
+    this.session = KafkaSession.forPeer(socket.remoteAddress, {
+      authenticationRequired: options.authenticationRequired === true,
+    });
     this.splitter = new FrameSplitter({
       direction: 'request',
       frameBytesMax: () => sizeFieldBytes + options.requestBytesMax,
@@ -201,8 +215,9 @@ export class KafkaConnection {
   }
 
   private hasRoom(): boolean {
+    const inFlightRequestsMax = this.session.authenticated ? this.options.inFlightRequestsMax : 1;
     return (
-      this.slots.length < this.options.inFlightRequestsMax &&
+      this.slots.length < inFlightRequestsMax &&
       !this.socket.writableNeedDrain &&
       (this.slots.length === 0 || this.queuedBytes < this.options.queuedBytesMax)
     );
@@ -218,6 +233,9 @@ export class KafkaConnection {
     try {
       served = this.options.handler.serve(request, {
         peer: this.peer,
+        principal: this.session.principal,
+        clientHost: this.session.clientHost,
+        session: this.session,
         signal: this.abortController.signal,
       });
     } catch (error) {

@@ -18,6 +18,7 @@ import { ControllerServiceService } from '@spool/protocol';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderFetcher } from '../leader-fetcher';
+import { KafkaSession } from './kafka-session';
 import { createMetadataLink, type MetadataLink } from '../metadata-link';
 import { ProduceAdmission } from '../produce-admission';
 import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata';
@@ -164,7 +165,14 @@ async function serve(bytes: Buffer): Promise<Outcome> {
   try {
     const served = (() => {
       try {
-        return dispatcher!.serve(peekRequestHeader(bytes), { peer: 'fuzz', signal: abort.signal });
+        const session = new KafkaSession('127.0.0.1', { authenticationRequired: false });
+        return dispatcher!.serve(peekRequestHeader(bytes), {
+          peer: 'fuzz',
+          principal: session.principal,
+          clientHost: session.clientHost,
+          session,
+          signal: abort.signal,
+        });
       } catch (error) {
         return Promise.reject(error);
       }

@@ -33,9 +33,11 @@ class TestHandler implements KafkaRequestHandler {
   readonly served: KafkaRequestFrame[] = [];
   readonly held: Array<() => void> = [];
   readonly aborted: number[] = [];
+  readonly contexts: KafkaRequestContext[] = [];
 
   serve(request: KafkaRequestFrame, context: KafkaRequestContext): Promise<KafkaResponseFrame> {
     this.served.push(request);
+    this.contexts.push(context);
     const answer = Buffer.alloc(8);
     answer.writeInt32BE(request.correlationId, 0);
     answer.writeInt32BE(request.bytes.length, 4);
@@ -102,7 +104,12 @@ afterEach(async () => {
 });
 
 async function start(
-  options: { inFlightRequestsMax?: number; requestBytesMax?: number; queuedBytesMax?: number } = {},
+  options: {
+    inFlightRequestsMax?: number;
+    requestBytesMax?: number;
+    queuedBytesMax?: number;
+    authenticationRequired?: boolean;
+  } = {},
 ): Promise<{ listener: KafkaListener; handler: TestHandler; port: number; registry: Registry }> {
   const handler = new TestHandler();
   const registry = new Registry();
@@ -114,6 +121,7 @@ async function start(
     requestBytesMax: options.requestBytesMax ?? 100 * 1024 * 1024,
     inFlightRequestsMax: options.inFlightRequestsMax ?? 32,
     queuedBytesMax: options.queuedBytesMax,
+    authenticationRequired: options.authenticationRequired,
   });
   holder.listener = listener;
   listeners.push(listener);
@@ -164,6 +172,38 @@ describe('Kafka listener connections', () => {
     await client.ended;
     expect(client.correlationIds).toEqual([1, 2]);
     expect(handler.served.map((served) => served.correlationId)).toEqual([1, 2, 3]);
+  });
+
+  it('hands every request the connection principal User:ANONYMOUS and the client host', async () => {
+    const { handler, port } = await start();
+    const client = await connect(port);
+    client.socket.write(Buffer.concat([request(Echo, 1), request(Echo, 2)]));
+    await vi.waitFor(() => expect(client.correlationIds).toEqual([1, 2]), { timeout: 5_000 });
+    expect(handler.contexts.map(({ principal, clientHost }) => [principal, clientHost])).toEqual([
+      ['User:ANONYMOUS', '127.0.0.1'],
+      ['User:ANONYMOUS', '127.0.0.1'],
+    ]);
+    expect(handler.contexts[0]!.session.authenticated).toBe(true);
+  });
+
+  it('reads one request at a time until a SASL session is authenticated', async () => {
+    const { handler, port } = await start({ authenticationRequired: true });
+    const client = await connect(port);
+    client.socket.write(Buffer.concat([request(Hold, 1), request(Hold, 2), request(Hold, 3)]));
+    await vi.waitFor(() => expect(handler.held).toHaveLength(1), { timeout: 5_000 });
+    expect(handler.contexts[0]!.session.authenticated).toBe(false);
+    handler.contexts[0]!.session.authenticate('User:alice');
+    handler.held[0]!();
+    // Authenticated: the two pipelined requests behind it are read together.
+    await vi.waitFor(() => expect(handler.held).toHaveLength(3), { timeout: 5_000 });
+    expect(handler.contexts.map(({ principal }) => principal)).toEqual([
+      'User:ANONYMOUS',
+      'User:alice',
+      'User:alice',
+    ]);
+    handler.held[1]!();
+    handler.held[2]!();
+    await vi.waitFor(() => expect(client.correlationIds).toEqual([1, 2, 3]), { timeout: 5_000 });
   });
 
   it('reads at most inFlightRequestsMax requests while none is answered', async () => {

@@ -29,6 +29,8 @@ export interface KafkaListenerOptions {
   readonly queuedBytesMax?: number;
   readonly connectionsMaxIdleMs?: number;
   readonly connectionsMax?: number;
+  /** A SASL listener: connections start unauthenticated (kafka-session.ts). */
+  readonly authenticationRequired?: boolean;
 }
 
 export class KafkaListener {
@@ -91,6 +93,7 @@ export class KafkaListener {
       queuedBytesMax: this.options.queuedBytesMax ?? kafkaQueuedBytesMaxDefault,
       connectionsMaxIdleMs: this.options.connectionsMaxIdleMs ?? kafkaConnectionsMaxIdleMsDefault,
       onRefused: () => metrics.connectionsRefused.inc(),
+      authenticationRequired: this.options.authenticationRequired === true,
     });
     this.connections.add(connection);
     metrics.connectionsAccepted.inc();
