@@ -111,6 +111,7 @@ const definitions = {
   ),
   UNKNOWN_MEMBER_ID: kafka(25, false, 'The coordinator is not aware of this member.'),
   TOPIC_AUTHORIZATION_FAILED: kafka(29, false, 'Topic authorization failed.'),
+  GROUP_AUTHORIZATION_FAILED: kafka(30, false, 'Group authorization failed.'),
   CLUSTER_AUTHORIZATION_FAILED: kafka(31, false, 'Cluster authorization failed.'),
   UNSUPPORTED_VERSION: kafka(35, false, 'The version of API is not supported.'),
   TOPIC_ALREADY_EXISTS: kafka(36, false, 'Topic with this name already exists.'),
@@ -136,6 +137,12 @@ const definitions = {
     'The broker received an out of order sequence number.',
   ),
   INVALID_PRODUCER_EPOCH: kafka(47, false, 'Producer attempted to produce with an old epoch.'),
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: kafka(
+    53,
+    false,
+    'Transactional Id authorization failed.',
+  ),
+  SECURITY_DISABLED: kafka(54, false, 'Security features are disabled.'),
   // KafkaStorageException: another replica, or the same one after a restart, may serve it.
   KAFKA_STORAGE_ERROR: kafka(56, true, 'Disk error when trying to access log file on the disk.'),
   UNKNOWN_PRODUCER_ID: kafka(

@@ -12,6 +12,19 @@ export {
   TopicPartition,
 } from './generated/spool/v1/common';
 export {
+  AclBinding,
+  AclBindingFilter,
+  AclSet,
+  CreateAclsRequest,
+  CreateAclsResponse,
+  CreateAclsResult,
+  DeleteAclsFilterResult,
+  DeleteAclsRequest,
+  DeleteAclsResponse,
+  DescribeAclsRequest,
+  DescribeAclsResponse,
+} from './generated/spool/v1/acl';
+export {
   AppendRequest,
   AppendResponse,
   AppendStreamRequest,

@@ -21,6 +21,15 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  AclSet,
+  CreateAclsRequest,
+  CreateAclsResponse,
+  DeleteAclsRequest,
+  DeleteAclsResponse,
+  DescribeAclsRequest,
+  DescribeAclsResponse,
+} from "./acl";
+import {
   BrokerMetadata,
   ConfigEntry,
   Endpoint,
@@ -304,6 +313,11 @@ export interface WatchMetadataResponse {
    * whose own record changed comes whole in `topics` instead. Empty in a snapshot.
    */
   changedPartitions: PartitionMetadata[];
+  /**
+   * Every ACL of the cluster, replacing what the watcher held: in a snapshot, and in a change
+   * whenever an ACL was created or deleted; unset otherwise. The set is bounded by the controller.
+   */
+  aclSet?: AclSet | undefined;
 }
 
 export interface CoordinatorMetadata {
@@ -3901,6 +3915,7 @@ function createBaseWatchMetadataResponse(): WatchMetadataResponse {
     deletedCoordinators: [],
     coordinatorShards: [],
     changedPartitions: [],
+    aclSet: undefined,
   };
 }
 
@@ -3945,6 +3960,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     }
     for (const v of message.changedPartitions) {
       PartitionMetadata.encode(v!, writer.uint32(90).fork()).join();
+    }
+    if (message.aclSet !== undefined) {
+      AclSet.encode(message.aclSet, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -4060,6 +4078,14 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
             message.changedPartitions.push(PartitionMetadata.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.aclSet = AclSet.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4117,6 +4143,11 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
         : globalThis.Array.isArray(object?.changed_partitions)
         ? object.changed_partitions.map((e: any) => PartitionMetadata.fromJSON(e))
         : [],
+      aclSet: isSet(object.aclSet)
+        ? AclSet.fromJSON(object.aclSet)
+        : isSet(object.acl_set)
+        ? AclSet.fromJSON(object.acl_set)
+        : undefined,
     };
   },
 
@@ -4155,6 +4186,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     if (message.changedPartitions?.length) {
       obj.changedPartitions = message.changedPartitions.map((e) => PartitionMetadata.toJSON(e));
     }
+    if (message.aclSet !== undefined) {
+      obj.aclSet = AclSet.toJSON(message.aclSet);
+    }
     return obj;
   },
 
@@ -4176,6 +4210,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     message.deletedCoordinators = object.deletedCoordinators?.map((e) => e) || [];
     message.coordinatorShards = object.coordinatorShards?.map((e) => CoordinatorShard.fromPartial(e)) || [];
     message.changedPartitions = object.changedPartitions?.map((e) => PartitionMetadata.fromPartial(e)) || [];
+    message.aclSet = (object.aclSet !== undefined && object.aclSet !== null)
+      ? AclSet.fromPartial(object.aclSet)
+      : undefined;
     return message;
   },
 };
@@ -6278,6 +6315,35 @@ export const ControllerServiceService = {
       Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
   },
+  /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
+  createAcls: {
+    path: "/spool.v1.ControllerService/CreateAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateAclsRequest): Buffer => Buffer.from(CreateAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateAclsRequest => CreateAclsRequest.decode(value),
+    responseSerialize: (value: CreateAclsResponse): Buffer => Buffer.from(CreateAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateAclsResponse => CreateAclsResponse.decode(value),
+  },
+  describeAcls: {
+    path: "/spool.v1.ControllerService/DescribeAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeAclsRequest): Buffer => Buffer.from(DescribeAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeAclsRequest => DescribeAclsRequest.decode(value),
+    responseSerialize: (value: DescribeAclsResponse): Buffer =>
+      Buffer.from(DescribeAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeAclsResponse => DescribeAclsResponse.decode(value),
+  },
+  deleteAcls: {
+    path: "/spool.v1.ControllerService/DeleteAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteAclsRequest): Buffer => Buffer.from(DeleteAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteAclsRequest => DeleteAclsRequest.decode(value),
+    responseSerialize: (value: DeleteAclsResponse): Buffer => Buffer.from(DeleteAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteAclsResponse => DeleteAclsResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -6327,6 +6393,10 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
    * its replicas off is a reassignment of their partitions (`spool broker decommission`).
    */
   decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
+  /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
+  createAcls: handleUnaryCall<CreateAclsRequest, CreateAclsResponse>;
+  describeAcls: handleUnaryCall<DescribeAclsRequest, DescribeAclsResponse>;
+  deleteAcls: handleUnaryCall<DeleteAclsRequest, DeleteAclsResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -6635,6 +6705,52 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
+  createAcls(
+    request: CreateAclsRequest,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  createAcls(
+    request: CreateAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  createAcls(
+    request: CreateAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -20,6 +20,14 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  CreateAclsRequest,
+  CreateAclsResponse,
+  DeleteAclsRequest,
+  DeleteAclsResponse,
+  DescribeAclsRequest,
+  DescribeAclsResponse,
+} from "./acl";
 import { Acks, acksFromJSON, acksToJSON, Error } from "./common";
 import {
   AlterConfigsRequest,
@@ -1484,6 +1492,34 @@ export const GatewayServiceService = {
       Buffer.from(InitProducerIdResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): InitProducerIdResponse => InitProducerIdResponse.decode(value),
   },
+  createAcls: {
+    path: "/spool.v1.GatewayService/CreateAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateAclsRequest): Buffer => Buffer.from(CreateAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateAclsRequest => CreateAclsRequest.decode(value),
+    responseSerialize: (value: CreateAclsResponse): Buffer => Buffer.from(CreateAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateAclsResponse => CreateAclsResponse.decode(value),
+  },
+  describeAcls: {
+    path: "/spool.v1.GatewayService/DescribeAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeAclsRequest): Buffer => Buffer.from(DescribeAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeAclsRequest => DescribeAclsRequest.decode(value),
+    responseSerialize: (value: DescribeAclsResponse): Buffer =>
+      Buffer.from(DescribeAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeAclsResponse => DescribeAclsResponse.decode(value),
+  },
+  deleteAcls: {
+    path: "/spool.v1.GatewayService/DeleteAcls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteAclsRequest): Buffer => Buffer.from(DeleteAclsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteAclsRequest => DeleteAclsRequest.decode(value),
+    responseSerialize: (value: DeleteAclsResponse): Buffer => Buffer.from(DeleteAclsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteAclsResponse => DeleteAclsResponse.decode(value),
+  },
 } as const;
 
 export interface GatewayServiceServer extends UntypedServiceImplementation {
@@ -1525,6 +1561,9 @@ export interface GatewayServiceServer extends UntypedServiceImplementation {
   deleteGroup: handleUnaryCall<DeleteGroupRequest, DeleteGroupResponse>;
   resetOffsets: handleUnaryCall<ResetOffsetsRequest, ResetOffsetsResponse>;
   initProducerId: handleUnaryCall<InitProducerIdRequest, InitProducerIdResponse>;
+  createAcls: handleUnaryCall<CreateAclsRequest, CreateAclsResponse>;
+  describeAcls: handleUnaryCall<DescribeAclsRequest, DescribeAclsResponse>;
+  deleteAcls: handleUnaryCall<DeleteAclsRequest, DeleteAclsResponse>;
 }
 
 export interface GatewayServiceClient extends Client {
@@ -1894,6 +1933,51 @@ export interface GatewayServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: InitProducerIdResponse) => void,
+  ): ClientUnaryCall;
+  createAcls(
+    request: CreateAclsRequest,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  createAcls(
+    request: CreateAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  createAcls(
+    request: CreateAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  describeAcls(
+    request: DescribeAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
+  ): ClientUnaryCall;
+  deleteAcls(
+    request: DeleteAclsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
   ): ClientUnaryCall;
 }
 
