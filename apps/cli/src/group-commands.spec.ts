@@ -266,11 +266,16 @@ class StubGateway {
       groupId: 'billing',
       state: this.groupMembers > 0 ? 'STABLE' : 'EMPTY',
       groupEpoch: 3,
+      assignor: 'uniform',
+      assignmentEpoch: 3,
       members: Array.from({ length: this.groupMembers }, (_, index) => ({
         memberId: `member-${index}`,
         instanceId: '',
         memberEpoch: 3,
+        subscribedTopics: ['events'],
+        subscribedRegex: '',
         assignment: [],
+        targetAssignment: [],
       })),
       partitions: [
         { topic: 'events', partition: 0, committedOffset: 4n, highWatermark: 9n, lag: 5n },

@@ -229,6 +229,8 @@ export class GroupCoordinator {
       groupEpoch: 0,
       members: [],
       partitions: [],
+      assignor: '',
+      assignmentEpoch: 0,
     };
     try {
       const shard = this.shardOf(request.groupId);
@@ -252,12 +254,9 @@ export class GroupCoordinator {
         ...base,
         state: group?.state ?? 'EMPTY',
         groupEpoch: group?.groupEpoch ?? 0,
-        members: members.map((member) => ({
-          memberId: member.memberId,
-          instanceId: member.instanceId,
-          memberEpoch: member.memberEpoch,
-          assignment: member.assignment.map((partition) => ({ ...partition })),
-        })),
+        assignor: group?.assignorName ?? '',
+        assignmentEpoch: group?.assignmentEpoch ?? 0,
+        members,
         partitions: lags,
       };
     } catch (error) {

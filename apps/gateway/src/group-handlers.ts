@@ -118,6 +118,8 @@ export function groupHandlers(router: CoordinatorRouter) {
           groupEpoch: 0,
           members: [],
           partitions: [],
+          assignor: '',
+          assignmentEpoch: 0,
         }),
       ),
 

@@ -278,6 +278,25 @@ describe('fencing', () => {
     expect(harness.group.describeMembers()).toHaveLength(1);
   });
 
+  it('describes each member with its subscription and its target beside its assignment', () => {
+    const first = harness.client();
+    first.heartbeat();
+    const second = harness.client();
+    second.heartbeat();
+    // The first member still holds all six until it releases three to the second.
+    const [described, joined] = harness.group.describeMembers();
+    expect(described!.subscribedTopics).toEqual(['t']);
+    expect(described!.subscribedRegex).toBe('');
+    expect(described!.assignment).toHaveLength(6);
+    expect(described!.targetAssignment).toHaveLength(3);
+    expect(joined!.targetAssignment).toHaveLength(3);
+    expect(harness.group.assignmentEpoch).toBe(harness.group.groupEpoch);
+    harness.settle([first, second]);
+    for (const member of harness.group.describeMembers()) {
+      expect(member.assignment).toEqual(member.targetAssignment);
+    }
+  });
+
   it('does not change the group when a request is rejected', () => {
     const client = harness.client();
     client.heartbeat();

@@ -219,18 +219,32 @@ export class ConsumerGroup {
     }
   }
 
+  /** Every member as DescribeGroup shows it, with the target the assignor gave it. */
   describeMembers(): {
     memberId: string;
     instanceId: string;
     memberEpoch: number;
+    subscribedTopics: string[];
+    subscribedRegex: string;
     assignment: { topic: string; partition: number }[];
+    targetAssignment: { topic: string; partition: number }[];
   }[] {
     return this.sortedMembers().map((member) => ({
       memberId: member.memberId,
       instanceId: member.instanceId,
       memberEpoch: member.memberEpoch,
+      subscribedTopics: [...member.subscribedTopics],
+      subscribedRegex: member.subscribedRegex,
       assignment: partitionList(member.assigned),
+      targetAssignment: partitionList(
+        this.model.targetAssignment.get(member.memberId) ?? new Map(),
+      ),
     }));
+  }
+
+  /** The group epoch of the target assignment (Kafka's assignment epoch). */
+  get assignmentEpoch(): number {
+    return this.model.targetAssignmentEpoch;
   }
 
   /** Everything replay must rebuild, in canonical order (for tests and diagnostics). */

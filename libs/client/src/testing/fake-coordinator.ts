@@ -216,6 +216,8 @@ export class FakeCoordinator {
         groupEpoch: 0,
         members: [],
         partitions: [],
+        assignor: '',
+        assignmentEpoch: 0,
       };
     }
     const members = group?.describeMembers() ?? [];
@@ -229,6 +231,8 @@ export class FakeCoordinator {
       groupId,
       state: group?.state ?? 'EMPTY',
       groupEpoch: group?.groupEpoch ?? 0,
+      assignor: group?.assignorName ?? '',
+      assignmentEpoch: group?.assignmentEpoch ?? 0,
       members,
       partitions: [...partitions.values()]
         .sort(

@@ -130,6 +130,10 @@ export interface DescribeGroupResponse {
   groupEpoch: number;
   members: GroupMember[];
   partitions: PartitionLag[];
+  /** The server-side assignor the group uses ("uniform" or "range"). */
+  assignor: string;
+  /** The group epoch at which the target assignment was last computed. */
+  assignmentEpoch: number;
 }
 
 export interface GroupMember {
@@ -137,6 +141,10 @@ export interface GroupMember {
   instanceId: string;
   memberEpoch: number;
   assignment: TopicPartition[];
+  subscribedTopics: string[];
+  subscribedRegex: string;
+  /** What the assignor gives the member; it reaches it as its partitions are released. */
+  targetAssignment: TopicPartition[];
 }
 
 export interface PartitionLag {
@@ -1868,7 +1876,16 @@ export const DescribeGroupRequest: MessageFns<DescribeGroupRequest> = {
 };
 
 function createBaseDescribeGroupResponse(): DescribeGroupResponse {
-  return { error: undefined, groupId: "", state: "", groupEpoch: 0, members: [], partitions: [] };
+  return {
+    error: undefined,
+    groupId: "",
+    state: "",
+    groupEpoch: 0,
+    members: [],
+    partitions: [],
+    assignor: "",
+    assignmentEpoch: 0,
+  };
 }
 
 export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
@@ -1890,6 +1907,12 @@ export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
     }
     for (const v of message.partitions) {
       PartitionLag.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.assignor !== "") {
+      writer.uint32(58).string(message.assignor);
+    }
+    if (message.assignmentEpoch !== 0) {
+      writer.uint32(64).int32(message.assignmentEpoch);
     }
     return writer;
   },
@@ -1955,6 +1978,22 @@ export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
             message.partitions.push(PartitionLag.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.assignor = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.assignmentEpoch = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1987,6 +2026,12 @@ export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
       partitions: globalThis.Array.isArray(object?.partitions)
         ? object.partitions.map((e: any) => PartitionLag.fromJSON(e))
         : [],
+      assignor: isSet(object.assignor) ? globalThis.String(object.assignor) : "",
+      assignmentEpoch: isSet(object.assignmentEpoch)
+        ? globalThis.Number(object.assignmentEpoch)
+        : isSet(object.assignment_epoch)
+        ? globalThis.Number(object.assignment_epoch)
+        : 0,
     };
   },
 
@@ -2010,6 +2055,12 @@ export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
     if (message.partitions?.length) {
       obj.partitions = message.partitions.map((e) => PartitionLag.toJSON(e));
     }
+    if (message.assignor !== "") {
+      obj.assignor = message.assignor;
+    }
+    if (message.assignmentEpoch !== 0) {
+      obj.assignmentEpoch = Math.round(message.assignmentEpoch);
+    }
     return obj;
   },
 
@@ -2024,12 +2075,22 @@ export const DescribeGroupResponse: MessageFns<DescribeGroupResponse> = {
     message.groupEpoch = object.groupEpoch ?? 0;
     message.members = object.members?.map((e) => GroupMember.fromPartial(e)) || [];
     message.partitions = object.partitions?.map((e) => PartitionLag.fromPartial(e)) || [];
+    message.assignor = object.assignor ?? "";
+    message.assignmentEpoch = object.assignmentEpoch ?? 0;
     return message;
   },
 };
 
 function createBaseGroupMember(): GroupMember {
-  return { memberId: "", instanceId: "", memberEpoch: 0, assignment: [] };
+  return {
+    memberId: "",
+    instanceId: "",
+    memberEpoch: 0,
+    assignment: [],
+    subscribedTopics: [],
+    subscribedRegex: "",
+    targetAssignment: [],
+  };
 }
 
 export const GroupMember: MessageFns<GroupMember> = {
@@ -2045,6 +2106,15 @@ export const GroupMember: MessageFns<GroupMember> = {
     }
     for (const v of message.assignment) {
       TopicPartition.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.subscribedTopics) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.subscribedRegex !== "") {
+      writer.uint32(50).string(message.subscribedRegex);
+    }
+    for (const v of message.targetAssignment) {
+      TopicPartition.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -2094,6 +2164,30 @@ export const GroupMember: MessageFns<GroupMember> = {
             message.assignment.push(TopicPartition.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.subscribedTopics.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.subscribedRegex = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.targetAssignment.push(TopicPartition.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2126,6 +2220,21 @@ export const GroupMember: MessageFns<GroupMember> = {
       assignment: globalThis.Array.isArray(object?.assignment)
         ? object.assignment.map((e: any) => TopicPartition.fromJSON(e))
         : [],
+      subscribedTopics: globalThis.Array.isArray(object?.subscribedTopics)
+        ? object.subscribedTopics.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.subscribed_topics)
+        ? object.subscribed_topics.map((e: any) => globalThis.String(e))
+        : [],
+      subscribedRegex: isSet(object.subscribedRegex)
+        ? globalThis.String(object.subscribedRegex)
+        : isSet(object.subscribed_regex)
+        ? globalThis.String(object.subscribed_regex)
+        : "",
+      targetAssignment: globalThis.Array.isArray(object?.targetAssignment)
+        ? object.targetAssignment.map((e: any) => TopicPartition.fromJSON(e))
+        : globalThis.Array.isArray(object?.target_assignment)
+        ? object.target_assignment.map((e: any) => TopicPartition.fromJSON(e))
+        : [],
     };
   },
 
@@ -2143,6 +2252,15 @@ export const GroupMember: MessageFns<GroupMember> = {
     if (message.assignment?.length) {
       obj.assignment = message.assignment.map((e) => TopicPartition.toJSON(e));
     }
+    if (message.subscribedTopics?.length) {
+      obj.subscribedTopics = message.subscribedTopics;
+    }
+    if (message.subscribedRegex !== "") {
+      obj.subscribedRegex = message.subscribedRegex;
+    }
+    if (message.targetAssignment?.length) {
+      obj.targetAssignment = message.targetAssignment.map((e) => TopicPartition.toJSON(e));
+    }
     return obj;
   },
 
@@ -2155,6 +2273,9 @@ export const GroupMember: MessageFns<GroupMember> = {
     message.instanceId = object.instanceId ?? "";
     message.memberEpoch = object.memberEpoch ?? 0;
     message.assignment = object.assignment?.map((e) => TopicPartition.fromPartial(e)) || [];
+    message.subscribedTopics = object.subscribedTopics?.map((e) => e) || [];
+    message.subscribedRegex = object.subscribedRegex ?? "";
+    message.targetAssignment = object.targetAssignment?.map((e) => TopicPartition.fromPartial(e)) || [];
     return message;
   },
 };
