@@ -317,7 +317,24 @@ export interface WatchMetadataResponse {
    * Every ACL of the cluster, replacing what the watcher held: in a snapshot, and in a change
    * whenever an ACL was created or deleted; unset otherwise. The set is bounded by the controller.
    */
-  aclSet?: AclSet | undefined;
+  aclSet?:
+    | AclSet
+    | undefined;
+  /**
+   * Who may connect: users' credentials. In a snapshot, all of them (absent: none); in a delta,
+   * what changed (absent: nothing).
+   */
+  security?: SecurityMetadata | undefined;
+}
+
+export interface SecurityMetadata {
+  /**
+   * Users' SCRAM credentials, what the gateways authenticate clients against: every user in a
+   * snapshot, the changed ones in a delta.
+   */
+  users: UserScramCredentials[];
+  /** With snapshot=false: the users deleted since the last message. */
+  deletedUsers: string[];
 }
 
 export interface CoordinatorMetadata {
@@ -437,6 +454,73 @@ export interface DecommissionBrokerRequest {
 
 export interface DecommissionBrokerResponse {
   error: Error | undefined;
+}
+
+/** One SCRAM credential as a server keeps it (RFC 5802): the password cannot be derived from it. */
+export interface ScramCredential {
+  /** SCRAM-SHA-256 or SCRAM-SHA-512. */
+  mechanism: string;
+  iterations: number;
+  salt: Buffer;
+  /** H(HMAC(SaltedPassword, "Client Key")). */
+  storedKey: Buffer;
+  /** HMAC(SaltedPassword, "Server Key"). */
+  serverKey: Buffer;
+}
+
+export interface UserScramCredentials {
+  user: string;
+  /** At most one per mechanism. */
+  credentials: ScramCredential[];
+}
+
+export interface ScramCredentialUpsertion {
+  user: string;
+  mechanism: string;
+  iterations: number;
+  salt: Buffer;
+  /** Hi(password, salt, iterations), RFC 5802's SaltedPassword, as Kafka's upsertion carries it. */
+  saltedPassword: Buffer;
+}
+
+export interface ScramCredentialDeletion {
+  user: string;
+  mechanism: string;
+}
+
+export interface AlterUserScramCredentialsRequest {
+  deletions: ScramCredentialDeletion[];
+  upsertions: ScramCredentialUpsertion[];
+}
+
+export interface AlterUserScramCredentialsResult {
+  user: string;
+  error: Error | undefined;
+}
+
+export interface AlterUserScramCredentialsResponse {
+  results: AlterUserScramCredentialsResult[];
+}
+
+export interface DescribeUserScramCredentialsRequest {
+  /** Empty: every user. */
+  users: string[];
+}
+
+export interface ScramCredentialInfo {
+  mechanism: string;
+  iterations: number;
+}
+
+export interface DescribedUserScramCredentials {
+  user: string;
+  /** RESOURCE_NOT_FOUND for a named user without credentials. */
+  error: Error | undefined;
+  credentials: ScramCredentialInfo[];
+}
+
+export interface DescribeUserScramCredentialsResponse {
+  results: DescribedUserScramCredentials[];
 }
 
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
@@ -3916,6 +4000,7 @@ function createBaseWatchMetadataResponse(): WatchMetadataResponse {
     coordinatorShards: [],
     changedPartitions: [],
     aclSet: undefined,
+    security: undefined,
   };
 }
 
@@ -3963,6 +4048,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     }
     if (message.aclSet !== undefined) {
       AclSet.encode(message.aclSet, writer.uint32(98).fork()).join();
+    }
+    if (message.security !== undefined) {
+      SecurityMetadata.encode(message.security, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -4086,6 +4174,14 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
             message.aclSet = AclSet.decode(reader, reader.uint32());
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.security = SecurityMetadata.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4148,6 +4244,7 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
         : isSet(object.acl_set)
         ? AclSet.fromJSON(object.acl_set)
         : undefined,
+      security: isSet(object.security) ? SecurityMetadata.fromJSON(object.security) : undefined,
     };
   },
 
@@ -4189,6 +4286,9 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     if (message.aclSet !== undefined) {
       obj.aclSet = AclSet.toJSON(message.aclSet);
     }
+    if (message.security !== undefined) {
+      obj.security = SecurityMetadata.toJSON(message.security);
+    }
     return obj;
   },
 
@@ -4213,6 +4313,100 @@ export const WatchMetadataResponse: MessageFns<WatchMetadataResponse> = {
     message.aclSet = (object.aclSet !== undefined && object.aclSet !== null)
       ? AclSet.fromPartial(object.aclSet)
       : undefined;
+    message.security = (object.security !== undefined && object.security !== null)
+      ? SecurityMetadata.fromPartial(object.security)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSecurityMetadata(): SecurityMetadata {
+  return { users: [], deletedUsers: [] };
+}
+
+export const SecurityMetadata: MessageFns<SecurityMetadata> = {
+  encode(message: SecurityMetadata, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.users) {
+      UserScramCredentials.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.deletedUsers) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecurityMetadata {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecurityMetadata();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.users.push(UserScramCredentials.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.deletedUsers.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SecurityMetadata {
+    return {
+      users: globalThis.Array.isArray(object?.users)
+        ? object.users.map((e: any) => UserScramCredentials.fromJSON(e))
+        : [],
+      deletedUsers: globalThis.Array.isArray(object?.deletedUsers)
+        ? object.deletedUsers.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.deleted_users)
+        ? object.deleted_users.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SecurityMetadata): unknown {
+    const obj: any = {};
+    if (message.users?.length) {
+      obj.users = message.users.map((e) => UserScramCredentials.toJSON(e));
+    }
+    if (message.deletedUsers?.length) {
+      obj.deletedUsers = message.deletedUsers;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SecurityMetadata>, I>>(base?: I): SecurityMetadata {
+    return SecurityMetadata.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecurityMetadata>, I>>(object: I): SecurityMetadata {
+    const message = createBaseSecurityMetadata();
+    message.users = object.users?.map((e) => UserScramCredentials.fromPartial(e)) || [];
+    message.deletedUsers = object.deletedUsers?.map((e) => e) || [];
     return message;
   },
 };
@@ -6075,6 +6269,1053 @@ export const DecommissionBrokerResponse: MessageFns<DecommissionBrokerResponse> 
   },
 };
 
+function createBaseScramCredential(): ScramCredential {
+  return {
+    mechanism: "",
+    iterations: 0,
+    salt: Buffer.alloc(0),
+    storedKey: Buffer.alloc(0),
+    serverKey: Buffer.alloc(0),
+  };
+}
+
+export const ScramCredential: MessageFns<ScramCredential> = {
+  encode(message: ScramCredential, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mechanism !== "") {
+      writer.uint32(10).string(message.mechanism);
+    }
+    if (message.iterations !== 0) {
+      writer.uint32(16).int32(message.iterations);
+    }
+    if (message.salt.length !== 0) {
+      writer.uint32(26).bytes(message.salt);
+    }
+    if (message.storedKey.length !== 0) {
+      writer.uint32(34).bytes(message.storedKey);
+    }
+    if (message.serverKey.length !== 0) {
+      writer.uint32(42).bytes(message.serverKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScramCredential {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScramCredential();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.mechanism = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.iterations = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.salt = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.storedKey = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.serverKey = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScramCredential {
+    return {
+      mechanism: isSet(object.mechanism) ? globalThis.String(object.mechanism) : "",
+      iterations: isSet(object.iterations) ? globalThis.Number(object.iterations) : 0,
+      salt: isSet(object.salt) ? Buffer.from(bytesFromBase64(object.salt)) : Buffer.alloc(0),
+      storedKey: isSet(object.storedKey)
+        ? Buffer.from(bytesFromBase64(object.storedKey))
+        : isSet(object.stored_key)
+        ? Buffer.from(bytesFromBase64(object.stored_key))
+        : Buffer.alloc(0),
+      serverKey: isSet(object.serverKey)
+        ? Buffer.from(bytesFromBase64(object.serverKey))
+        : isSet(object.server_key)
+        ? Buffer.from(bytesFromBase64(object.server_key))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ScramCredential): unknown {
+    const obj: any = {};
+    if (message.mechanism !== "") {
+      obj.mechanism = message.mechanism;
+    }
+    if (message.iterations !== 0) {
+      obj.iterations = Math.round(message.iterations);
+    }
+    if (message.salt.length !== 0) {
+      obj.salt = base64FromBytes(message.salt);
+    }
+    if (message.storedKey.length !== 0) {
+      obj.storedKey = base64FromBytes(message.storedKey);
+    }
+    if (message.serverKey.length !== 0) {
+      obj.serverKey = base64FromBytes(message.serverKey);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScramCredential>, I>>(base?: I): ScramCredential {
+    return ScramCredential.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScramCredential>, I>>(object: I): ScramCredential {
+    const message = createBaseScramCredential();
+    message.mechanism = object.mechanism ?? "";
+    message.iterations = object.iterations ?? 0;
+    message.salt = object.salt ?? Buffer.alloc(0);
+    message.storedKey = object.storedKey ?? Buffer.alloc(0);
+    message.serverKey = object.serverKey ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseUserScramCredentials(): UserScramCredentials {
+  return { user: "", credentials: [] };
+}
+
+export const UserScramCredentials: MessageFns<UserScramCredentials> = {
+  encode(message: UserScramCredentials, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    for (const v of message.credentials) {
+      ScramCredential.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UserScramCredentials {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUserScramCredentials();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.credentials.push(ScramCredential.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UserScramCredentials {
+    return {
+      user: isSet(object.user) ? globalThis.String(object.user) : "",
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => ScramCredential.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: UserScramCredentials): unknown {
+    const obj: any = {};
+    if (message.user !== "") {
+      obj.user = message.user;
+    }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => ScramCredential.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UserScramCredentials>, I>>(base?: I): UserScramCredentials {
+    return UserScramCredentials.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UserScramCredentials>, I>>(object: I): UserScramCredentials {
+    const message = createBaseUserScramCredentials();
+    message.user = object.user ?? "";
+    message.credentials = object.credentials?.map((e) => ScramCredential.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseScramCredentialUpsertion(): ScramCredentialUpsertion {
+  return { user: "", mechanism: "", iterations: 0, salt: Buffer.alloc(0), saltedPassword: Buffer.alloc(0) };
+}
+
+export const ScramCredentialUpsertion: MessageFns<ScramCredentialUpsertion> = {
+  encode(message: ScramCredentialUpsertion, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    if (message.mechanism !== "") {
+      writer.uint32(18).string(message.mechanism);
+    }
+    if (message.iterations !== 0) {
+      writer.uint32(24).int32(message.iterations);
+    }
+    if (message.salt.length !== 0) {
+      writer.uint32(34).bytes(message.salt);
+    }
+    if (message.saltedPassword.length !== 0) {
+      writer.uint32(42).bytes(message.saltedPassword);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScramCredentialUpsertion {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScramCredentialUpsertion();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mechanism = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.iterations = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.salt = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.saltedPassword = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScramCredentialUpsertion {
+    return {
+      user: isSet(object.user) ? globalThis.String(object.user) : "",
+      mechanism: isSet(object.mechanism) ? globalThis.String(object.mechanism) : "",
+      iterations: isSet(object.iterations) ? globalThis.Number(object.iterations) : 0,
+      salt: isSet(object.salt) ? Buffer.from(bytesFromBase64(object.salt)) : Buffer.alloc(0),
+      saltedPassword: isSet(object.saltedPassword)
+        ? Buffer.from(bytesFromBase64(object.saltedPassword))
+        : isSet(object.salted_password)
+        ? Buffer.from(bytesFromBase64(object.salted_password))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ScramCredentialUpsertion): unknown {
+    const obj: any = {};
+    if (message.user !== "") {
+      obj.user = message.user;
+    }
+    if (message.mechanism !== "") {
+      obj.mechanism = message.mechanism;
+    }
+    if (message.iterations !== 0) {
+      obj.iterations = Math.round(message.iterations);
+    }
+    if (message.salt.length !== 0) {
+      obj.salt = base64FromBytes(message.salt);
+    }
+    if (message.saltedPassword.length !== 0) {
+      obj.saltedPassword = base64FromBytes(message.saltedPassword);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScramCredentialUpsertion>, I>>(base?: I): ScramCredentialUpsertion {
+    return ScramCredentialUpsertion.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScramCredentialUpsertion>, I>>(object: I): ScramCredentialUpsertion {
+    const message = createBaseScramCredentialUpsertion();
+    message.user = object.user ?? "";
+    message.mechanism = object.mechanism ?? "";
+    message.iterations = object.iterations ?? 0;
+    message.salt = object.salt ?? Buffer.alloc(0);
+    message.saltedPassword = object.saltedPassword ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseScramCredentialDeletion(): ScramCredentialDeletion {
+  return { user: "", mechanism: "" };
+}
+
+export const ScramCredentialDeletion: MessageFns<ScramCredentialDeletion> = {
+  encode(message: ScramCredentialDeletion, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    if (message.mechanism !== "") {
+      writer.uint32(18).string(message.mechanism);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScramCredentialDeletion {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScramCredentialDeletion();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mechanism = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScramCredentialDeletion {
+    return {
+      user: isSet(object.user) ? globalThis.String(object.user) : "",
+      mechanism: isSet(object.mechanism) ? globalThis.String(object.mechanism) : "",
+    };
+  },
+
+  toJSON(message: ScramCredentialDeletion): unknown {
+    const obj: any = {};
+    if (message.user !== "") {
+      obj.user = message.user;
+    }
+    if (message.mechanism !== "") {
+      obj.mechanism = message.mechanism;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScramCredentialDeletion>, I>>(base?: I): ScramCredentialDeletion {
+    return ScramCredentialDeletion.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScramCredentialDeletion>, I>>(object: I): ScramCredentialDeletion {
+    const message = createBaseScramCredentialDeletion();
+    message.user = object.user ?? "";
+    message.mechanism = object.mechanism ?? "";
+    return message;
+  },
+};
+
+function createBaseAlterUserScramCredentialsRequest(): AlterUserScramCredentialsRequest {
+  return { deletions: [], upsertions: [] };
+}
+
+export const AlterUserScramCredentialsRequest: MessageFns<AlterUserScramCredentialsRequest> = {
+  encode(message: AlterUserScramCredentialsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.deletions) {
+      ScramCredentialDeletion.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.upsertions) {
+      ScramCredentialUpsertion.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterUserScramCredentialsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterUserScramCredentialsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.deletions.push(ScramCredentialDeletion.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upsertions.push(ScramCredentialUpsertion.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterUserScramCredentialsRequest {
+    return {
+      deletions: globalThis.Array.isArray(object?.deletions)
+        ? object.deletions.map((e: any) => ScramCredentialDeletion.fromJSON(e))
+        : [],
+      upsertions: globalThis.Array.isArray(object?.upsertions)
+        ? object.upsertions.map((e: any) => ScramCredentialUpsertion.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterUserScramCredentialsRequest): unknown {
+    const obj: any = {};
+    if (message.deletions?.length) {
+      obj.deletions = message.deletions.map((e) => ScramCredentialDeletion.toJSON(e));
+    }
+    if (message.upsertions?.length) {
+      obj.upsertions = message.upsertions.map((e) => ScramCredentialUpsertion.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterUserScramCredentialsRequest>, I>>(
+    base?: I,
+  ): AlterUserScramCredentialsRequest {
+    return AlterUserScramCredentialsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterUserScramCredentialsRequest>, I>>(
+    object: I,
+  ): AlterUserScramCredentialsRequest {
+    const message = createBaseAlterUserScramCredentialsRequest();
+    message.deletions = object.deletions?.map((e) => ScramCredentialDeletion.fromPartial(e)) || [];
+    message.upsertions = object.upsertions?.map((e) => ScramCredentialUpsertion.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterUserScramCredentialsResult(): AlterUserScramCredentialsResult {
+  return { user: "", error: undefined };
+}
+
+export const AlterUserScramCredentialsResult: MessageFns<AlterUserScramCredentialsResult> = {
+  encode(message: AlterUserScramCredentialsResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterUserScramCredentialsResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterUserScramCredentialsResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterUserScramCredentialsResult {
+    return {
+      user: isSet(object.user) ? globalThis.String(object.user) : "",
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: AlterUserScramCredentialsResult): unknown {
+    const obj: any = {};
+    if (message.user !== "") {
+      obj.user = message.user;
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterUserScramCredentialsResult>, I>>(base?: I): AlterUserScramCredentialsResult {
+    return AlterUserScramCredentialsResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterUserScramCredentialsResult>, I>>(
+    object: I,
+  ): AlterUserScramCredentialsResult {
+    const message = createBaseAlterUserScramCredentialsResult();
+    message.user = object.user ?? "";
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    return message;
+  },
+};
+
+function createBaseAlterUserScramCredentialsResponse(): AlterUserScramCredentialsResponse {
+  return { results: [] };
+}
+
+export const AlterUserScramCredentialsResponse: MessageFns<AlterUserScramCredentialsResponse> = {
+  encode(message: AlterUserScramCredentialsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      AlterUserScramCredentialsResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterUserScramCredentialsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterUserScramCredentialsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(AlterUserScramCredentialsResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterUserScramCredentialsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => AlterUserScramCredentialsResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterUserScramCredentialsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => AlterUserScramCredentialsResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterUserScramCredentialsResponse>, I>>(
+    base?: I,
+  ): AlterUserScramCredentialsResponse {
+    return AlterUserScramCredentialsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterUserScramCredentialsResponse>, I>>(
+    object: I,
+  ): AlterUserScramCredentialsResponse {
+    const message = createBaseAlterUserScramCredentialsResponse();
+    message.results = object.results?.map((e) => AlterUserScramCredentialsResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDescribeUserScramCredentialsRequest(): DescribeUserScramCredentialsRequest {
+  return { users: [] };
+}
+
+export const DescribeUserScramCredentialsRequest: MessageFns<DescribeUserScramCredentialsRequest> = {
+  encode(message: DescribeUserScramCredentialsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.users) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeUserScramCredentialsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeUserScramCredentialsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.users.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeUserScramCredentialsRequest {
+    return { users: globalThis.Array.isArray(object?.users) ? object.users.map((e: any) => globalThis.String(e)) : [] };
+  },
+
+  toJSON(message: DescribeUserScramCredentialsRequest): unknown {
+    const obj: any = {};
+    if (message.users?.length) {
+      obj.users = message.users;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeUserScramCredentialsRequest>, I>>(
+    base?: I,
+  ): DescribeUserScramCredentialsRequest {
+    return DescribeUserScramCredentialsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeUserScramCredentialsRequest>, I>>(
+    object: I,
+  ): DescribeUserScramCredentialsRequest {
+    const message = createBaseDescribeUserScramCredentialsRequest();
+    message.users = object.users?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseScramCredentialInfo(): ScramCredentialInfo {
+  return { mechanism: "", iterations: 0 };
+}
+
+export const ScramCredentialInfo: MessageFns<ScramCredentialInfo> = {
+  encode(message: ScramCredentialInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mechanism !== "") {
+      writer.uint32(10).string(message.mechanism);
+    }
+    if (message.iterations !== 0) {
+      writer.uint32(16).int32(message.iterations);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScramCredentialInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScramCredentialInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.mechanism = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.iterations = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ScramCredentialInfo {
+    return {
+      mechanism: isSet(object.mechanism) ? globalThis.String(object.mechanism) : "",
+      iterations: isSet(object.iterations) ? globalThis.Number(object.iterations) : 0,
+    };
+  },
+
+  toJSON(message: ScramCredentialInfo): unknown {
+    const obj: any = {};
+    if (message.mechanism !== "") {
+      obj.mechanism = message.mechanism;
+    }
+    if (message.iterations !== 0) {
+      obj.iterations = Math.round(message.iterations);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ScramCredentialInfo>, I>>(base?: I): ScramCredentialInfo {
+    return ScramCredentialInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ScramCredentialInfo>, I>>(object: I): ScramCredentialInfo {
+    const message = createBaseScramCredentialInfo();
+    message.mechanism = object.mechanism ?? "";
+    message.iterations = object.iterations ?? 0;
+    return message;
+  },
+};
+
+function createBaseDescribedUserScramCredentials(): DescribedUserScramCredentials {
+  return { user: "", error: undefined, credentials: [] };
+}
+
+export const DescribedUserScramCredentials: MessageFns<DescribedUserScramCredentials> = {
+  encode(message: DescribedUserScramCredentials, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.credentials) {
+      ScramCredentialInfo.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribedUserScramCredentials {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribedUserScramCredentials();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.credentials.push(ScramCredentialInfo.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribedUserScramCredentials {
+    return {
+      user: isSet(object.user) ? globalThis.String(object.user) : "",
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => ScramCredentialInfo.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DescribedUserScramCredentials): unknown {
+    const obj: any = {};
+    if (message.user !== "") {
+      obj.user = message.user;
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => ScramCredentialInfo.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribedUserScramCredentials>, I>>(base?: I): DescribedUserScramCredentials {
+    return DescribedUserScramCredentials.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribedUserScramCredentials>, I>>(
+    object: I,
+  ): DescribedUserScramCredentials {
+    const message = createBaseDescribedUserScramCredentials();
+    message.user = object.user ?? "";
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.credentials = object.credentials?.map((e) => ScramCredentialInfo.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDescribeUserScramCredentialsResponse(): DescribeUserScramCredentialsResponse {
+  return { results: [] };
+}
+
+export const DescribeUserScramCredentialsResponse: MessageFns<DescribeUserScramCredentialsResponse> = {
+  encode(message: DescribeUserScramCredentialsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      DescribedUserScramCredentials.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeUserScramCredentialsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeUserScramCredentialsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(DescribedUserScramCredentials.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeUserScramCredentialsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => DescribedUserScramCredentials.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DescribeUserScramCredentialsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => DescribedUserScramCredentials.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeUserScramCredentialsResponse>, I>>(
+    base?: I,
+  ): DescribeUserScramCredentialsResponse {
+    return DescribeUserScramCredentialsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeUserScramCredentialsResponse>, I>>(
+    object: I,
+  ): DescribeUserScramCredentialsResponse {
+    const message = createBaseDescribeUserScramCredentialsResponse();
+    message.results = object.results?.map((e) => DescribedUserScramCredentials.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * The active controller owns cluster metadata: brokers, topics, partitions, leaders, ISR and
  * epochs. A standby answers every call with NOT_CONTROLLER and the active controller's address.
@@ -6762,6 +8003,14 @@ export const ControllerServiceClient = makeGenericClientConstructor(
   service: typeof ControllerServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
