@@ -138,3 +138,22 @@ export {
   hostOfPeer,
   bindPrincipal,
 } from './security/principal';
+export { SaslAuthenticationError } from './security/sasl-authentication-error';
+export {
+  scramMechanisms,
+  scramIterationsMin,
+  scramIterationsMax,
+  scramIterationsDefault,
+  isScramMechanism,
+  saltedPasswordOf,
+  scramCredentialOf,
+  scramCredentialFromPassword,
+  newScramSalt,
+  passwordMatches,
+  invalidCredentialsMessage,
+  ScramServerExchange,
+  type ScramMechanism,
+  type ScramCredential,
+  type ScramCredentialLookup,
+} from './security/scram';
+export { authenticatePlain, parsePlainMessage, type PlainMessage } from './security/sasl-plain';

@@ -113,6 +113,12 @@ const definitions = {
   TOPIC_AUTHORIZATION_FAILED: kafka(29, false, 'Topic authorization failed.'),
   GROUP_AUTHORIZATION_FAILED: kafka(30, false, 'Group authorization failed.'),
   CLUSTER_AUTHORIZATION_FAILED: kafka(31, false, 'Cluster authorization failed.'),
+  UNSUPPORTED_SASL_MECHANISM: kafka(
+    33,
+    false,
+    'The broker does not support the requested SASL mechanism.',
+  ),
+  ILLEGAL_SASL_STATE: kafka(34, false, 'Request is not valid given the current SASL state.'),
   UNSUPPORTED_VERSION: kafka(35, false, 'The version of API is not supported.'),
   TOPIC_ALREADY_EXISTS: kafka(36, false, 'Topic with this name already exists.'),
   INVALID_PARTITIONS: kafka(37, false, 'Number of partitions is below 1.'),
@@ -145,6 +151,7 @@ const definitions = {
   SECURITY_DISABLED: kafka(54, false, 'Security features are disabled.'),
   // KafkaStorageException: another replica, or the same one after a restart, may serve it.
   KAFKA_STORAGE_ERROR: kafka(56, true, 'Disk error when trying to access log file on the disk.'),
+  SASL_AUTHENTICATION_FAILED: kafka(58, false, 'SASL Authentication failed.'),
   UNKNOWN_PRODUCER_ID: kafka(
     59,
     false,
@@ -180,6 +187,17 @@ const definitions = {
   ),
   NO_REASSIGNMENT_IN_PROGRESS: kafka(85, false, 'No partition reassignment is in progress.'),
   THROTTLING_QUOTA_EXCEEDED: kafka(89, true, 'The throttling quota has been exceeded.'),
+  RESOURCE_NOT_FOUND: kafka(
+    91,
+    false,
+    'A request illegally referred to a resource that does not exist.',
+  ),
+  DUPLICATE_RESOURCE: kafka(92, false, 'A request illegally referred to the same resource twice.'),
+  UNACCEPTABLE_CREDENTIAL: kafka(
+    93,
+    false,
+    'Requested credential would not meet criteria for acceptability.',
+  ),
   INVALID_UPDATE_VERSION: kafka(95, false, 'The given update version was invalid.'),
   DUPLICATE_BROKER_REGISTRATION: kafka(101, false, 'This broker ID is already in use.'),
   BROKER_ID_NOT_REGISTERED: kafka(102, false, 'The given broker ID was not registered.'),
