@@ -20,6 +20,7 @@
  */
 import type { KeyValue, MetadataKeys, WatchEvent } from '@spool/metadata';
 import {
+  decodeAclsRecord,
   decodeBrokerRecord,
   decodeClusterRecord,
   decodeCoordinatorRecord,
@@ -27,6 +28,7 @@ import {
   decodePartitionRecord,
   decodeProducerIdsRecord,
   decodeTopicRecord,
+  type AclRecord,
   type BrokerRecord,
   type CoordinatorRecord,
   type CoordinatorShardRecord,
@@ -86,6 +88,8 @@ export interface MetadataDelta {
   readonly changedCoordinators: ReadonlySet<string>;
   readonly deletedCoordinators: ReadonlySet<string>;
   readonly changedShards: ReadonlySet<number>;
+  /** Whether the ACL list was written or deleted in this revision. */
+  aclsChanged: boolean;
 }
 
 export class ClusterState {
@@ -100,6 +104,11 @@ export class ClusterState {
    * the revision of that write, for the next allocation's compare-and-set.
    */
   producerIds: { nextProducerId: bigint; modRevision: bigint } | undefined;
+  /** Every ACL and the revision of its key's last write (0n: never written), for compare-and-set. */
+  acls: { readonly list: readonly AclRecord[]; readonly modRevision: bigint } = {
+    list: [],
+    modRevision: 0n,
+  };
   private revisionValue = 0n;
   private readonly revisionWaiters: Array<{ revision: bigint; resolve: () => void }> = [];
   private readonly listeners = new Set<(delta: MetadataDelta) => void>();
@@ -130,6 +139,7 @@ export class ClusterState {
     this.hiddenTopics.clear();
     this.hiddenPartitions.clear();
     this.producerIds = undefined;
+    this.acls = { list: [], modRevision: 0n };
     for (const entry of entries) this.applyPut(entry, undefined);
     this.revisionValue = revision;
     this.releaseWaiters();
@@ -146,6 +156,7 @@ export class ClusterState {
       changedCoordinators: new Set(),
       deletedCoordinators: new Set(),
       changedShards: new Set(),
+      aclsChanged: false,
     };
     for (const event of events) {
       if (event.kind === 'put') this.applyPut(event.keyValue, delta);
@@ -213,6 +224,10 @@ export class ClusterState {
       }
       if (entry.key === this.keys.cluster())
         this.clusterId = decodeClusterRecord(entry.value).clusterId;
+      if (entry.key === this.keys.acls()) {
+        this.acls = { list: decodeAclsRecord(entry.value).acls, modRevision: entry.modRevision };
+        if (delta !== undefined) delta.aclsChanged = true;
+      }
       if (entry.key === this.keys.producerIds()) {
         this.producerIds = {
           nextProducerId: BigInt(decodeProducerIdsRecord(entry.value).nextProducerId),
@@ -225,6 +240,11 @@ export class ClusterState {
   }
 
   private applyDelete(key: string, delta: MetadataDelta): void {
+    if (key === this.keys.acls()) {
+      this.acls = { list: [], modRevision: 0n };
+      delta.aclsChanged = true;
+      return;
+    }
     const brokerId = this.keys.parseBroker(key);
     if (brokerId !== undefined) {
       this.brokers.delete(brokerId);

@@ -4,6 +4,11 @@
  * answers per topic with Kafka's error names where Kafka answers per topic.
  */
 import type { MetadataPublisher } from './metadata-publisher';
+import {
+  createAclsHandler,
+  deleteAclsHandler,
+  describeAclsHandler,
+} from './controller-rpc/acl-handlers';
 import { alterPartitionHandler } from './controller-rpc/alter-partition-handler';
 import {
   registerBrokerHandler,
@@ -57,5 +62,8 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     alterPartitionReassignments: alterPartitionReassignmentsHandler(role),
     listPartitionReassignments: listPartitionReassignmentsHandler(role),
     decommissionBroker: decommissionBrokerHandler(role),
+    createAcls: createAclsHandler(role),
+    describeAcls: describeAclsHandler(role),
+    deleteAcls: deleteAclsHandler(role),
   };
 }

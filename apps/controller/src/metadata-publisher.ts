@@ -171,6 +171,7 @@ export class MetadataPublisher {
           deletedCoordinators: [],
           coordinatorShards: sortedCoordinatorShards(state),
           changedPartitions: [],
+          aclSet: { acls: [...state.acls.list] },
         });
       }
       unsubscribe = this.fanOutOf(state, controllerAddress).add(send);
@@ -258,6 +259,7 @@ export function deltaMessage(
       .filter((shard) => shard !== undefined)
       .map(coordinatorShardOf),
     changedPartitions,
+    ...(delta.aclsChanged ? { aclSet: { acls: [...state.acls.list] } } : {}),
   };
 }
 

@@ -122,7 +122,8 @@ export function encodeRecord(
     | ClusterRecord
     | ProducerIdsRecord
     | CoordinatorRecord
-    | CoordinatorShardRecord,
+    | CoordinatorShardRecord
+    | AclsRecord,
 ): Buffer {
   return Buffer.from(JSON.stringify(record));
 }
@@ -238,4 +239,39 @@ export function decodeCoordinatorShardRecord(bytes: Buffer): CoordinatorShardRec
     throw new Error('coordinator shard record is missing fields');
   }
   return value as unknown as CoordinatorShardRecord;
+}
+
+/** An ACL as stored: Kafka's numbers for its types (acl.proto's AclBinding). */
+export interface AclRecord {
+  readonly resourceType: number;
+  readonly resourceName: string;
+  readonly patternType: number;
+  readonly principal: string;
+  readonly host: string;
+  readonly operation: number;
+  readonly permissionType: number;
+}
+
+/** Every ACL of the cluster, in creation order. */
+export interface AclsRecord {
+  readonly acls: readonly AclRecord[];
+}
+
+export function decodeAclsRecord(bytes: Buffer): AclsRecord {
+  const value = parse(bytes, 'acls');
+  const acls = value['acls'];
+  if (!Array.isArray(acls)) throw new Error('acls record has no list of acls');
+  for (const acl of acls as Record<string, unknown>[]) {
+    const numbers = ['resourceType', 'patternType', 'operation', 'permissionType'];
+    const strings = ['resourceName', 'principal', 'host'];
+    if (
+      typeof acl !== 'object' ||
+      acl === null ||
+      !numbers.every((field) => Number.isInteger(acl[field])) ||
+      !strings.every((field) => typeof acl[field] === 'string')
+    ) {
+      throw new Error('acls record holds an acl with missing fields');
+    }
+  }
+  return value as unknown as AclsRecord;
 }

@@ -11,6 +11,7 @@
  *   /spool/<cluster>/producer-ids                                next producer id block
  *   /spool/<cluster>/coordinators/<coordinatorId>                a registered coordinator
  *   /spool/<cluster>/coordinator-shards/<partition>              owner and epoch of a shard
+ *   /spool/<cluster>/acls                                        every ACL (Kafka's), one list
  *
  * Broker ids and partitions are zero-padded to ten digits so lexical order is numeric order.
  */
@@ -53,6 +54,11 @@ export class MetadataKeys {
 
   cluster(): string {
     return `${this.root}cluster`;
+  }
+
+  /** Every ACL of the cluster, one JSON list written whole by compare-and-set. */
+  acls(): string {
+    return `${this.root}acls`;
   }
 
   producerIds(): string {

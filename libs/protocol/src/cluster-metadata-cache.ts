@@ -12,6 +12,7 @@
  * (shard), so a gateway routes a group to its coordinator and a coordinator knows its shards.
  */
 import type { BrokerMetadata, PartitionMetadata, TopicMetadata } from './generated/spool/v1/common';
+import type { AclBinding } from './generated/spool/v1/acl';
 import type {
   CoordinatorMetadata,
   CoordinatorShard,
@@ -32,6 +33,8 @@ export interface MetadataChange {
   readonly changedShards: readonly number[];
   readonly changedCoordinators: readonly string[];
   readonly deletedCoordinators: readonly string[];
+  /** Whether the ACLs were replaced (always on a snapshot). */
+  readonly aclsChanged: boolean;
 }
 
 export class ClusterMetadataCache {
@@ -40,12 +43,18 @@ export class ClusterMetadataCache {
   readonly coordinators = new Map<string, CoordinatorMetadata>();
   /** __consumer_offsets partition → its owner (empty when none) and shard epoch. */
   readonly coordinatorShards = new Map<number, CoordinatorShard>();
+  private aclsValue: readonly AclBinding[] = [];
   private versionValue = 0n;
   private controllerAddressValue = '';
   private readonly listeners = new Set<(change: MetadataChange) => void>();
 
   get version(): bigint {
     return this.versionValue;
+  }
+
+  /** Every ACL of the cluster, as the controller last published them. */
+  get acls(): readonly AclBinding[] {
+    return this.aclsValue;
   }
 
   get controllerAddress(): string {
@@ -72,6 +81,8 @@ export class ClusterMetadataCache {
       this.coordinators.delete(coordinatorId);
     for (const shard of message.coordinatorShards)
       this.coordinatorShards.set(shard.partition, shard);
+    const aclsChanged = message.snapshot || message.aclSet !== undefined;
+    if (aclsChanged) this.aclsValue = message.aclSet?.acls ?? [];
     this.versionValue = message.metadataVersion;
     if (message.controllerAddress !== '') this.controllerAddressValue = message.controllerAddress;
     const change: MetadataChange = {
@@ -85,6 +96,7 @@ export class ClusterMetadataCache {
       changedShards: message.coordinatorShards.map((shard) => shard.partition),
       changedCoordinators: message.coordinators.map((coordinator) => coordinator.coordinatorId),
       deletedCoordinators: message.deletedCoordinators,
+      aclsChanged,
     };
     for (const listener of this.listeners) listener(change);
   }
