@@ -1,7 +1,8 @@
 // Proves that Apache Kafka's own command-line tools (4.4.0, the pinned Maven artifacts of
 // test/support/kafka-tools.ts), unmodified, work against `spool dev`'s Kafka listener: the console
 // producer writes keyed records that the SDK counts and the console consumer reads back in a
-// group, which commits and resumes; kafka-topics creates, lists and describes a topic;
+// group, which commits and resumes, fetching in a fetch session (KIP-227: the gateway's
+// metrics count incremental fetches, which name only what changed); kafka-topics creates, lists and describes a topic;
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
 // ConsumerPerformance move a few thousand records.
 //
@@ -10,6 +11,7 @@
 import { Spool, type Admin } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKafkaTool, type KafkaToolRun } from '../support/kafka-tools';
+import { scrape, sumOf } from '../support/prometheus-scrape';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
 
 const partitionCount = 6;
@@ -20,6 +22,7 @@ let dev: SpoolDevProcess | undefined;
 let spool: Spool;
 let admin: Admin;
 let bootstrap: string;
+let gatewayMetricsPort: number;
 
 /** Runs a tool with --bootstrap-server first; the run's output is the message of any failure. */
 function tool(
@@ -87,6 +90,7 @@ beforeAll(async () => {
   const kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
   expect(kafkaPort).toBeGreaterThan(0);
   bootstrap = `127.0.0.1:${kafkaPort}`;
+  gatewayMetricsPort = gateway.ports.metrics;
   spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'java-tools-spec' });
   admin = spool.admin({ requestTimeoutMs: 10_000 });
   await admin.createTopics({
@@ -157,9 +161,19 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     expect(produce.exitCode, describeRun(produce)).toBe(0);
     expect(await recordCount('console')).toBe(first.length);
 
+    const fetchesBefore = await scrape(gatewayMetricsPort);
     expect(await consumeConsole('console', 'console-group', first.length, true)).toEqual(
       [...first].sort(),
     );
+    // The Java consumer took the fetch session the gateway gave it: after the first full fetch
+    // its fetches were incremental, and none was refused for its session.
+    const fetchesAfter = await scrape(gatewayMetricsPort);
+    const fetches = (kind: string) =>
+      (sumOf([fetchesAfter], 'spool_kafka_fetch_requests_total', { kind }) ?? 0) -
+      (sumOf([fetchesBefore], 'spool_kafka_fetch_requests_total', { kind }) ?? 0);
+    expect(fetches('full')).toBeGreaterThanOrEqual(1);
+    expect(fetches('incremental')).toBeGreaterThanOrEqual(1);
+    expect(fetches('session_error')).toBe(0);
     // The group committed what it read (the SDK sees it): the next member resumes after it.
     const committed = await admin.fetchOffsets({ groupId: 'console-group', topics: ['console'] });
     const committedTotal = committed[0]!.partitions.reduce(

@@ -20,6 +20,7 @@ import { CoordinatorRouter } from './coordinator-router';
 import { gatewayHandlers } from './gateway-handlers';
 import { groupHandlers } from './group-handlers';
 import { createKafkaApis } from './kafka/kafka-apis';
+import { createKafkaFetchSessions } from './kafka/kafka-fetch-sessions';
 import { KafkaClusterView } from './kafka/kafka-cluster-view';
 import { startKafkaListener } from './kafka/kafka-listener-setup';
 import { GatewayMetrics } from './gateway-metrics';
@@ -163,6 +164,15 @@ export const gatewaySettings = {
       'bound the gateway stops reading the connection. A single larger request is still read ' +
       'when nothing else is in flight.',
   },
+  kafkaMaxIncrementalFetchSessionCacheSlots: {
+    type: 'integer',
+    default: 1_000,
+    min: 0,
+    max: 1_000_000,
+    description:
+      "Kafka fetch sessions (KIP-227) this gateway keeps (Kafka's " +
+      'max.incremental.fetch.session.cache.slots); 0 creates none, so every fetch is full.',
+  },
   subscribeStreamsMax: {
     type: 'integer',
     default: 1_024,
@@ -291,6 +301,10 @@ export function startGateway(
           },
           fetch: { link, fetcher, fetchMaxBytes: config.fetchMaxBytes },
           offsets: { link, storageClient },
+          fetchSessions: createKafkaFetchSessions(
+            metrics,
+            config.kafkaMaxIncrementalFetchSessionCacheSlots,
+          ),
           coordinators: groupHandlers(coordinators),
           requestMetrics: context.requestMetrics,
           logger: logger.child({ component: 'kafka' }),

@@ -20,6 +20,7 @@ import { apiVersionsApi } from './kafka-api-versions';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
 import { fetchApi } from './kafka-fetch';
+import type { KafkaFetchSessions } from './kafka-fetch-sessions';
 import { listOffsetsApi } from './kafka-list-offsets';
 import { metadataApi } from './kafka-metadata';
 import { produceApi } from './kafka-produce';
@@ -32,6 +33,7 @@ export interface KafkaApiDependencies {
   readonly produce: ProduceDependencies;
   readonly fetch: FetchDependencies;
   readonly offsets: OffsetDependencies;
+  readonly fetchSessions: KafkaFetchSessions;
   readonly coordinators: OffsetCoordinators &
     GroupAdminCoordinators & {
       readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
@@ -49,7 +51,10 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(apiVersionsApi(dispatcher));
   dispatcher.register(metadataApi(view));
   dispatcher.register(produceApi(view, dependencies.produce, dependencies.logger));
-  dispatcher.register(fetchApi(view, dependencies.fetch));
+  const { fetchSessions } = dependencies;
+  dispatcher.register(
+    fetchApi(view, dependencies.fetch, fetchSessions.cache, fetchSessions.countFetch),
+  );
   dispatcher.register(listOffsetsApi(dependencies.offsets));
   dispatcher.register(findCoordinatorApi(view));
   const { coordinators } = dependencies;

@@ -24,6 +24,7 @@ import { ProduceAdmission } from '../produce-admission';
 import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata';
 import type { KafkaApiDispatcher, ServedApiVersions } from './kafka-api-dispatcher';
 import { type KafkaApiDependencies, createKafkaApis } from './kafka-apis';
+import { createKafkaFetchSessions } from './kafka-fetch-sessions';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { KafkaRequestRefused, peekRequestHeader } from './kafka-request-frame';
 
@@ -89,6 +90,7 @@ function dispatcherOf(link: MetadataLink): KafkaApiDispatcher {
     },
     fetch: { link, fetcher: new LeaderFetcher(link.metadata), fetchMaxBytes: 1024 * 1024 },
     offsets: { link, storageClient: () => undefined },
+    fetchSessions: createKafkaFetchSessions(new Registry(), 10),
     coordinators: new Proxy({} as KafkaApiDependencies['coordinators'], {
       get: () => unavailable,
     }),
