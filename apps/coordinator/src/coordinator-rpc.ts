@@ -5,6 +5,8 @@
  * which has none, throws.
  */
 import type {
+  DeleteOffsetsRequest,
+  DeleteOffsetsResponse,
   ClusterMetadataCache,
   ConsumerGroupHeartbeatRequest,
   ConsumerGroupHeartbeatResponse,
@@ -70,6 +72,9 @@ export function coordinatorHandlers(runtimeOf: () => CoordinatorRuntime | undefi
 
     resetOffsets: async (request: ResetOffsetsRequest): Promise<ResetOffsetsResponse> =>
       resetOffsets(runtime(), request),
+
+    deleteOffsets: async (request: DeleteOffsetsRequest): Promise<DeleteOffsetsResponse> =>
+      runtime().groups.deleteOffsets(request),
 
     initProducerId: async (request: InitProducerIdRequest): Promise<InitProducerIdResponse> => {
       try {

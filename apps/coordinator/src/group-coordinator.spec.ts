@@ -333,6 +333,41 @@ describe('group coordinator', () => {
     shards.stop();
   });
 
+  it("deletes a group's offsets of a topic only while no member subscribes to it", async () => {
+    const { groups, shards } = startCoordinator(new FakeLeaders(), [shard], 1);
+    await loaded(shards, 1);
+    const joined = await groups.heartbeat(join);
+    await groups.offsetCommit({
+      groupId,
+      memberId: joined.memberId,
+      memberEpoch: joined.memberEpoch,
+      offsets: [{ topic: 'orders', partition: 0, offset: 40n, metadata: '', leaderEpoch: -1 }],
+    });
+    const refused = await groups.deleteOffsets({ groupId, partitions: everyPartition });
+    expect(refused.error).toBeUndefined();
+    expect(refused.partitions.map((entry) => entry.error?.code)).toEqual([
+      'GROUP_SUBSCRIBED_TO_TOPIC',
+      'GROUP_SUBSCRIBED_TO_TOPIC',
+    ]);
+    expect((await groups.offsetFetch({ groupId, partitions: [] })).offsets).toHaveLength(1);
+
+    await groups.heartbeat({ ...join, memberId: joined.memberId, memberEpoch: -1 });
+    // orders-1 has nothing committed: answered without error, as Kafka does.
+    const deleted = await groups.deleteOffsets({ groupId, partitions: everyPartition });
+    expect(deleted.partitions.map((entry) => [entry.partition, entry.error])).toEqual([
+      [0, undefined],
+      [1, undefined],
+    ]);
+    expect((await groups.offsetFetch({ groupId, partitions: [] })).offsets).toEqual([]);
+    const unknown = Array.from({ length: 100 }, (_, index) => `unknown-${index}`).find(
+      (candidate) => groupPartition(candidate, shardCount) === shard,
+    )!;
+    expect(
+      (await groups.deleteOffsets({ groupId: unknown, partitions: everyPartition })).error?.code,
+    ).toBe('GROUP_ID_NOT_FOUND');
+    shards.stop();
+  });
+
   it('rebuilds the same offsets after a takeover and ignores the fenced owner', async () => {
     const leaders = new FakeLeaders();
     const first = startCoordinator(leaders, [shard], 1);

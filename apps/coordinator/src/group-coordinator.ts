@@ -13,6 +13,8 @@ import {
   type ConsumerGroupHeartbeatResponse,
   type DeleteGroupRequest,
   type DeleteGroupResponse,
+  type DeleteOffsetsRequest,
+  type DeleteOffsetsResponse,
   type DescribeGroupRequest,
   type DescribeGroupResponse,
   type FindCoordinatorRequest,
@@ -330,6 +332,64 @@ export class GroupCoordinator {
       return { error: undefined };
     } catch (error) {
       return { error: wireErrorOf(error) };
+    }
+  }
+
+  /**
+   * Kafka's OffsetDelete: removes the group's committed offsets of the given partitions, each
+   * refused with GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic (its offset is
+   * in use). A partition with nothing committed is answered without error, as Kafka does.
+   */
+  async deleteOffsets(request: DeleteOffsetsRequest): Promise<DeleteOffsetsResponse> {
+    try {
+      const shard = this.shardOf(request.groupId);
+      const group = shard.groups.get(request.groupId);
+      const committed = shard.committedOffsets(request.groupId);
+      if (group === undefined && committed.length === 0) {
+        throw new SpoolError('GROUP_ID_NOT_FOUND', `group "${request.groupId}" does not exist`);
+      }
+      const committedKeys = new Set(
+        committed.map((offset) => partitionKey(offset.topic, offset.partition)),
+      );
+      const partitions = request.partitions.map((wanted) => ({
+        topic: wanted.topic,
+        partition: wanted.partition,
+        error:
+          group?.isSubscribedToTopic(wanted.topic) === true
+            ? wireErrorOf(
+                new SpoolError(
+                  'GROUP_SUBSCRIBED_TO_TOPIC',
+                  `a member of group "${request.groupId}" subscribes to topic ` +
+                    `"${wanted.topic}"; its offsets can be deleted once none does`,
+                ),
+              )
+            : undefined,
+      }));
+      const entries: OffsetsEntry[] = partitions
+        .filter(
+          (entry) =>
+            entry.error === undefined &&
+            committedKeys.delete(partitionKey(entry.topic, entry.partition)),
+        )
+        .map((entry) => ({
+          kind: 'offset',
+          groupId: request.groupId,
+          topic: entry.topic,
+          partition: entry.partition,
+          committed: undefined,
+        }));
+      if (entries.length > 0) {
+        await this.options.shards.write(shard, entries, () => {
+          for (const entry of entries) shard.apply(entry, Date.now());
+        });
+        this.options.logger.info(
+          { groupId: request.groupId, partitions: entries.length },
+          'committed offsets deleted',
+        );
+      }
+      return { error: undefined, partitions };
+    } catch (error) {
+      return { error: wireErrorOf(error), partitions: [] };
     }
   }
 

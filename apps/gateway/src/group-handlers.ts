@@ -13,6 +13,8 @@ import type {
   CoordinatorServiceClient,
   DeleteGroupRequest,
   DeleteGroupResponse,
+  DeleteOffsetsRequest,
+  DeleteOffsetsResponse,
   DescribeGroupRequest,
   DescribeGroupResponse,
   InitProducerIdRequest,
@@ -141,6 +143,16 @@ export function groupHandlers(router: CoordinatorRouter) {
           callOnce(client, client.resetOffsets, forwarded, { deadlineMs }),
         (response) => response.error,
         (error) => ({ error, offsets: [] }),
+      ),
+
+    deleteOffsets: (request: DeleteOffsetsRequest, call?: Call): Promise<DeleteOffsetsResponse> =>
+      toOwner(
+        request,
+        call,
+        (client, forwarded, deadlineMs) =>
+          callOnce(client, client.deleteOffsets, forwarded, { deadlineMs }),
+        (response) => response.error,
+        (error) => ({ error, partitions: [] }),
       ),
 
     /** Every coordinator's groups, merged; one that cannot answer fails the call (retriable). */

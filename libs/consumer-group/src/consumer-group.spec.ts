@@ -490,6 +490,18 @@ describe('subscriptions and topics', () => {
     ).toBe(true);
   });
 
+  it('is subscribed to a topic a member names or whose name its regex matches', () => {
+    expect(harness.group.isSubscribedToTopic('t')).toBe(false);
+    const named = harness.client(['t']);
+    named.heartbeat();
+    harness.heartbeat({ subscribedRegex: 'orders-.*' });
+    expect(harness.group.isSubscribedToTopic('t')).toBe(true);
+    // A regex covers a name whether or not that topic exists yet.
+    expect(harness.group.isSubscribedToTopic('orders-eu')).toBe(true);
+    expect(harness.group.isSubscribedToTopic('orders')).toBe(false);
+    expect(harness.group.isSubscribedToTopic('__orders-x')).toBe(false);
+  });
+
   it('revokes the partitions of a deleted topic', () => {
     harness.topics.counts.set('u', 2);
     const client = harness.client(['t', 'u']);

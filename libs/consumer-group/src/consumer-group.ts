@@ -102,6 +102,14 @@ export class ConsumerGroup {
     return this.model.members.size === 0;
   }
 
+  /**
+   * Whether a member subscribes to `topic`, by name or by regex (Kafka's isSubscribedToTopic):
+   * such a topic's committed offsets are in use and OffsetDelete refuses them.
+   */
+  isSubscribedToTopic(topic: string): boolean {
+    return this.model.subscriptions.covers(topic, (pattern) => this.compileRegex(pattern));
+  }
+
   heartbeat(
     request: ConsumerGroupHeartbeatRequest,
     topics: TopicPartitionCounts,

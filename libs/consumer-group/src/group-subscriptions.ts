@@ -1,5 +1,5 @@
 import { assert } from '@spool/common';
-import { resolveSubscription } from './subscription';
+import { isInternalTopic, resolveSubscription } from './subscription';
 import type { TopicPartitionCounts } from './group-settings';
 
 interface Subscription {
@@ -98,6 +98,21 @@ export class GroupSubscriptions {
     this.metadata = metadata;
     if (previous === undefined) return undefined;
     return !sameCounts(previous.topics, metadata.topics);
+  }
+
+  /** Whether some subscription names `topic` or has a regex that matches it. */
+  covers(topic: string, compileRegex: (pattern: string) => RegExp): boolean {
+    for (const subscription of this.shared.values()) {
+      if (subscription.subscribedTopics.includes(topic)) return true;
+      if (
+        subscription.subscribedRegex !== '' &&
+        !isInternalTopic(topic) &&
+        compileRegex(subscription.subscribedRegex).test(topic)
+      ) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** After members leave: keep only what the remaining subscriptions cover. */

@@ -186,6 +186,12 @@ const definitions = {
     'This record has failed the validation on broker and hence will be rejected.',
   ),
   NO_REASSIGNMENT_IN_PROGRESS: kafka(85, false, 'No partition reassignment is in progress.'),
+  GROUP_SUBSCRIBED_TO_TOPIC: kafka(
+    86,
+    false,
+    'Deleting offsets of a topic is forbidden while the consumer group is actively subscribed ' +
+      'to it.',
+  ),
   THROTTLING_QUOTA_EXCEEDED: kafka(89, true, 'The throttling quota has been exceeded.'),
   RESOURCE_NOT_FOUND: kafka(
     91,

@@ -69,6 +69,11 @@ export enum OffsetSpec {
   OFFSET_SPEC_LATEST = 2,
   /** OFFSET_SPEC_TIMESTAMP - The first offset whose timestamp is at or after the given timestamp. */
   OFFSET_SPEC_TIMESTAMP = 3,
+  /**
+   * OFFSET_SPEC_MAX_TIMESTAMP - The record with the largest timestamp below the high watermark, its timestamp and offset
+   * (Kafka's MAX_TIMESTAMP, KIP-734).
+   */
+  OFFSET_SPEC_MAX_TIMESTAMP = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -86,6 +91,9 @@ export function offsetSpecFromJSON(object: any): OffsetSpec {
     case 3:
     case "OFFSET_SPEC_TIMESTAMP":
       return OffsetSpec.OFFSET_SPEC_TIMESTAMP;
+    case 4:
+    case "OFFSET_SPEC_MAX_TIMESTAMP":
+      return OffsetSpec.OFFSET_SPEC_MAX_TIMESTAMP;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -103,6 +111,8 @@ export function offsetSpecToJSON(object: OffsetSpec): string {
       return "OFFSET_SPEC_LATEST";
     case OffsetSpec.OFFSET_SPEC_TIMESTAMP:
       return "OFFSET_SPEC_TIMESTAMP";
+    case OffsetSpec.OFFSET_SPEC_MAX_TIMESTAMP:
+      return "OFFSET_SPEC_MAX_TIMESTAMP";
     case OffsetSpec.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

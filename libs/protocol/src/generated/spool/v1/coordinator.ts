@@ -189,6 +189,29 @@ export interface InitProducerIdResponse {
   producerEpoch: number;
 }
 
+export interface DeleteOffsetsRequest {
+  groupId: string;
+  partitions: TopicPartition[];
+}
+
+export interface DeleteOffsetsResponse {
+  /** The group's own error: GROUP_ID_NOT_FOUND, NOT_COORDINATOR, INVALID_REQUEST, ... */
+  error:
+    | Error
+    | undefined;
+  /**
+   * One per requested partition, in the request's order: none (deleted, or nothing was
+   * committed), or GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic.
+   */
+  partitions: DeleteOffsetsPartitionResult[];
+}
+
+export interface DeleteOffsetsPartitionResult {
+  topic: string;
+  partition: number;
+  error: Error | undefined;
+}
+
 function createBaseFindCoordinatorRequest(): FindCoordinatorRequest {
   return { groupId: "" };
 }
@@ -3024,6 +3047,285 @@ export const InitProducerIdResponse: MessageFns<InitProducerIdResponse> = {
   },
 };
 
+function createBaseDeleteOffsetsRequest(): DeleteOffsetsRequest {
+  return { groupId: "", partitions: [] };
+}
+
+export const DeleteOffsetsRequest: MessageFns<DeleteOffsetsRequest> = {
+  encode(message: DeleteOffsetsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    for (const v of message.partitions) {
+      TopicPartition.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOffsetsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOffsetsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(TopicPartition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOffsetsRequest {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => TopicPartition.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DeleteOffsetsRequest): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => TopicPartition.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteOffsetsRequest>, I>>(base?: I): DeleteOffsetsRequest {
+    return DeleteOffsetsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteOffsetsRequest>, I>>(object: I): DeleteOffsetsRequest {
+    const message = createBaseDeleteOffsetsRequest();
+    message.groupId = object.groupId ?? "";
+    message.partitions = object.partitions?.map((e) => TopicPartition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDeleteOffsetsResponse(): DeleteOffsetsResponse {
+  return { error: undefined, partitions: [] };
+}
+
+export const DeleteOffsetsResponse: MessageFns<DeleteOffsetsResponse> = {
+  encode(message: DeleteOffsetsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.partitions) {
+      DeleteOffsetsPartitionResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOffsetsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOffsetsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.partitions.push(DeleteOffsetsPartitionResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOffsetsResponse {
+    return {
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      partitions: globalThis.Array.isArray(object?.partitions)
+        ? object.partitions.map((e: any) => DeleteOffsetsPartitionResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DeleteOffsetsResponse): unknown {
+    const obj: any = {};
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.partitions?.length) {
+      obj.partitions = message.partitions.map((e) => DeleteOffsetsPartitionResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteOffsetsResponse>, I>>(base?: I): DeleteOffsetsResponse {
+    return DeleteOffsetsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteOffsetsResponse>, I>>(object: I): DeleteOffsetsResponse {
+    const message = createBaseDeleteOffsetsResponse();
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.partitions = object.partitions?.map((e) => DeleteOffsetsPartitionResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDeleteOffsetsPartitionResult(): DeleteOffsetsPartitionResult {
+  return { topic: "", partition: 0, error: undefined };
+}
+
+export const DeleteOffsetsPartitionResult: MessageFns<DeleteOffsetsPartitionResult> = {
+  encode(message: DeleteOffsetsPartitionResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.topic !== "") {
+      writer.uint32(10).string(message.topic);
+    }
+    if (message.partition !== 0) {
+      writer.uint32(16).int32(message.partition);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOffsetsPartitionResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOffsetsPartitionResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOffsetsPartitionResult {
+    return {
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: DeleteOffsetsPartitionResult): unknown {
+    const obj: any = {};
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteOffsetsPartitionResult>, I>>(base?: I): DeleteOffsetsPartitionResult {
+    return DeleteOffsetsPartitionResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteOffsetsPartitionResult>, I>>(object: I): DeleteOffsetsPartitionResult {
+    const message = createBaseDeleteOffsetsPartitionResult();
+    message.topic = object.topic ?? "";
+    message.partition = object.partition ?? 0;
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    return message;
+  },
+};
+
 /**
  * Consumer groups (server-side incremental assignment, Kafka's KIP-848), committed offsets, and
  * producer ids for idempotent producers.
@@ -3123,6 +3425,20 @@ export const CoordinatorServiceService = {
       Buffer.from(InitProducerIdResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): InitProducerIdResponse => InitProducerIdResponse.decode(value),
   },
+  /**
+   * Deletes a group's committed offsets of some partitions (Kafka's OffsetDelete): refused, per
+   * partition, for a topic a member of the group subscribes to.
+   */
+  deleteOffsets: {
+    path: "/spool.v1.CoordinatorService/DeleteOffsets" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteOffsetsRequest): Buffer => Buffer.from(DeleteOffsetsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteOffsetsRequest => DeleteOffsetsRequest.decode(value),
+    responseSerialize: (value: DeleteOffsetsResponse): Buffer =>
+      Buffer.from(DeleteOffsetsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteOffsetsResponse => DeleteOffsetsResponse.decode(value),
+  },
 } as const;
 
 export interface CoordinatorServiceServer extends UntypedServiceImplementation {
@@ -3137,6 +3453,11 @@ export interface CoordinatorServiceServer extends UntypedServiceImplementation {
   /** Resets committed offsets; only while the group has no members. */
   resetOffsets: handleUnaryCall<ResetOffsetsRequest, ResetOffsetsResponse>;
   initProducerId: handleUnaryCall<InitProducerIdRequest, InitProducerIdResponse>;
+  /**
+   * Deletes a group's committed offsets of some partitions (Kafka's OffsetDelete): refused, per
+   * partition, for a topic a member of the group subscribes to.
+   */
+  deleteOffsets: handleUnaryCall<DeleteOffsetsRequest, DeleteOffsetsResponse>;
 }
 
 export interface CoordinatorServiceClient extends Client {
@@ -3276,6 +3597,25 @@ export interface CoordinatorServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: InitProducerIdResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Deletes a group's committed offsets of some partitions (Kafka's OffsetDelete): refused, per
+   * partition, for a topic a member of the group subscribes to.
+   */
+  deleteOffsets(
+    request: DeleteOffsetsRequest,
+    callback: (error: ServiceError | null, response: DeleteOffsetsResponse) => void,
+  ): ClientUnaryCall;
+  deleteOffsets(
+    request: DeleteOffsetsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteOffsetsResponse) => void,
+  ): ClientUnaryCall;
+  deleteOffsets(
+    request: DeleteOffsetsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteOffsetsResponse) => void,
   ): ClientUnaryCall;
 }
 
