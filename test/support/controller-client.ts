@@ -91,6 +91,7 @@ export class FakeBroker {
             brokerEpoch: this.brokerEpoch,
             logDirOffline: false,
             cleanerStates: [],
+            replicaSizes: [],
           },
           1_000,
         )

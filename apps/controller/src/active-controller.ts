@@ -16,6 +16,7 @@ import type { ControllerMetrics } from './controller-metrics';
 import type { MetadataWriter } from './metadata-writer';
 import { runAutomaticElections } from './partition-commands';
 import { completeReassignments } from './reassignment-commands';
+import { ReplicaSizeReports } from './replica-size-reports';
 import { resolvePendingTopicChanges } from './topic-changes';
 
 export interface ActiveControllerSettings {
@@ -37,6 +38,8 @@ export class ActiveController {
   readonly coordinators: CoordinatorLifecycle;
   /** The storage nodes' log cleaner reports (BrokerHeartbeat), for DescribeTopics. */
   readonly cleanerStates = new CleanerStateReports();
+  /** The storage nodes' replica sizes (BrokerHeartbeat), for the balancer and the gauges. */
+  readonly replicaSizes = new ReplicaSizeReports();
   readonly context: ControllerContext;
   private timer: NodeJS.Timeout | undefined;
   private lastPreferredElectionMs = Date.now();

@@ -119,8 +119,11 @@ export class BrokerLifecycle {
       incarnationId: request.incarnationId,
       brokerEpoch: brokerEpoch.toString(),
       fenced: false,
-      // A decommissioned broker that restarts stays decommissioned.
+      // A decommissioned broker that restarts stays decommissioned, and keeps its dynamic configs.
       ...(existing?.record.decommissioned === true ? { decommissioned: true } : {}),
+      ...(existing?.record.dynamicConfigs === undefined
+        ? {}
+        : { dynamicConfigs: existing.record.dynamicConfigs }),
     };
     await this.context.writer.commit(
       [this.context.writer.unchangedSince(keys.broker(brokerId), existing?.modRevision)],

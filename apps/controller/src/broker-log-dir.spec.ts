@@ -57,6 +57,7 @@ describe("a broker's offline data directory", () => {
         brokerEpoch: epochs.get(brokerId)!,
         logDirOffline,
         cleanerStates: [],
+        replicaSizes: [],
       });
     };
     const partitions = async (topic: string): Promise<PartitionMetadata[]> => {

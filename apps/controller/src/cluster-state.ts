@@ -30,6 +30,7 @@ import {
   decodeTopicRecord,
   type AclRecord,
   type BrokerRecord,
+  type ClusterRecord,
   type CoordinatorRecord,
   type CoordinatorShardRecord,
   type PartitionRecord,
@@ -99,6 +100,8 @@ export class ClusterState {
   /** __consumer_offsets partition → its owner and shard epoch. */
   readonly coordinatorShards = new Map<number, CoordinatorShardState>();
   clusterId = '';
+  /** The cluster record as last written (its cluster-wide broker configs) and that write. */
+  cluster: { record: ClusterRecord; modRevision: bigint } | undefined;
   /**
    * The producer id counter as last written (undefined until the first block is allocated) and
    * the revision of that write, for the next allocation's compare-and-set.
@@ -140,6 +143,7 @@ export class ClusterState {
     this.hiddenPartitions.clear();
     this.producerIds = undefined;
     this.acls = { list: [], modRevision: 0n };
+    this.cluster = undefined;
     for (const entry of entries) this.applyPut(entry, undefined);
     this.revisionValue = revision;
     this.releaseWaiters();
@@ -222,8 +226,11 @@ export class ClusterState {
         (delta?.changedShards as Set<number> | undefined)?.add(shard);
         return;
       }
-      if (entry.key === this.keys.cluster())
-        this.clusterId = decodeClusterRecord(entry.value).clusterId;
+      if (entry.key === this.keys.cluster()) {
+        const record = decodeClusterRecord(entry.value);
+        this.clusterId = record.clusterId;
+        this.cluster = { record, modRevision: entry.modRevision };
+      }
       if (entry.key === this.keys.acls()) {
         this.acls = { list: decodeAclsRecord(entry.value).acls, modRevision: entry.modRevision };
         if (delta !== undefined) delta.aclsChanged = true;

@@ -11,6 +11,10 @@ import {
 } from './controller-rpc/acl-handlers';
 import { alterPartitionHandler } from './controller-rpc/alter-partition-handler';
 import {
+  alterBrokerConfigsHandler,
+  describeBrokerConfigsHandler,
+} from './controller-rpc/broker-config-handlers';
+import {
   registerBrokerHandler,
   brokerHeartbeatHandler,
   controlledShutdownHandler,
@@ -65,5 +69,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     createAcls: createAclsHandler(role),
     describeAcls: describeAclsHandler(role),
     deleteAcls: deleteAclsHandler(role),
+    describeBrokerConfigs: describeBrokerConfigsHandler(role),
+    alterBrokerConfigs: alterBrokerConfigsHandler(role),
   };
 }

@@ -35,6 +35,11 @@ export interface BrokerRecord {
    * reassignment), kept across registrations until cleared. Absent reads as false.
    */
   readonly decommissioned?: boolean;
+  /**
+   * The broker's dynamic configs (Kafka's BROKER config resource, broker-configs.ts), kept
+   * across registrations like `decommissioned`. Absent reads as none.
+   */
+  readonly dynamicConfigs?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -81,6 +86,8 @@ export interface PartitionRecord {
 
 export interface ClusterRecord {
   readonly clusterId: string;
+  /** The cluster-wide dynamic broker configs (Kafka's resource ""); absent reads as none. */
+  readonly brokerConfigs?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -136,6 +143,15 @@ function parse(bytes: Buffer, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((item) => typeof item === 'string')
+  );
+}
+
 function isIntegerList(value: unknown): value is number[] {
   return Array.isArray(value) && value.every((item) => Number.isInteger(item));
 }
@@ -152,6 +168,9 @@ export function decodeBrokerRecord(bytes: Buffer): BrokerRecord {
     typeof value['fenced'] !== 'boolean'
   ) {
     throw new Error('broker record is missing fields');
+  }
+  if (value['dynamicConfigs'] !== undefined && !isStringRecord(value['dynamicConfigs'])) {
+    throw new Error('broker record dynamicConfigs is not an object of strings');
   }
   return value as unknown as BrokerRecord;
 }
@@ -202,6 +221,9 @@ export function decodePartitionRecord(bytes: Buffer): PartitionRecord {
 export function decodeClusterRecord(bytes: Buffer): ClusterRecord {
   const value = parse(bytes, 'cluster');
   if (typeof value['clusterId'] !== 'string') throw new Error('cluster record has no clusterId');
+  if (value['brokerConfigs'] !== undefined && !isStringRecord(value['brokerConfigs'])) {
+    throw new Error('cluster record brokerConfigs is not an object of strings');
+  }
   return value as unknown as ClusterRecord;
 }
 

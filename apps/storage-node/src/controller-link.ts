@@ -21,9 +21,11 @@ import type {
   AlterPartitionRequest,
   AlterPartitionResponse,
   ClusterMetadataCache,
+  ConfigEntry,
   ControllerServiceClient,
   Endpoint,
   PartitionCleanerState,
+  PartitionReplicaSize,
 } from '@spool/protocol';
 
 export interface ControllerLinkOptions {
@@ -38,6 +40,10 @@ export interface ControllerLinkOptions {
   readonly logDirOffline?: () => boolean;
   /** The log cleaner's view of each compacted log here; every heartbeat carries it. */
   readonly cleanerStates?: () => PartitionCleanerState[];
+  /** Each partition replica's log size here; every heartbeat carries it. */
+  readonly replicaSizes?: () => PartitionReplicaSize[];
+  /** Every heartbeat answer's dynamic broker configs (the values in effect for this node). */
+  readonly onDynamicConfigs?: (configs: readonly ConfigEntry[]) => void;
 }
 
 /** Calls to the controller give up after this, so a dead controller cannot hang a step. */
@@ -166,9 +172,11 @@ export class ControllerLink {
           brokerEpoch: this.brokerEpochValue,
           logDirOffline,
           cleanerStates: this.options.cleanerStates?.() ?? [],
+          replicaSizes: this.options.replicaSizes?.() ?? [],
         },
         { deadlineMs: this.options.heartbeatIntervalMs },
       );
+      if (!response.fenced) this.options.onDynamicConfigs?.(response.dynamicConfigs);
       if (response.fenced) {
         this.logger.warn('the controller fenced this broker; registering again');
         await this.register();

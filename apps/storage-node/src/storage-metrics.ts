@@ -27,6 +27,8 @@ export class StorageMetrics {
   readonly isrExpands: Counter;
   readonly reassignmentBytesIn: Counter;
   readonly reassignmentThrottled: Counter;
+  /** The replication throttles' rates in effect (static or dynamic), 0 while off. */
+  readonly replicationThrottledRate: Gauge<'side'>;
   readonly recoveryBytesTruncated: Counter;
   readonly corruptBatchesFound: Counter;
 
@@ -102,6 +104,16 @@ export class StorageMetrics {
         'the reassignment throttle was in effect.',
       registers: [registry],
     });
+    this.replicationThrottledRate = new Gauge({
+      name: 'spool_replication_throttled_rate_bytes',
+      help:
+        'The reassignment throttle in effect on this node, bytes/s by side (leader: ' +
+        'leader.replication.throttled.rate, follower: follower.replication.throttled.rate); ' +
+        '0 while that throttle is off.',
+      labelNames: ['side'],
+      registers: [registry],
+    });
+    for (const side of ['leader', 'follower']) this.replicationThrottledRate.set({ side }, 0);
     this.isrExpands = new Counter({
       name: 'spool_isr_expands_total',
       help: 'ISR expansions made by this node as leader (a follower caught up).',

@@ -25,6 +25,7 @@ import { ReplicaManager } from './replica/replica-manager';
 import { createLogFileHandleCache, registerLogOpenFileMetrics } from './log-open-files';
 import { StorageMetrics } from './storage-metrics';
 import { ReplicationRoles } from './replica/replication-roles';
+import { ReplicationThrottles } from './replica/replication-throttles';
 import { startReplication } from './replica/replication-startup';
 import { startLogMaintenance } from './log-maintenance';
 import { startLogCleaner, type LogCleanerRunner } from './log-cleaner-runner';
@@ -157,6 +158,15 @@ export const storageNodeSettings = {
     description:
       "How long a follower's fetch waits at the leader for data (replica.fetch.wait.max.ms).",
   },
+  leaderReplicationThrottledRate: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    description:
+      'Bytes per second this node, as leader, sends to replicas a reassignment adds ' +
+      '(leader.replication.throttled.rate); 0: unthrottled. A dynamic broker config overrides it.',
+  },
   followerReplicationThrottledRate: {
     type: 'integer',
     default: 0,
@@ -164,7 +174,8 @@ export const storageNodeSettings = {
     max: Number.MAX_SAFE_INTEGER,
     description:
       'Bytes per second this node fetches for replicas a reassignment adds to it ' +
-      '(follower.replication.throttled.rate); 0: unthrottled.',
+      '(follower.replication.throttled.rate); 0: unthrottled. A dynamic broker config ' +
+      'overrides it.',
   },
   replicaSyncReadinessTimeoutMs: {
     type: 'integer',
@@ -273,6 +284,7 @@ export function startStorageNode(
       if (slowDisk !== undefined) context.onShutdown(async () => slowDisk.stop());
       const metadata = new ClusterMetadataCache();
       const replication = new ReplicationRoles();
+      const throttles = new ReplicationThrottles(config);
       // The metrics read the replicas at scrape time; the replicas report recoveries to them.
       const replicaHolder: { manager?: ReplicaManager } = {};
       // The cleaner starts once the logs are open; a replica removed before has nothing to forget.
@@ -366,6 +378,12 @@ export function startStorageNode(
             replica.recordFollowerFetch(followerId, fetchOffset, Date.now());
             replication.isr?.maybeUpdate(replica);
           },
+          leaderThrottle: {
+            throttle: throttles.leader,
+            isAddingReplica: (topic, partition, replicaId) =>
+              metadata.partition(topic, partition)?.addingReplicas.includes(replicaId) === true,
+            onThrottled: () => storageMetrics.reassignmentThrottled.inc(),
+          },
         }),
         onBytesSent: (topic, sizeBytes) => storageMetrics.bytesOut.inc({ topic }, sizeBytes),
         ...(context.transportSecurity === undefined
@@ -394,6 +412,7 @@ export function startStorageNode(
           beforeLogAppend: slowDisk?.beforeLogAppend,
           onLink: (link) => (controllerLink.current = link),
           cleanerStates: () => logCleanerHolder.runner?.partitionStates() ?? [],
+          throttles,
         });
         nodeLogger.info({ dataPort: dataPortBound }, 'data port listening');
       });

@@ -102,6 +102,11 @@ export {
   WatchMetadataRequest,
   WatchMetadataResponse,
   PartitionCleanerState,
+  PartitionReplicaSize,
+  AlterBrokerConfigsRequest,
+  AlterBrokerConfigsResponse,
+  DescribeBrokerConfigsRequest,
+  DescribeBrokerConfigsResponse,
 } from './generated/spool/v1/controller';
 export {
   Assignment,

@@ -11,6 +11,7 @@ import type {
   RegisterBrokerRequest,
   RegisterBrokerResponse,
 } from '@spool/protocol';
+import { effectiveBrokerConfigs } from '../broker-configs';
 import { protoError, type ControllerAccess } from './controller-access';
 
 export function registerBrokerHandler(role: ControllerAccess) {
@@ -36,7 +37,10 @@ export function brokerHeartbeatHandler(role: ControllerAccess) {
       request.brokerEpoch,
       request.logDirOffline,
     );
-    if (!fenced) controller.cleanerStates.record(request.brokerId, request.cleanerStates);
+    if (!fenced) {
+      controller.cleanerStates.record(request.brokerId, request.cleanerStates);
+      controller.replicaSizes.record(request.brokerId, request.replicaSizes);
+    }
     // Most heartbeats change nothing and skip the queue; a data directory going offline or
     // coming back writes elections, so it waits its turn. A write that fails is tried again
     // at the next heartbeat, which reports the same state.
@@ -58,6 +62,7 @@ export function brokerHeartbeatHandler(role: ControllerAccess) {
     }
     return {
       fenced,
+      dynamicConfigs: fenced ? [] : effectiveBrokerConfigs(controller.context, request.brokerId),
       error: fenced
         ? protoError(
             new SpoolError(

@@ -12,6 +12,10 @@
  *   5. A v1 request of a follower goes through its fetch session (fetch-session.ts): only the
  *      partitions it names or that changed are read, and an idle wait costs nothing per
  *      partition. A consumer's v1 request gets no session and is served as v0.
+ *   6. A follower that a reassignment adds to a partition reads within the leader's throttle:
+ *      while the node's bytes sent to such replicas are over the rate, their partitions answer
+ *      no records (their fetch offset still counts), as Kafka's leader leaves throttled
+ *      partitions out of a fetch response over quota.
  */
 import type { RequestOutcome } from '@spool/common';
 import {
@@ -29,6 +33,7 @@ import type { DataPortHandlers, FetchPartitionResult, FetchResult } from './data
 import { FetchSessionCache, type FetchSession, type SessionPartition } from './fetch-session';
 import { waitForAnyChange, type PartitionReplica } from '../replica/partition-replica';
 import type { ReplicaManager } from '../replica/replica-manager';
+import type { ReplicationThrottle } from '../replica/replication-throttle';
 import type { StorageMetrics } from '../storage-metrics';
 
 /** A long poll never waits longer than this, whatever it asks (Kafka's fetch.max.wait.ms bound). */
@@ -45,6 +50,16 @@ export interface FetchHandlerOptions {
   ) => void;
   /** The fetch sessions of this leader; a new cache if unset. */
   readonly sessions?: FetchSessionCache;
+  /**
+   * The leader side of the reassignment throttle (Kafka's leader.replication.throttled.rate):
+   * point 6. None: unthrottled.
+   */
+  readonly leaderThrottle?: {
+    readonly throttle: ReplicationThrottle;
+    /** Whether the follower is a replica a reassignment adds to the partition. */
+    isAddingReplica(topic: string, partition: number, replicaId: number): boolean;
+    onThrottled?(): void;
+  };
 }
 
 export interface FetchHandlers extends DataPortHandlers {
@@ -82,7 +97,24 @@ const noSession: DataPortFetchSessionResponse = {
 export function createFetchHandlers(options: FetchHandlerOptions): FetchHandlers {
   const sessions = options.sessions ?? new FetchSessionCache();
 
-  /** Points 1–3 for one partition. */
+  const notThrottled = { applies: false, overQuota: false };
+  /** Point 6: whether the throttle applies to this follower's partition, and holds it back. */
+  const leaderThrottled = (
+    wanted: DataPortFetchPartition,
+    replicaId: number,
+  ): { applies: boolean; overQuota: boolean } => {
+    const leader = options.leaderThrottle;
+    if (leader === undefined || !leader.throttle.enabled)
+      return { applies: false, overQuota: false };
+    if (!leader.isAddingReplica(wanted.topic, wanted.partition, replicaId)) {
+      return { applies: false, overQuota: false };
+    }
+    const overQuota = leader.throttle.delayMs() > 0;
+    if (overQuota) leader.onThrottled?.();
+    return { applies: true, overQuota };
+  };
+
+  /** Points 1–3 and 6 for one partition. */
   const readPartition = (
     wanted: DataPortFetchPartition,
     replicaId: number,
@@ -112,11 +144,15 @@ export function createFetchHandlers(options: FetchHandlerOptions): FetchHandlers
         // After the fetch is recorded: the session speaks for the partition from this read on.
         if (session !== undefined) replica.attachFetchSession(replicaId, session.clock);
       }
-      const maxBytes = Math.min(Math.max(0, wanted.partitionMaxBytes), budget.remainingBytes);
+      const throttled = follower ? leaderThrottled(wanted, replicaId) : notThrottled;
+      const maxBytes = throttled.overQuota
+        ? 0
+        : Math.min(Math.max(0, wanted.partitionMaxBytes), budget.remainingBytes);
       const read = replica.log.read(wanted.fetchOffset, maxBytes, {
         maxOffsetExclusive: follower ? replica.log.logEndOffset : replica.highWatermark,
-        minOneBatch: budget.firstData,
+        minOneBatch: budget.firstData && !throttled.overQuota,
       });
+      if (throttled.applies) options.leaderThrottle?.throttle.record(read.sizeBytes);
       if (read.sizeBytes > 0) budget.firstData = false;
       budget.remainingBytes = Math.max(0, budget.remainingBytes - read.sizeBytes);
       return {

@@ -5,7 +5,12 @@
  * and for this node's replicas to be in sync, and the controlled shutdown at the end.
  */
 import type { Logger, ServiceContext } from '@spool/common';
-import type { ClusterMetadataCache, Endpoint, PartitionCleanerState } from '@spool/protocol';
+import type {
+  ClusterMetadataCache,
+  Endpoint,
+  PartitionCleanerState,
+  PartitionReplicaSize,
+} from '@spool/protocol';
 import type { AppendStreams } from '../append-streams';
 import { ControllerLink } from '../controller-link';
 import type { LogDirHealth } from '../log-dir-health';
@@ -13,7 +18,7 @@ import type { StorageMetrics } from '../storage-metrics';
 import type { storageNodeSettings } from '../storage-node-service';
 import { IsrManager } from './isr-manager';
 import { ReplicaFetcherManager } from './replica-fetcher-manager';
-import { ReplicationThrottle } from './replication-throttle';
+import type { ReplicationThrottles } from './replication-throttles';
 import type { ReplicaManager } from './replica-manager';
 import { waitForReplicasInSync } from './replica-sync-readiness';
 import type { ReplicationRoles } from './replication-roles';
@@ -33,6 +38,8 @@ export interface ReplicationStartOptions {
   readonly beforeLogAppend: (() => void) | undefined;
   /** The log cleaner's state for the heartbeats (none while the cleaner is off). */
   readonly cleanerStates: () => PartitionCleanerState[];
+  /** The reassignment throttles; every heartbeat answer may change their rates. */
+  readonly throttles: ReplicationThrottles;
   /** Told the controller link once it exists (a data directory change heartbeats at once). */
   readonly onLink: (link: ControllerLink) => void;
 }
@@ -52,6 +59,27 @@ export function startReplication(
       heartbeatIntervalMs: config.brokerHeartbeatIntervalMs,
       logDirOffline: () => options.logDirHealth.offline,
       cleanerStates: options.cleanerStates,
+      replicaSizes: () => {
+        const sizes: PartitionReplicaSize[] = [];
+        for (const replica of replicas.all()) {
+          const sizeBytes = BigInt(replica.log.sizeBytes);
+          sizes.push({ topic: replica.topic, partition: replica.partition, sizeBytes });
+        }
+        return sizes;
+      },
+      onDynamicConfigs: (configs) => {
+        for (const { name, rate } of options.throttles.applyDynamicConfigs(configs)) {
+          logger.info({ config: name, rateBytesPerSecond: rate }, 'replication throttle changed');
+        }
+        storageMetrics.replicationThrottledRate.set(
+          { side: 'leader' },
+          options.throttles.leader.rateBytesPerSecond,
+        );
+        storageMetrics.replicationThrottledRate.set(
+          { side: 'follower' },
+          options.throttles.follower.rateBytesPerSecond,
+        );
+      },
       transportSecurity: context.transportSecurity,
     },
     metadata,
@@ -67,7 +95,7 @@ export function startReplication(
     metadata,
     beforeLogAppend: options.beforeLogAppend,
     transportSecurity: context.transportSecurity,
-    throttle: new ReplicationThrottle(config.followerReplicationThrottledRate),
+    throttle: options.throttles.follower,
     onReassignmentBytes: (bytes) => storageMetrics.reassignmentBytesIn.inc(bytes),
     onThrottled: () => storageMetrics.reassignmentThrottled.inc(),
   });

@@ -1,6 +1,7 @@
 // Proves the reassignment throttle's token bucket: a second of the rate may be fetched at once,
 // past it throttled partitions wait as long as the rate needs to pay the debt back, the bucket
-// never holds more than one second, and a rate of 0 never throttles.
+// never holds more than one second, a rate of 0 never throttles, and a rate changed at run time
+// (a dynamic broker config) keeps the debt, caps the bucket at the new rate, and can turn it off.
 import { describe, expect, it } from 'vitest';
 import { ReplicationThrottle } from './replication-throttle';
 
@@ -26,5 +27,18 @@ describe('ReplicationThrottle', () => {
     throttle.record(1e12, 0);
     expect(throttle.enabled).toBe(false);
     expect(throttle.delayMs(0)).toBe(0);
+  });
+
+  it('changes its rate at run time, keeping the debt', () => {
+    const throttle = new ReplicationThrottle(1_000, 0);
+    throttle.record(1_500, 0);
+    throttle.setRate(2_000, 0);
+    expect(throttle.delayMs(0)).toBe(250);
+    throttle.setRate(0, 0);
+    expect(throttle.enabled).toBe(false);
+    expect(throttle.delayMs(0)).toBe(0);
+    throttle.setRate(100, 1_000);
+    throttle.record(300, 1_000);
+    expect(throttle.delayMs(1_000)).toBe(2_000);
   });
 });

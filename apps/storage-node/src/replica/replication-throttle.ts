@@ -7,18 +7,33 @@
  * taken whole); while it is below zero the fetchers leave their throttled partitions out of
  * their requests (and out of their fetch sessions) for `delayMs`, as Kafka's fetcher omits
  * throttled partitions over quota. One per node: every fetcher (one per leader) shares it.
- * A rate of 0 turns it off.
+ * A rate of 0 turns it off. The rate may change at run time (a dynamic broker config,
+ * broker-configs.ts on the controller): `setRate` keeps the tokens taken, capped at the new rate.
  */
 export class ReplicationThrottle {
   private availableBytes: number;
   private lastRefillMs: number;
 
   constructor(
-    readonly rateBytesPerSecond: number,
+    private rate: number,
     nowMs = Date.now(),
   ) {
-    this.availableBytes = rateBytesPerSecond;
+    this.availableBytes = rate;
     this.lastRefillMs = nowMs;
+  }
+
+  get rateBytesPerSecond(): number {
+    return this.rate;
+  }
+
+  /** A new rate from now on; 0 turns the throttle off. */
+  setRate(rateBytesPerSecond: number, nowMs = Date.now()): void {
+    if (rateBytesPerSecond === this.rate) return;
+    if (this.rate > 0) this.refill(nowMs);
+    else this.availableBytes = rateBytesPerSecond;
+    this.lastRefillMs = nowMs;
+    this.rate = rateBytesPerSecond;
+    this.availableBytes = Math.min(this.availableBytes, rateBytesPerSecond);
   }
 
   get enabled(): boolean {

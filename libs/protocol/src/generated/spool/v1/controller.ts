@@ -71,6 +71,18 @@ export interface BrokerHeartbeatRequest {
    * heartbeat replaces the node's previous report; the controller keeps it in memory only.
    */
   cleanerStates: PartitionCleanerState[];
+  /**
+   * The size of each partition replica's log on this node, for the balancer and the per-broker
+   * gauges. Each heartbeat replaces the node's previous report; kept in memory only.
+   */
+  replicaSizes: PartitionReplicaSize[];
+}
+
+/** One partition replica's log size on the reporting storage node. */
+export interface PartitionReplicaSize {
+  topic: string;
+  partition: number;
+  sizeBytes: bigint;
 }
 
 /** What a storage node's log cleaner knows of one compacted partition replica. */
@@ -93,6 +105,11 @@ export interface BrokerHeartbeatResponse {
     | undefined;
   /** True once the controller has fenced this broker; it must register again. */
   fenced: boolean;
+  /**
+   * The dynamic broker configs in effect for this broker (its own over the cluster-wide
+   * default), each name once; a name absent here is back to the node's static setting.
+   */
+  dynamicConfigs: ConfigEntry[];
 }
 
 export interface ControlledShutdownRequest {
@@ -523,6 +540,53 @@ export interface DescribeUserScramCredentialsResponse {
   results: DescribedUserScramCredentials[];
 }
 
+export interface DescribeBrokerConfigsRequest {
+  /**
+   * Broker ids as decimal strings, "" for the cluster-wide default (Kafka's resource names);
+   * empty lists the default and every registered broker.
+   */
+  brokers: string[];
+}
+
+export interface DescribeBrokerConfigsResponse {
+  results: BrokerConfigs[];
+}
+
+export interface BrokerConfigs {
+  broker: string;
+  error:
+    | Error
+    | undefined;
+  /**
+   * The dynamic configs set on this resource (is_default false), then for a broker the
+   * cluster-wide ones it inherits (is_default true).
+   */
+  configs: ConfigEntry[];
+}
+
+export interface AlterBrokerConfigsRequest {
+  brokers: AlterBrokerConfigsItem[];
+  validateOnly: boolean;
+}
+
+export interface AlterBrokerConfigsItem {
+  /** A broker id as a decimal string, or "" for the cluster-wide default. */
+  broker: string;
+  /** Entries to set. */
+  set: ConfigEntry[];
+  /** Names to remove from this resource. */
+  delete: string[];
+}
+
+export interface AlterBrokerConfigsResponse {
+  results: BrokerConfigsResult[];
+}
+
+export interface BrokerConfigsResult {
+  broker: string;
+  error: Error | undefined;
+}
+
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
   return { brokerId: 0, rack: "", endpoints: [], incarnationId: "" };
 }
@@ -745,7 +809,7 @@ export const RegisterBrokerResponse: MessageFns<RegisterBrokerResponse> = {
 };
 
 function createBaseBrokerHeartbeatRequest(): BrokerHeartbeatRequest {
-  return { brokerId: 0, brokerEpoch: 0n, logDirOffline: false, cleanerStates: [] };
+  return { brokerId: 0, brokerEpoch: 0n, logDirOffline: false, cleanerStates: [], replicaSizes: [] };
 }
 
 export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
@@ -764,6 +828,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     }
     for (const v of message.cleanerStates) {
       PartitionCleanerState.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.replicaSizes) {
+      PartitionReplicaSize.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -813,6 +880,14 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
             message.cleanerStates.push(PartitionCleanerState.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.replicaSizes.push(PartitionReplicaSize.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -847,6 +922,11 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
         : globalThis.Array.isArray(object?.cleaner_states)
         ? object.cleaner_states.map((e: any) => PartitionCleanerState.fromJSON(e))
         : [],
+      replicaSizes: globalThis.Array.isArray(object?.replicaSizes)
+        ? object.replicaSizes.map((e: any) => PartitionReplicaSize.fromJSON(e))
+        : globalThis.Array.isArray(object?.replica_sizes)
+        ? object.replica_sizes.map((e: any) => PartitionReplicaSize.fromJSON(e))
+        : [],
     };
   },
 
@@ -864,6 +944,9 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
     if (message.cleanerStates?.length) {
       obj.cleanerStates = message.cleanerStates.map((e) => PartitionCleanerState.toJSON(e));
     }
+    if (message.replicaSizes?.length) {
+      obj.replicaSizes = message.replicaSizes.map((e) => PartitionReplicaSize.toJSON(e));
+    }
     return obj;
   },
 
@@ -878,6 +961,115 @@ export const BrokerHeartbeatRequest: MessageFns<BrokerHeartbeatRequest> = {
       : 0n;
     message.logDirOffline = object.logDirOffline ?? false;
     message.cleanerStates = object.cleanerStates?.map((e) => PartitionCleanerState.fromPartial(e)) || [];
+    message.replicaSizes = object.replicaSizes?.map((e) => PartitionReplicaSize.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePartitionReplicaSize(): PartitionReplicaSize {
+  return { topic: "", partition: 0, sizeBytes: 0n };
+}
+
+export const PartitionReplicaSize: MessageFns<PartitionReplicaSize> = {
+  encode(message: PartitionReplicaSize, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.topic !== "") {
+      writer.uint32(10).string(message.topic);
+    }
+    if (message.partition !== 0) {
+      writer.uint32(16).int32(message.partition);
+    }
+    if (message.sizeBytes !== 0n) {
+      if (BigInt.asIntN(64, message.sizeBytes) !== message.sizeBytes) {
+        throw new globalThis.Error("value provided for field message.sizeBytes of type int64 too large");
+      }
+      writer.uint32(24).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PartitionReplicaSize {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePartitionReplicaSize();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.partition = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sizeBytes = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PartitionReplicaSize {
+    return {
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+      partition: isSet(object.partition) ? globalThis.Number(object.partition) : 0,
+      sizeBytes: isSet(object.sizeBytes)
+        ? BigInt(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? BigInt(object.size_bytes)
+        : 0n,
+    };
+  },
+
+  toJSON(message: PartitionReplicaSize): unknown {
+    const obj: any = {};
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    if (message.partition !== 0) {
+      obj.partition = Math.round(message.partition);
+    }
+    if (message.sizeBytes !== 0n) {
+      obj.sizeBytes = message.sizeBytes.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PartitionReplicaSize>, I>>(base?: I): PartitionReplicaSize {
+    return PartitionReplicaSize.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PartitionReplicaSize>, I>>(object: I): PartitionReplicaSize {
+    const message = createBasePartitionReplicaSize();
+    message.topic = object.topic ?? "";
+    message.partition = object.partition ?? 0;
+    message.sizeBytes = (object.sizeBytes !== undefined && object.sizeBytes !== null) ? BigInt(object.sizeBytes) : 0n;
     return message;
   },
 };
@@ -1053,7 +1245,7 @@ export const PartitionCleanerState: MessageFns<PartitionCleanerState> = {
 };
 
 function createBaseBrokerHeartbeatResponse(): BrokerHeartbeatResponse {
-  return { error: undefined, fenced: false };
+  return { error: undefined, fenced: false, dynamicConfigs: [] };
 }
 
 export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
@@ -1063,6 +1255,9 @@ export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
     }
     if (message.fenced !== false) {
       writer.uint32(16).bool(message.fenced);
+    }
+    for (const v of message.dynamicConfigs) {
+      ConfigEntry.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1096,6 +1291,14 @@ export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
             message.fenced = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.dynamicConfigs.push(ConfigEntry.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1112,6 +1315,11 @@ export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
     return {
       error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
       fenced: isSet(object.fenced) ? globalThis.Boolean(object.fenced) : false,
+      dynamicConfigs: globalThis.Array.isArray(object?.dynamicConfigs)
+        ? object.dynamicConfigs.map((e: any) => ConfigEntry.fromJSON(e))
+        : globalThis.Array.isArray(object?.dynamic_configs)
+        ? object.dynamic_configs.map((e: any) => ConfigEntry.fromJSON(e))
+        : [],
     };
   },
 
@@ -1123,6 +1331,9 @@ export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
     if (message.fenced !== false) {
       obj.fenced = message.fenced;
     }
+    if (message.dynamicConfigs?.length) {
+      obj.dynamicConfigs = message.dynamicConfigs.map((e) => ConfigEntry.toJSON(e));
+    }
     return obj;
   },
 
@@ -1133,6 +1344,7 @@ export const BrokerHeartbeatResponse: MessageFns<BrokerHeartbeatResponse> = {
     const message = createBaseBrokerHeartbeatResponse();
     message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
     message.fenced = object.fenced ?? false;
+    message.dynamicConfigs = object.dynamicConfigs?.map((e) => ConfigEntry.fromPartial(e)) || [];
     return message;
   },
 };
@@ -7316,6 +7528,597 @@ export const DescribeUserScramCredentialsResponse: MessageFns<DescribeUserScramC
   },
 };
 
+function createBaseDescribeBrokerConfigsRequest(): DescribeBrokerConfigsRequest {
+  return { brokers: [] };
+}
+
+export const DescribeBrokerConfigsRequest: MessageFns<DescribeBrokerConfigsRequest> = {
+  encode(message: DescribeBrokerConfigsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.brokers) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeBrokerConfigsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeBrokerConfigsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.brokers.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeBrokerConfigsRequest {
+    return {
+      brokers: globalThis.Array.isArray(object?.brokers) ? object.brokers.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: DescribeBrokerConfigsRequest): unknown {
+    const obj: any = {};
+    if (message.brokers?.length) {
+      obj.brokers = message.brokers;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeBrokerConfigsRequest>, I>>(base?: I): DescribeBrokerConfigsRequest {
+    return DescribeBrokerConfigsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeBrokerConfigsRequest>, I>>(object: I): DescribeBrokerConfigsRequest {
+    const message = createBaseDescribeBrokerConfigsRequest();
+    message.brokers = object.brokers?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDescribeBrokerConfigsResponse(): DescribeBrokerConfigsResponse {
+  return { results: [] };
+}
+
+export const DescribeBrokerConfigsResponse: MessageFns<DescribeBrokerConfigsResponse> = {
+  encode(message: DescribeBrokerConfigsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      BrokerConfigs.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeBrokerConfigsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeBrokerConfigsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(BrokerConfigs.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeBrokerConfigsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => BrokerConfigs.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DescribeBrokerConfigsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => BrokerConfigs.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeBrokerConfigsResponse>, I>>(base?: I): DescribeBrokerConfigsResponse {
+    return DescribeBrokerConfigsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeBrokerConfigsResponse>, I>>(
+    object: I,
+  ): DescribeBrokerConfigsResponse {
+    const message = createBaseDescribeBrokerConfigsResponse();
+    message.results = object.results?.map((e) => BrokerConfigs.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBrokerConfigs(): BrokerConfigs {
+  return { broker: "", error: undefined, configs: [] };
+}
+
+export const BrokerConfigs: MessageFns<BrokerConfigs> = {
+  encode(message: BrokerConfigs, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.broker !== "") {
+      writer.uint32(10).string(message.broker);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.configs) {
+      ConfigEntry.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BrokerConfigs {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBrokerConfigs();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.broker = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.configs.push(ConfigEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BrokerConfigs {
+    return {
+      broker: isSet(object.broker) ? globalThis.String(object.broker) : "",
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      configs: globalThis.Array.isArray(object?.configs) ? object.configs.map((e: any) => ConfigEntry.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: BrokerConfigs): unknown {
+    const obj: any = {};
+    if (message.broker !== "") {
+      obj.broker = message.broker;
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.configs?.length) {
+      obj.configs = message.configs.map((e) => ConfigEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BrokerConfigs>, I>>(base?: I): BrokerConfigs {
+    return BrokerConfigs.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BrokerConfigs>, I>>(object: I): BrokerConfigs {
+    const message = createBaseBrokerConfigs();
+    message.broker = object.broker ?? "";
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.configs = object.configs?.map((e) => ConfigEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAlterBrokerConfigsRequest(): AlterBrokerConfigsRequest {
+  return { brokers: [], validateOnly: false };
+}
+
+export const AlterBrokerConfigsRequest: MessageFns<AlterBrokerConfigsRequest> = {
+  encode(message: AlterBrokerConfigsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.brokers) {
+      AlterBrokerConfigsItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.validateOnly !== false) {
+      writer.uint32(16).bool(message.validateOnly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterBrokerConfigsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterBrokerConfigsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.brokers.push(AlterBrokerConfigsItem.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.validateOnly = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterBrokerConfigsRequest {
+    return {
+      brokers: globalThis.Array.isArray(object?.brokers)
+        ? object.brokers.map((e: any) => AlterBrokerConfigsItem.fromJSON(e))
+        : [],
+      validateOnly: isSet(object.validateOnly)
+        ? globalThis.Boolean(object.validateOnly)
+        : isSet(object.validate_only)
+        ? globalThis.Boolean(object.validate_only)
+        : false,
+    };
+  },
+
+  toJSON(message: AlterBrokerConfigsRequest): unknown {
+    const obj: any = {};
+    if (message.brokers?.length) {
+      obj.brokers = message.brokers.map((e) => AlterBrokerConfigsItem.toJSON(e));
+    }
+    if (message.validateOnly !== false) {
+      obj.validateOnly = message.validateOnly;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterBrokerConfigsRequest>, I>>(base?: I): AlterBrokerConfigsRequest {
+    return AlterBrokerConfigsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterBrokerConfigsRequest>, I>>(object: I): AlterBrokerConfigsRequest {
+    const message = createBaseAlterBrokerConfigsRequest();
+    message.brokers = object.brokers?.map((e) => AlterBrokerConfigsItem.fromPartial(e)) || [];
+    message.validateOnly = object.validateOnly ?? false;
+    return message;
+  },
+};
+
+function createBaseAlterBrokerConfigsItem(): AlterBrokerConfigsItem {
+  return { broker: "", set: [], delete: [] };
+}
+
+export const AlterBrokerConfigsItem: MessageFns<AlterBrokerConfigsItem> = {
+  encode(message: AlterBrokerConfigsItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.broker !== "") {
+      writer.uint32(10).string(message.broker);
+    }
+    for (const v of message.set) {
+      ConfigEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.delete) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterBrokerConfigsItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterBrokerConfigsItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.broker = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.set.push(ConfigEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delete.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterBrokerConfigsItem {
+    return {
+      broker: isSet(object.broker) ? globalThis.String(object.broker) : "",
+      set: globalThis.Array.isArray(object?.set) ? object.set.map((e: any) => ConfigEntry.fromJSON(e)) : [],
+      delete: globalThis.Array.isArray(object?.delete) ? object.delete.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: AlterBrokerConfigsItem): unknown {
+    const obj: any = {};
+    if (message.broker !== "") {
+      obj.broker = message.broker;
+    }
+    if (message.set?.length) {
+      obj.set = message.set.map((e) => ConfigEntry.toJSON(e));
+    }
+    if (message.delete?.length) {
+      obj.delete = message.delete;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterBrokerConfigsItem>, I>>(base?: I): AlterBrokerConfigsItem {
+    return AlterBrokerConfigsItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterBrokerConfigsItem>, I>>(object: I): AlterBrokerConfigsItem {
+    const message = createBaseAlterBrokerConfigsItem();
+    message.broker = object.broker ?? "";
+    message.set = object.set?.map((e) => ConfigEntry.fromPartial(e)) || [];
+    message.delete = object.delete?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseAlterBrokerConfigsResponse(): AlterBrokerConfigsResponse {
+  return { results: [] };
+}
+
+export const AlterBrokerConfigsResponse: MessageFns<AlterBrokerConfigsResponse> = {
+  encode(message: AlterBrokerConfigsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      BrokerConfigsResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlterBrokerConfigsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlterBrokerConfigsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(BrokerConfigsResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlterBrokerConfigsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => BrokerConfigsResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlterBrokerConfigsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => BrokerConfigsResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlterBrokerConfigsResponse>, I>>(base?: I): AlterBrokerConfigsResponse {
+    return AlterBrokerConfigsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlterBrokerConfigsResponse>, I>>(object: I): AlterBrokerConfigsResponse {
+    const message = createBaseAlterBrokerConfigsResponse();
+    message.results = object.results?.map((e) => BrokerConfigsResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBrokerConfigsResult(): BrokerConfigsResult {
+  return { broker: "", error: undefined };
+}
+
+export const BrokerConfigsResult: MessageFns<BrokerConfigsResult> = {
+  encode(message: BrokerConfigsResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.broker !== "") {
+      writer.uint32(10).string(message.broker);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BrokerConfigsResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBrokerConfigsResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.broker = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BrokerConfigsResult {
+    return {
+      broker: isSet(object.broker) ? globalThis.String(object.broker) : "",
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: BrokerConfigsResult): unknown {
+    const obj: any = {};
+    if (message.broker !== "") {
+      obj.broker = message.broker;
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BrokerConfigsResult>, I>>(base?: I): BrokerConfigsResult {
+    return BrokerConfigsResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BrokerConfigsResult>, I>>(object: I): BrokerConfigsResult {
+    const message = createBaseBrokerConfigsResult();
+    message.broker = object.broker ?? "";
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    return message;
+  },
+};
+
 /**
  * The active controller owns cluster metadata: brokers, topics, partitions, leaders, ISR and
  * epochs. A standby answers every call with NOT_CONTROLLER and the active controller's address.
@@ -7585,6 +8388,33 @@ export const ControllerServiceService = {
     responseSerialize: (value: DeleteAclsResponse): Buffer => Buffer.from(DeleteAclsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteAclsResponse => DeleteAclsResponse.decode(value),
   },
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource): the cluster-wide default (broker
+   * "") and each broker's own, e.g. leader.replication.throttled.rate. They apply without a
+   * restart: each BrokerHeartbeatResponse carries the values in effect for that broker.
+   */
+  describeBrokerConfigs: {
+    path: "/spool.v1.ControllerService/DescribeBrokerConfigs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeBrokerConfigsRequest): Buffer =>
+      Buffer.from(DescribeBrokerConfigsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeBrokerConfigsRequest => DescribeBrokerConfigsRequest.decode(value),
+    responseSerialize: (value: DescribeBrokerConfigsResponse): Buffer =>
+      Buffer.from(DescribeBrokerConfigsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeBrokerConfigsResponse => DescribeBrokerConfigsResponse.decode(value),
+  },
+  alterBrokerConfigs: {
+    path: "/spool.v1.ControllerService/AlterBrokerConfigs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterBrokerConfigsRequest): Buffer =>
+      Buffer.from(AlterBrokerConfigsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterBrokerConfigsRequest => AlterBrokerConfigsRequest.decode(value),
+    responseSerialize: (value: AlterBrokerConfigsResponse): Buffer =>
+      Buffer.from(AlterBrokerConfigsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterBrokerConfigsResponse => AlterBrokerConfigsResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -7638,6 +8468,13 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
   createAcls: handleUnaryCall<CreateAclsRequest, CreateAclsResponse>;
   describeAcls: handleUnaryCall<DescribeAclsRequest, DescribeAclsResponse>;
   deleteAcls: handleUnaryCall<DeleteAclsRequest, DeleteAclsResponse>;
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource): the cluster-wide default (broker
+   * "") and each broker's own, e.g. leader.replication.throttled.rate. They apply without a
+   * restart: each BrokerHeartbeatResponse carries the values in effect for that broker.
+   */
+  describeBrokerConfigs: handleUnaryCall<DescribeBrokerConfigsRequest, DescribeBrokerConfigsResponse>;
+  alterBrokerConfigs: handleUnaryCall<AlterBrokerConfigsRequest, AlterBrokerConfigsResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -7992,6 +8829,41 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteAclsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource): the cluster-wide default (broker
+   * "") and each broker's own, e.g. leader.replication.throttled.rate. They apply without a
+   * restart: each BrokerHeartbeatResponse carries the values in effect for that broker.
+   */
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
   ): ClientUnaryCall;
 }
 
