@@ -140,6 +140,10 @@ describe('coordinator', () => {
         ownedPartitions: [],
         rebalanceTimeoutMs: 30_000,
         assignor: 'uniform',
+        rackId: '',
+        clientId: '',
+        clientHost: '',
+        memberType: '',
       });
       if (response.error !== undefined)
         throw new Error(`${response.error.code}: ${response.error.message}`);
@@ -161,6 +165,10 @@ describe('coordinator', () => {
         ownedPartitions: join.assignment!.partitions,
         rebalanceTimeoutMs: 30_000,
         assignor: 'uniform',
+        rackId: '',
+        clientId: '',
+        clientHost: '',
+        memberType: '',
       });
     expect((await heartbeat()).error).toBeUndefined();
 
@@ -201,6 +209,11 @@ describe('coordinator', () => {
     expect(described.error).toBeUndefined();
     expect(described.state).toBe('STABLE');
     expect(described.members.map((entry) => entry.memberId)).toEqual([member.memberId]);
+    // The gateway names the member's address; the SDK-less call here sends no client id.
+    expect(described.members[0]!.clientHost).toBe('127.0.0.1');
+    expect(described.members[0]!.memberType).toBe('consumer');
+    expect(described.members[0]!.subscribedTopics).toEqual([topic]);
+    expect(described.assignor).toBe('uniform');
     expect(
       described.partitions.map((partition) => [
         partition.partition,

@@ -276,6 +276,10 @@ class StubGateway {
         subscribedRegex: '',
         assignment: [],
         targetAssignment: [],
+        rackId: '',
+        clientId: '',
+        clientHost: '127.0.0.1',
+        memberType: 'consumer',
       })),
       partitions: [
         { topic: 'events', partition: 0, committedOffset: 4n, highWatermark: 9n, lag: 5n },

@@ -214,6 +214,10 @@ const join = {
   ownedPartitions: [],
   rebalanceTimeoutMs: 10_000,
   assignor: 'uniform',
+  rackId: '',
+  clientId: 'billing-app',
+  clientHost: '127.0.0.1',
+  memberType: '',
 };
 const everyPartition = [
   { topic: 'orders', partition: 0 },
@@ -317,6 +321,7 @@ describe('group coordinator', () => {
 
     const described = await groups.describeGroup({ groupId });
     expect(described.state).toBe('EMPTY');
+    expect(described.assignor).toBe('uniform');
     expect(described.partitions.map((partition) => partition.lag)).toEqual([0n, 0n]);
 
     expect((await groups.deleteGroup({ groupId })).error).toBeUndefined();
@@ -404,6 +409,8 @@ describe('group coordinator', () => {
     expect(served.offsets.map((offset) => [offset.offset, offset.metadata])).toEqual([[42n, 'm']]);
     const members = (await second.groups.describeGroup({ groupId })).members;
     expect(members.map((member) => member.memberId)).toEqual([joined.memberId]);
+    // Who the member is was written with it, so the new owner still shows it.
+    expect(members[0]).toMatchObject({ clientId: 'billing-app', clientHost: '127.0.0.1' });
 
     const third = startCoordinator(leaders, [shard], 3);
     await loaded(third.shards, 1);

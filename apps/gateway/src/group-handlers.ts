@@ -6,7 +6,7 @@
  * response's error field where it has one, as the coordinators answer their own errors.
  */
 import type { ServerUnaryCall } from '@grpc/grpc-js';
-import { callOnce, SpoolError, wireErrorOf } from '@spool/common';
+import { callOnce, clientHostOf, SpoolError, wireErrorOf } from '@spool/common';
 import type {
   ConsumerGroupHeartbeatRequest,
   ConsumerGroupHeartbeatResponse,
@@ -32,6 +32,28 @@ import type {
 import { callDeadlineMs, type CoordinatorRouter } from './coordinator-router';
 
 type Call = ServerUnaryCall<unknown, unknown>;
+
+/** The SDK's client.id, sent with every call (libs/client). */
+const clientIdMetadataKey = 'spool-client-id';
+/** The coordinator's bound on identifiers; a client id is shown, so a longer one is cut. */
+const clientIdLengthMax = 255;
+
+/** A heartbeat with who sent it, for DescribeGroup: the call's client id and address. */
+function withCaller(
+  request: ConsumerGroupHeartbeatRequest,
+  call: Call | undefined,
+): ConsumerGroupHeartbeatRequest {
+  if (call === undefined) return request;
+  const clientId = call.metadata.get(clientIdMetadataKey)[0];
+  return {
+    ...request,
+    clientId:
+      request.clientId === '' && typeof clientId === 'string'
+        ? clientId.slice(0, clientIdLengthMax)
+        : request.clientId,
+    clientHost: request.clientHost === '' ? clientHostOf(call) : request.clientHost,
+  };
+}
 export function groupHandlers(router: CoordinatorRouter) {
   /** One group call to the owner of the group's shard; `failed` shapes a final error. */
   async function toOwner<Request extends { groupId: string }, Response>(
@@ -65,7 +87,7 @@ export function groupHandlers(router: CoordinatorRouter) {
       call?: Call,
     ): Promise<ConsumerGroupHeartbeatResponse> =>
       toOwner(
-        request,
+        withCaller(request, call),
         call,
         (client, forwarded, deadlineMs) =>
           callOnce(client, client.consumerGroupHeartbeat, forwarded, { deadlineMs }),

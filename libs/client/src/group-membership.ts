@@ -221,6 +221,11 @@ export class GroupMembership {
       ownedPartitions: this.ownedPartitions().map(({ topic, partition }) => ({ topic, partition })),
       rebalanceTimeoutMs: this.config.rebalanceTimeoutMs,
       assignor: this.config.groupRemoteAssignor ?? '',
+      // The gateway fills in the client id (the call's spool-client-id) and address.
+      rackId: '',
+      clientId: '',
+      clientHost: '',
+      memberType: 'consumer',
     };
   }
 

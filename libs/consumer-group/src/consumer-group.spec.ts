@@ -297,6 +297,40 @@ describe('fencing', () => {
     }
   });
 
+  it('keeps who a member is (rack, client id and host, type) without a new group epoch', () => {
+    const joined = harness.heartbeat({
+      subscribedTopics: ['t'],
+      clientId: 'billing',
+      clientHost: '10.1.2.3',
+      rackId: 'rack-a',
+    });
+    const epoch = harness.group.groupEpoch;
+    expect(harness.group.describeMembers()[0]).toMatchObject({
+      clientId: 'billing',
+      clientHost: '10.1.2.3',
+      rackId: 'rack-a',
+      memberType: 'consumer',
+    });
+    harness.heartbeat({
+      memberId: joined.memberId,
+      memberEpoch: joined.memberEpoch,
+      subscribedTopics: ['t'],
+      ownedPartitions: joined.assignment!.partitions,
+      clientId: 'billing-2',
+      clientHost: '10.1.2.3',
+      memberType: 'classic',
+    });
+    expect(harness.group.groupEpoch).toBe(epoch);
+    expect(harness.group.describeMembers()[0]).toMatchObject({
+      clientId: 'billing-2',
+      rackId: '',
+      memberType: 'classic',
+    });
+    expect(harness.replayed().snapshot()).toEqual(harness.group.snapshot());
+    expect(codeOf(() => harness.heartbeat({ memberType: 'share' }))).toBe('INVALID_REQUEST');
+    expect(codeOf(() => harness.heartbeat({ clientId: 'x'.repeat(256) }))).toBe('INVALID_REQUEST');
+  });
+
   it('does not change the group when a request is rejected', () => {
     const client = harness.client();
     client.heartbeat();

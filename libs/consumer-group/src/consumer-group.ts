@@ -12,7 +12,9 @@ import {
   joinGroupEpoch,
   leaveGroupEpoch,
   memberRecordOf,
+  metadataRecordOf,
   rebalanceTimeoutMsDefault,
+  sameMemberMetadata,
   staticMemberAwayEpoch,
   type GroupMember,
 } from './member';
@@ -236,6 +238,10 @@ export class ConsumerGroup {
     subscribedRegex: string;
     assignment: { topic: string; partition: number }[];
     targetAssignment: { topic: string; partition: number }[];
+    rackId: string;
+    clientId: string;
+    clientHost: string;
+    memberType: string;
   }[] {
     return this.sortedMembers().map((member) => ({
       memberId: member.memberId,
@@ -247,6 +253,7 @@ export class ConsumerGroup {
       targetAssignment: partitionList(
         this.model.targetAssignment.get(member.memberId) ?? new Map(),
       ),
+      ...member.metadata,
     }));
   }
 
@@ -379,7 +386,11 @@ export class ConsumerGroup {
             assigned: [],
             pendingRevocation: [],
           };
-      this.emitMember(records, { ...rejoined, instanceId: request.instanceId }, nowMs);
+      this.emitMember(
+        records,
+        withMetadata({ ...rejoined, instanceId: request.instanceId }, request),
+        nowMs,
+      );
       return { member: this.model.members.get(known.memberId)!, joined: false };
     }
     const memberId = request.memberId === '' ? this.generateMemberId() : request.memberId;
@@ -391,11 +402,7 @@ export class ConsumerGroup {
       this.removeMember(holder, records, nowMs);
       this.emitMember(
         records,
-        {
-          ...inherited,
-          memberId,
-          memberEpoch: holder.previousMemberEpoch,
-        },
+        withMetadata({ ...inherited, memberId, memberEpoch: holder.previousMemberEpoch }, request),
         nowMs,
       );
       if (target !== undefined) {
@@ -428,6 +435,7 @@ export class ConsumerGroup {
         rebalanceTimeoutMs: request.rebalanceTimeoutMs || rebalanceTimeoutMsDefault,
         assigned: [],
         pendingRevocation: [],
+        ...metadataRecordOf(request.metadata),
       },
       nowMs,
     );
@@ -465,7 +473,10 @@ export class ConsumerGroup {
     return member;
   }
 
-  /** Applies a changed subscription or rebalance timeout; true when the subscription changed. */
+  /**
+   * Applies a changed subscription, rebalance timeout or member metadata; true when the
+   * subscription changed (only that calls for a new group epoch).
+   */
   private updateSubscription(
     member: GroupMember,
     request: HeartbeatRequest,
@@ -477,15 +488,22 @@ export class ConsumerGroup {
       request.subscribedRegex !== member.subscribedRegex ||
       request.subscribedTopics.length !== member.subscribedTopics.length ||
       request.subscribedTopics.some((topic, index) => topic !== member.subscribedTopics[index]);
-    if (subscriptionChanged || rebalanceTimeoutMs !== member.rebalanceTimeoutMs) {
+    if (
+      subscriptionChanged ||
+      rebalanceTimeoutMs !== member.rebalanceTimeoutMs ||
+      !sameMemberMetadata(request.metadata, member.metadata)
+    ) {
       this.emitMember(
         records,
-        {
-          ...memberRecordOf(member),
-          subscribedTopics: request.subscribedTopics,
-          subscribedRegex: request.subscribedRegex,
-          rebalanceTimeoutMs,
-        },
+        withMetadata(
+          {
+            ...memberRecordOf(member),
+            subscribedTopics: request.subscribedTopics,
+            subscribedRegex: request.subscribedRegex,
+            rebalanceTimeoutMs,
+          },
+          request,
+        ),
         nowMs,
       );
     }
@@ -668,6 +686,18 @@ export class ConsumerGroup {
     }
     return regex;
   }
+}
+
+/** A member record with the metadata the request brings instead of what it had. */
+function withMetadata(record: MemberRecord, request: HeartbeatRequest): MemberRecord {
+  const {
+    rackId: _rackId,
+    clientId: _clientId,
+    clientHost: _clientHost,
+    memberType: _memberType,
+    ...rest
+  } = record;
+  return { ...rest, ...metadataRecordOf(request.metadata) };
 }
 
 function sameAssignment(left: TargetAssignment, right: TargetAssignment): boolean {

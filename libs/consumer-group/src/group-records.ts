@@ -26,7 +26,19 @@ export interface MemberRecord {
   assigned: TopicPartitionRecord[];
   /** Sorted by topic, then partition. */
   pendingRevocation: TopicPartitionRecord[];
+  /**
+   * Who the member is, for DescribeGroup only (absent when empty, and in records written before
+   * they existed): Kafka's client.rack, client.id, the address it connects from, and "classic"
+   * for a JoinGroup/SyncGroup member of the Kafka listener.
+   */
+  rackId?: string;
+  clientId?: string;
+  clientHost?: string;
+  memberType?: MemberType;
 }
+
+/** A member speaking this protocol (KIP-848) or Kafka's classic JoinGroup/SyncGroup. */
+export type MemberType = 'consumer' | 'classic';
 
 export interface TargetAssignmentMemberRecord {
   memberId: string;

@@ -4,6 +4,7 @@ import { GroupErrorCode, invalidGroupRequest } from './group-errors';
 import { partitionSetOf, type PartitionSet } from './partition-set';
 import { compileSubscribedRegex } from './subscription';
 import { assignorNames, type AssignorName, type GroupLimits } from './group-settings';
+import type { MemberMetadata } from './member';
 
 /**
  * A ConsumerGroupHeartbeat request checked field by field before the group acts on it, so a bad
@@ -25,6 +26,7 @@ export interface HeartbeatRequest {
   rebalanceTimeoutMs: number;
   /** undefined when the request names none. */
   assignor: AssignorName | undefined;
+  metadata: MemberMetadata;
 }
 
 export function parseHeartbeatRequest(
@@ -45,6 +47,16 @@ export function parseHeartbeatRequest(
   }
   checkIdentifier('memberId', request.memberId, limits.identifierLengthMax);
   checkIdentifier('instanceId', request.instanceId, limits.identifierLengthMax);
+  checkIdentifier('rackId', request.rackId, limits.identifierLengthMax);
+  checkIdentifier('clientId', request.clientId, limits.identifierLengthMax);
+  checkIdentifier('clientHost', request.clientHost, limits.identifierLengthMax);
+  if (
+    request.memberType !== '' &&
+    request.memberType !== 'consumer' &&
+    request.memberType !== 'classic'
+  ) {
+    throw invalidGroupRequest('memberType', `'${request.memberType}' is not consumer or classic`);
+  }
   if (!Number.isInteger(request.rebalanceTimeoutMs) || request.rebalanceTimeoutMs < 0) {
     throw invalidGroupRequest(
       'rebalanceTimeoutMs',
@@ -61,6 +73,12 @@ export function parseHeartbeatRequest(
     ownedPartitions: parseOwnedPartitions(request, limits),
     rebalanceTimeoutMs: request.rebalanceTimeoutMs,
     assignor: parseAssignor(request.assignor),
+    metadata: {
+      rackId: request.rackId,
+      clientId: request.clientId,
+      clientHost: request.clientHost,
+      memberType: request.memberType === 'classic' ? 'classic' : 'consumer',
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { partitionList, partitionSetOf, type PartitionSet } from './partition-set';
-import type { MemberRecord } from './group-records';
+import type { MemberRecord, MemberType } from './group-records';
 
 /** The epoch a static member is parked at after leaving with -2, until it returns or expires. */
 export const staticMemberAwayEpoch = -2;
@@ -23,10 +23,46 @@ export interface GroupMember {
   rebalanceTimeoutMs: number;
   assigned: PartitionSet;
   pendingRevocation: PartitionSet;
+  /** Shown by DescribeGroup; not part of any decision of the group. */
+  metadata: MemberMetadata;
   /** The member is removed once nowMs reaches this without a heartbeat. */
   sessionDeadlineMs: number;
   /** Set while revoking: the member is fenced if it still holds revoked partitions at this time. */
   revocationDeadlineMs: number | undefined;
+}
+
+/** Who a member is, as its heartbeats say: shown by DescribeGroup, never used to assign. */
+export interface MemberMetadata {
+  rackId: string;
+  clientId: string;
+  clientHost: string;
+  memberType: MemberType;
+}
+
+export const memberMetadataDefault: Readonly<MemberMetadata> = {
+  rackId: '',
+  clientId: '',
+  clientHost: '',
+  memberType: 'consumer',
+};
+
+export function sameMemberMetadata(left: MemberMetadata, right: MemberMetadata): boolean {
+  return (
+    left.rackId === right.rackId &&
+    left.clientId === right.clientId &&
+    left.clientHost === right.clientHost &&
+    left.memberType === right.memberType
+  );
+}
+
+/** The metadata fields of a member record: only those that differ from the defaults. */
+export function metadataRecordOf(metadata: MemberMetadata): Partial<MemberRecord> {
+  return {
+    ...(metadata.rackId === '' ? {} : { rackId: metadata.rackId }),
+    ...(metadata.clientId === '' ? {} : { clientId: metadata.clientId }),
+    ...(metadata.clientHost === '' ? {} : { clientHost: metadata.clientHost }),
+    ...(metadata.memberType === 'consumer' ? {} : { memberType: metadata.memberType }),
+  };
 }
 
 export function memberRecordOf(member: GroupMember): MemberRecord {
@@ -40,6 +76,7 @@ export function memberRecordOf(member: GroupMember): MemberRecord {
     rebalanceTimeoutMs: member.rebalanceTimeoutMs,
     assigned: partitionList(member.assigned),
     pendingRevocation: partitionList(member.pendingRevocation),
+    ...metadataRecordOf(member.metadata),
   };
 }
 
@@ -57,5 +94,11 @@ export function memberFieldsOf(
     rebalanceTimeoutMs: record.rebalanceTimeoutMs,
     assigned: partitionSetOf(record.assigned),
     pendingRevocation: partitionSetOf(record.pendingRevocation),
+    metadata: {
+      rackId: record.rackId ?? memberMetadataDefault.rackId,
+      clientId: record.clientId ?? memberMetadataDefault.clientId,
+      clientHost: record.clientHost ?? memberMetadataDefault.clientHost,
+      memberType: record.memberType ?? memberMetadataDefault.memberType,
+    },
   };
 }

@@ -11,6 +11,8 @@ function member(groupId: string, memberId: string, lastUsedMs = 0): ClassicMembe
     subscribedTopics: ['orders'],
     assignor: 'uniform',
     rebalanceTimeoutMs: 30_000,
+    clientId: 'kcat',
+    clientHost: '127.0.0.1',
     memberEpoch: 3,
     generation: 3,
     assigned: [{ topic: 'orders', partition: 0 }],

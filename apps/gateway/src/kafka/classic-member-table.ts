@@ -16,6 +16,9 @@ export interface ClassicMember {
   subscribedTopics: string[];
   assignor: string;
   rebalanceTimeoutMs: number;
+  /** The request header's client.id and the client's address at its JoinGroup. */
+  clientId: string;
+  clientHost: string;
   /** The coordinator's member epoch now, which heartbeats may move on. */
   memberEpoch: number;
   /** The member epoch at the member's last JoinGroup: the classic generation id it holds. */

@@ -65,6 +65,10 @@ const ClassicError = {
   RebalanceInProgress: 27,
 } as const;
 const consumerProtocolType = 'consumer';
+/** How the coordinator's DescribeGroup tells these members from KIP-848 ones. */
+const classicMemberType = 'classic';
+/** The coordinator's bound on identifiers; a client id is shown, so a longer one is cut. */
+const clientIdLengthMax = 255;
 const joinEpoch = 0;
 const leaveEpoch = -1;
 /** The first LeaveGroup version that names members in a list (KIP-345). */
@@ -154,6 +158,10 @@ export function classicGroupApis(
       ownedPartitions: owned,
       rebalanceTimeoutMs: member.rebalanceTimeoutMs,
       assignor: member.assignor,
+      rackId: '',
+      clientId: member.clientId,
+      clientHost: member.clientHost,
+      memberType: classicMemberType,
     });
     if (response.error === undefined) {
       member.memberEpoch = response.memberEpoch;
@@ -172,7 +180,7 @@ export function classicGroupApis(
     maxVersion: 9,
     read: readJoinGroupRequest,
     write: writeJoinGroupResponse,
-    serve: async (request) => {
+    serve: async (request, _version, context) => {
       const failed = (errorCode: number): JoinGroupResponse => ({
         ...defaultJoinGroupResponse(),
         errorCode,
@@ -195,6 +203,8 @@ export function classicGroupApis(
         assignor: assignorOf(protocol!.name),
         rebalanceTimeoutMs:
           request.rebalanceTimeoutMs > 0 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
+        clientId: (context.clientId ?? '').slice(0, clientIdLengthMax),
+        clientHost: context.clientHost,
         memberEpoch: known?.memberEpoch ?? joinEpoch,
         generation: known?.generation ?? joinEpoch,
         assigned: [],
@@ -301,6 +311,10 @@ export function classicGroupApis(
             ownedPartitions: [],
             rebalanceTimeoutMs: 0,
             assignor: '',
+            rackId: '',
+            clientId: '',
+            clientHost: '',
+            memberType: classicMemberType,
           });
           return classicErrorNumberOf(response.error);
         }),

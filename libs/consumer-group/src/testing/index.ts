@@ -35,6 +35,10 @@ export function heartbeatRequest(
     ownedPartitions: [],
     rebalanceTimeoutMs: 0,
     assignor: '',
+    rackId: '',
+    clientId: '',
+    clientHost: '',
+    memberType: '',
     ...fields,
   };
 }

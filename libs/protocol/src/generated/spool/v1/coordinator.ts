@@ -46,6 +46,19 @@ export interface ConsumerGroupHeartbeatRequest {
   rebalanceTimeoutMs: number;
   /** "uniform" or "range". */
   assignor: string;
+  /** Kafka's client.rack; shown by DescribeGroup (the assignors do not place by rack). */
+  rackId: string;
+  /**
+   * Who the member is, for DescribeGroup: its client id and the address it connects from
+   * (the gateway fills the address in).
+   */
+  clientId: string;
+  clientHost: string;
+  /**
+   * "consumer" (this protocol: the SDK, Kafka's group.protocol=consumer) or "classic" (a
+   * JoinGroup/SyncGroup member of the Kafka listener); empty means "consumer".
+   */
+  memberType: string;
 }
 
 export interface ConsumerGroupHeartbeatResponse {
@@ -145,6 +158,11 @@ export interface GroupMember {
   subscribedRegex: string;
   /** What the assignor gives the member; it reaches it as its partitions are released. */
   targetAssignment: TopicPartition[];
+  rackId: string;
+  clientId: string;
+  clientHost: string;
+  /** "consumer" or "classic", as the member's heartbeats said. */
+  memberType: string;
 }
 
 export interface PartitionLag {
@@ -383,6 +401,10 @@ function createBaseConsumerGroupHeartbeatRequest(): ConsumerGroupHeartbeatReques
     ownedPartitions: [],
     rebalanceTimeoutMs: 0,
     assignor: "",
+    rackId: "",
+    clientId: "",
+    clientHost: "",
+    memberType: "",
   };
 }
 
@@ -414,6 +436,18 @@ export const ConsumerGroupHeartbeatRequest: MessageFns<ConsumerGroupHeartbeatReq
     }
     if (message.assignor !== "") {
       writer.uint32(74).string(message.assignor);
+    }
+    if (message.rackId !== "") {
+      writer.uint32(82).string(message.rackId);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(90).string(message.clientId);
+    }
+    if (message.clientHost !== "") {
+      writer.uint32(98).string(message.clientHost);
+    }
+    if (message.memberType !== "") {
+      writer.uint32(106).string(message.memberType);
     }
     return writer;
   },
@@ -503,6 +537,38 @@ export const ConsumerGroupHeartbeatRequest: MessageFns<ConsumerGroupHeartbeatReq
             message.assignor = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.rackId = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.clientHost = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.memberType = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -558,6 +624,26 @@ export const ConsumerGroupHeartbeatRequest: MessageFns<ConsumerGroupHeartbeatReq
         ? globalThis.Number(object.rebalance_timeout_ms)
         : 0,
       assignor: isSet(object.assignor) ? globalThis.String(object.assignor) : "",
+      rackId: isSet(object.rackId)
+        ? globalThis.String(object.rackId)
+        : isSet(object.rack_id)
+        ? globalThis.String(object.rack_id)
+        : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientHost: isSet(object.clientHost)
+        ? globalThis.String(object.clientHost)
+        : isSet(object.client_host)
+        ? globalThis.String(object.client_host)
+        : "",
+      memberType: isSet(object.memberType)
+        ? globalThis.String(object.memberType)
+        : isSet(object.member_type)
+        ? globalThis.String(object.member_type)
+        : "",
     };
   },
 
@@ -590,6 +676,18 @@ export const ConsumerGroupHeartbeatRequest: MessageFns<ConsumerGroupHeartbeatReq
     if (message.assignor !== "") {
       obj.assignor = message.assignor;
     }
+    if (message.rackId !== "") {
+      obj.rackId = message.rackId;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientHost !== "") {
+      obj.clientHost = message.clientHost;
+    }
+    if (message.memberType !== "") {
+      obj.memberType = message.memberType;
+    }
     return obj;
   },
 
@@ -609,6 +707,10 @@ export const ConsumerGroupHeartbeatRequest: MessageFns<ConsumerGroupHeartbeatReq
     message.ownedPartitions = object.ownedPartitions?.map((e) => TopicPartition.fromPartial(e)) || [];
     message.rebalanceTimeoutMs = object.rebalanceTimeoutMs ?? 0;
     message.assignor = object.assignor ?? "";
+    message.rackId = object.rackId ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientHost = object.clientHost ?? "";
+    message.memberType = object.memberType ?? "";
     return message;
   },
 };
@@ -2113,6 +2215,10 @@ function createBaseGroupMember(): GroupMember {
     subscribedTopics: [],
     subscribedRegex: "",
     targetAssignment: [],
+    rackId: "",
+    clientId: "",
+    clientHost: "",
+    memberType: "",
   };
 }
 
@@ -2138,6 +2244,18 @@ export const GroupMember: MessageFns<GroupMember> = {
     }
     for (const v of message.targetAssignment) {
       TopicPartition.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.rackId !== "") {
+      writer.uint32(66).string(message.rackId);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(74).string(message.clientId);
+    }
+    if (message.clientHost !== "") {
+      writer.uint32(82).string(message.clientHost);
+    }
+    if (message.memberType !== "") {
+      writer.uint32(90).string(message.memberType);
     }
     return writer;
   },
@@ -2211,6 +2329,38 @@ export const GroupMember: MessageFns<GroupMember> = {
             message.targetAssignment.push(TopicPartition.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.rackId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.clientHost = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.memberType = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2258,6 +2408,26 @@ export const GroupMember: MessageFns<GroupMember> = {
         : globalThis.Array.isArray(object?.target_assignment)
         ? object.target_assignment.map((e: any) => TopicPartition.fromJSON(e))
         : [],
+      rackId: isSet(object.rackId)
+        ? globalThis.String(object.rackId)
+        : isSet(object.rack_id)
+        ? globalThis.String(object.rack_id)
+        : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientHost: isSet(object.clientHost)
+        ? globalThis.String(object.clientHost)
+        : isSet(object.client_host)
+        ? globalThis.String(object.client_host)
+        : "",
+      memberType: isSet(object.memberType)
+        ? globalThis.String(object.memberType)
+        : isSet(object.member_type)
+        ? globalThis.String(object.member_type)
+        : "",
     };
   },
 
@@ -2284,6 +2454,18 @@ export const GroupMember: MessageFns<GroupMember> = {
     if (message.targetAssignment?.length) {
       obj.targetAssignment = message.targetAssignment.map((e) => TopicPartition.toJSON(e));
     }
+    if (message.rackId !== "") {
+      obj.rackId = message.rackId;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientHost !== "") {
+      obj.clientHost = message.clientHost;
+    }
+    if (message.memberType !== "") {
+      obj.memberType = message.memberType;
+    }
     return obj;
   },
 
@@ -2299,6 +2481,10 @@ export const GroupMember: MessageFns<GroupMember> = {
     message.subscribedTopics = object.subscribedTopics?.map((e) => e) || [];
     message.subscribedRegex = object.subscribedRegex ?? "";
     message.targetAssignment = object.targetAssignment?.map((e) => TopicPartition.fromPartial(e)) || [];
+    message.rackId = object.rackId ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientHost = object.clientHost ?? "";
+    message.memberType = object.memberType ?? "";
     return message;
   },
 };
