@@ -35,9 +35,20 @@ export const classicMembersMax = 100_000;
 /** A member silent this long is forgotten (Kafka's longest session timeout is 30 minutes). */
 export const classicMemberIdleMsMax = 30 * 60_000;
 
-export class ClassicMemberTable {
+/** What every remembered member has: its identity and when it was last used. */
+export interface RememberedMember {
+  readonly groupId: string;
+  readonly memberId: string;
+  lastUsedMs: number;
+}
+
+/**
+ * Remembered members of one kind, bounded as above. The classic members' table, and the KIP-848
+ * members' (kafka-consumer-groups.ts), whose heartbeats leave out what did not change.
+ */
+export class MemberTable<Member extends RememberedMember> {
   /** By `groupId\0memberId`, in least-recently-used order (a Map keeps insertion order). */
-  private readonly members = new Map<string, ClassicMember>();
+  private readonly members = new Map<string, Member>();
 
   constructor(
     private readonly membersMax = classicMembersMax,
@@ -48,7 +59,7 @@ export class ClassicMemberTable {
     return this.members.size;
   }
 
-  get(groupId: string, memberId: string, nowMs: number): ClassicMember | undefined {
+  get(groupId: string, memberId: string, nowMs: number): Member | undefined {
     const key = keyOf(groupId, memberId);
     const member = this.members.get(key);
     if (member === undefined) return undefined;
@@ -62,7 +73,7 @@ export class ClassicMemberTable {
     return member;
   }
 
-  set(member: ClassicMember): void {
+  set(member: Member): void {
     const key = keyOf(member.groupId, member.memberId);
     this.members.delete(key);
     this.members.set(key, member);
@@ -76,6 +87,8 @@ export class ClassicMemberTable {
     this.members.delete(keyOf(groupId, memberId));
   }
 }
+
+export class ClassicMemberTable extends MemberTable<ClassicMember> {}
 
 function keyOf(groupId: string, memberId: string): string {
   return `${groupId}\0${memberId}`;

@@ -26,6 +26,7 @@ import { metadataApi } from './kafka-metadata';
 import { produceApi } from './kafka-produce';
 import { ClassicMemberTable } from './classic-member-table';
 import { classicGroupApis } from './kafka-classic-groups';
+import { consumerGroupApis } from './kafka-consumer-groups';
 import { type OffsetCoordinators, offsetCommitApi, offsetFetchApi } from './kafka-offsets';
 
 export interface KafkaApiDependencies {
@@ -68,5 +69,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   for (const api of adminApis(view)) dispatcher.register(api);
   for (const api of adminChangeApis(dependencies.offsets)) dispatcher.register(api);
   for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
+  for (const api of consumerGroupApis(view, coordinators)) dispatcher.register(api);
   return dispatcher;
 }

@@ -120,8 +120,9 @@ export function groupAdminApis(
             members: answer.members.map((member) => ({
               memberId: member.memberId,
               groupInstanceId: member.instanceId === '' ? null : member.instanceId,
-              clientId: '',
-              clientHost: '',
+              clientId: member.clientId,
+              // Kafka shows an address as Java's InetAddress prints it.
+              clientHost: member.clientHost === '' ? '' : `/${member.clientHost}`,
               memberMetadata: Buffer.alloc(0),
               memberAssignment: assignmentBytesOf(member.assignment),
             })),

@@ -7,7 +7,9 @@
  *    (kafka-classic-groups.ts), the generation it holds stands for the coordinator's current
  *    member epoch: Kafka lets a classic member commit what it holds while its group rebalances,
  *    before it rejoins. Anything else goes as it came: a consumer-group member's epoch, or
- *    generation -1 and no member id for a client that assigns itself partitions.
+ *    generation -1 and no member id for a client that assigns itself partitions. From version 9
+ *    (KIP-848) a consumer-group member's stale epoch is STALE_MEMBER_EPOCH, which the Java
+ *    client retries after its next heartbeat; a classic member's is ILLEGAL_GENERATION.
  * 2. OffsetFetch before version 8 asks for one group, from 8 for several; topics null means
  *    every committed partition. From version 10 topics are named by id.
  */
@@ -29,18 +31,21 @@ import type {
   OffsetCommitResponse as SpoolOffsetCommitResponse,
   OffsetFetchRequest as SpoolOffsetFetchRequest,
   OffsetFetchResponse as SpoolOffsetFetchResponse,
+  ProtoError,
 } from '@spool/protocol';
 import type { ClassicMemberTable } from './classic-member-table';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { classicErrorNumberOf } from './kafka-classic-groups';
-import { KafkaErrorNumber } from './kafka-errors';
+import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
 
 const offsetCommitApiKey = 8;
 const offsetFetchApiKey = 9;
 /** The first versions that name topics by id. */
 const commitTopicIdsVersion = 10;
 const fetchTopicIdsVersion = 10;
+/** The first OffsetCommit version that answers a consumer-group member's epoch (KIP-848). */
+const commitMemberEpochVersion = 9;
 /** The first OffsetFetch version with a list of groups (KIP-709). */
 const fetchGroupsVersion = 8;
 
@@ -89,10 +94,14 @@ export function offsetCommitApi(
           })),
         ),
       });
+      const errorNumberOf =
+        classic === undefined && version >= commitMemberEpochVersion
+          ? (error: ProtoError | undefined) => kafkaErrorNumberOf(error?.code)
+          : classicErrorNumberOf;
       const errors = new Map(
         answer.results.map((result) => [
           `${result.partition}:${result.topic}`,
-          classicErrorNumberOf(result.error),
+          errorNumberOf(result.error),
         ]),
       );
       return {
