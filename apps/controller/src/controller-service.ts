@@ -134,6 +134,17 @@ export const controllerDefaultPorts = { grpcPort: 9093, metricsPort: 9193 } as c
 /** How often the active controller checks broker sessions and offline partitions. */
 const maintenanceIntervalMs = 100;
 
+/**
+ * The controller pings every peer each second and drops a connection whose ping goes unanswered
+ * for 1.5 s, as its peers do the other way (controllerKeepaliveOptions in cluster-link). A paused
+ * or cut-off storage node's metadata stream then closes in about 2.5 s and it is fenced a grace
+ * later (watch-metadata-handler.ts), instead of after its whole session (a paused process's
+ * kernel keeps the connection open, so nothing else closes it); a paused coordinator's shards
+ * move the same way. A peer busy for 1.5 s answers late and costs one reconnect, or a fence that
+ * is safe (broker-lifecycle.ts, fenceDisconnected).
+ */
+const controllerServerKeepalive = { timeMs: 1_000, timeoutMs: 1_500 };
+
 export function startController(
   options: {
     argv?: readonly string[];
@@ -146,6 +157,7 @@ export function startController(
     settings: controllerSettings,
     defaultPorts: controllerDefaultPorts,
     descriptorSetPaths: [protoDescriptorSetPath],
+    grpcKeepalive: controllerServerKeepalive,
     ...options,
     setup: async ({
       config,
@@ -163,6 +175,7 @@ export function startController(
         config.metadataBackend === 'etcd'
           ? { backend: 'etcd', endpoints: config.etcdEndpoints, ...etcdTlsOf(config) }
           : { backend: 'local', path: config.metadataPath },
+        { logger: logger.child({ component: 'metadata-store' }) },
       );
       readiness.satisfy('metadata store');
       const controllerMetrics = new ControllerMetrics(metrics);
@@ -200,6 +213,7 @@ export function startController(
           },
           logger.child({ component: 'controller-role' }),
           controllerMetrics,
+          (brokerId, brokerEpoch) => publisher.isWatching({ brokerId, brokerEpoch }),
         );
         role.onChange((active, state) => {
           controllerMetrics.setView(state);

@@ -2,15 +2,18 @@
  * An etcd lease kept alive from this process, with our own keepalive loop on etcd's LeaseKeepAlive
  * stream (rather than etcd3's `Lease`, which declares a lease lost only after twice its TTL).
  *
- * 1. Every TTL/3 (what etcd's Go client does) one keepalive is sent; only one is in flight.
+ * 1. Every TTL/6 one keepalive is sent; only one is in flight. (etcd's Go client sends every
+ *    TTL/3; a short lease, such as a controller's 2 s one, then had room for one lost keepalive
+ *    at most, and a member killed or paused under the stream cost the lease.)
  * 2. etcd answers with the TTL it granted again. The lease then lives on the server until at least
  *    `sent time + TTL`, because etcd reset its clock after the request left. That instant is our
  *    local expiry: a lease is reported lost no later than etcd could have expired it.
  * 3. An answer of TTL ≤ 0 means etcd no longer knows the lease (expired, or revoked by someone
  *    else): lost at once.
- * 4. A broken stream is reopened at the next tick (the pool picks a reachable endpoint); a
- *    keepalive unanswered for a whole interval drops the stream the same way. Nothing is retried
- *    past the local expiry: when it passes, the lease is lost and its keys are gone.
+ * 4. A broken stream is reopened at once (after `reopenDelayMs`), and a keepalive unanswered for
+ *    two intervals drops its stream and reopens it the same way: the pool opens the new stream on
+ *    a member that answers its health probe (etcd-member-health.ts). Nothing is retried past the
+ *    local expiry: when it passes, the lease is lost and its keys are gone.
  */
 import type {
   ILeaseKeepAliveRequest,
@@ -24,6 +27,10 @@ type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResp
 
 /** The shortest keepalive interval, so a tiny TTL cannot turn the loop into a busy loop. */
 const keepAliveIntervalMsMin = 100;
+/** Step 1: keepalives per TTL. */
+const keepAlivesPerTtl = 6;
+/** Step 4: how long after a break the stream is opened again (a break may repeat at once). */
+const reopenDelayMs = 50;
 
 export class EtcdLease implements Lease {
   readonly ttlMs: number;
@@ -36,10 +43,15 @@ export class EtcdLease implements Lease {
   private readonly keepAliveIntervalMs: number;
   private readonly keepAliveTimer: NodeJS.Timeout;
   private expiryTimer: NodeJS.Timeout | undefined;
+  private reopenTimer: NodeJS.Timeout | undefined;
+  /** The member the current stream's answers come from. */
+  private streamMemberId: string | undefined;
 
   /**
    * @param grantSentAtMs when the grant request left: the first local expiry counts from it.
    * @param onEnd tells the store the lease is over (lost or revoked), so close() skips it.
+   * @param suspectMember names the member whose stream stopped answering (step 4), so the
+   *   store's member health skips it when the stream is reopened.
    */
   constructor(
     private readonly leaseClient: LeaseClient,
@@ -48,10 +60,14 @@ export class EtcdLease implements Lease {
     grantSentAtMs: number,
     private readonly revokeInEtcd: (id: bigint) => Promise<void>,
     private readonly onEnd: (lease: EtcdLease) => void,
+    private readonly suspectMember: (memberId: string | undefined, what: string) => void = () => {},
   ) {
     this.ttlMs = ttlSeconds * 1000;
     this.expiresAtMs = grantSentAtMs + this.ttlMs;
-    this.keepAliveIntervalMs = Math.max(keepAliveIntervalMsMin, Math.floor(this.ttlMs / 3));
+    this.keepAliveIntervalMs = Math.max(
+      keepAliveIntervalMsMin,
+      Math.floor(this.ttlMs / keepAlivesPerTtl),
+    );
     this.keepAliveTimer = setInterval(() => this.keepAlive(), this.keepAliveIntervalMs);
     this.armExpiryTimer();
     this.keepAlive();
@@ -83,6 +99,7 @@ export class EtcdLease implements Lease {
     this.aliveValue = false;
     clearInterval(this.keepAliveTimer);
     if (this.expiryTimer !== undefined) clearTimeout(this.expiryTimer);
+    if (this.reopenTimer !== undefined) clearTimeout(this.reopenTimer);
     this.dropStream(this.stream);
     const listeners = this.listeners;
     this.listeners = [];
@@ -98,8 +115,12 @@ export class EtcdLease implements Lease {
     }
     const sentAtMs = this.keepAliveSentAtMs;
     if (sentAtMs !== undefined) {
-      // Step 4: an answer that has not come within an interval will not come on this stream.
-      if (Date.now() - sentAtMs >= this.keepAliveIntervalMs) this.dropStream(this.stream);
+      // Step 4: an answer that has not come within two intervals will not come on this stream.
+      if (Date.now() - sentAtMs >= 2 * this.keepAliveIntervalMs) {
+        this.suspectMember(this.streamMemberId, 'lease keepalive');
+        this.dropStream(this.stream);
+        this.reopenSoon();
+      }
       return;
     }
     this.keepAliveSentAtMs = Date.now();
@@ -112,8 +133,13 @@ export class EtcdLease implements Lease {
     this.leaseClient.leaseKeepAlive().then(
       (stream) => {
         this.streamOpening = false;
-        stream.on('error', () => this.dropStream(stream));
-        stream.on('end', () => this.dropStream(stream));
+        const broken = (): void => {
+          if (stream !== this.stream) return;
+          this.dropStream(stream);
+          this.reopenSoon();
+        };
+        stream.on('error', broken);
+        stream.on('end', broken);
         if (!this.aliveValue) {
           stream.cancel();
           return;
@@ -129,7 +155,17 @@ export class EtcdLease implements Lease {
     );
   }
 
+  /** Step 4: a new stream shortly, rather than at the next tick. */
+  private reopenSoon(): void {
+    if (!this.aliveValue || this.reopenTimer !== undefined) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.stream === undefined) this.openStream();
+    }, reopenDelayMs);
+  }
+
   private onKeepAliveResponse(response: ILeaseKeepAliveResponse): void {
+    this.streamMemberId = response.header.member_id;
     const sentAtMs = this.keepAliveSentAtMs;
     this.keepAliveSentAtMs = undefined;
     const ttlSeconds = Number(response.TTL);
@@ -153,6 +189,7 @@ export class EtcdLease implements Lease {
   private dropStream(stream: KeepAliveStream | undefined): void {
     if (stream === undefined || stream !== this.stream) return;
     this.stream = undefined;
+    this.streamMemberId = undefined;
     this.keepAliveSentAtMs = undefined;
     stream.cancel();
   }

@@ -11,6 +11,8 @@
  *   campaign, leader      the election recipe over these primitives (election.ts)
  *
  * Every unary call has a deadline of `requestTimeoutMs`. Failures become MetadataStoreErrors.
+ * Calls and streams skip a member that fails its health probe (etcd-member-health.ts), so a
+ * killed, paused or cut-off member costs at most a probe's timeout, not a deadline per call.
  * Reads and lease calls are retried on another endpoint when the failure was the network's;
  * writes are retried only when the request provably never left this process (no connection), so
  * a retry can never apply a write twice; otherwise the caller gets a retriable
@@ -34,6 +36,7 @@ import {
 } from 'etcd3';
 import { campaign, readLeader } from './election';
 import { EtcdLease } from './etcd-lease';
+import { EtcdMemberHealth } from './etcd-member-health';
 import { EtcdPrefixWatch, prefixRange, toKeyValue } from './etcd-watch';
 import { MetadataStoreError } from './errors';
 import type {
@@ -81,6 +84,7 @@ export class EtcdMetadataStore implements MetadataStore {
 
   private constructor(
     private readonly client: Etcd3,
+    private readonly memberHealth: EtcdMemberHealth,
     readonly endpoints: readonly string[],
     private readonly requestTimeoutMs: number,
     private readonly logger: Logger | undefined,
@@ -99,29 +103,40 @@ export class EtcdMetadataStore implements MetadataStore {
       throw new ConfigError('TLS to etcd needs the CA file that signed its certificate');
     }
     const tls = options.tls === undefined ? undefined : checkTlsMaterial(options.tls);
+    const credentials =
+      tls === undefined
+        ? undefined
+        : {
+            rootCertificate: tls.caPem ?? Buffer.alloc(0),
+            ...(tls.keyPem === undefined ? {} : { privateKey: tls.keyPem }),
+            ...(tls.certificateChainPem === undefined
+              ? {}
+              : { certChain: tls.certificateChainPem }),
+          };
+    // gRPC's default 4 MiB would cap a getPrefix of a large cluster's partitions.
+    const grpcOptions = { 'grpc.max_receive_message_length': responseBytesMax };
+    const memberHealth = new EtcdMemberHealth(
+      options.endpoints,
+      { ...(credentials === undefined ? {} : { credentials }), grpcOptions },
+      options.logger,
+    );
     const client = new Etcd3({
       hosts: [...options.endpoints],
-      ...(tls === undefined
-        ? {}
-        : {
-            credentials: {
-              rootCertificate: tls.caPem ?? Buffer.alloc(0),
-              ...(tls.keyPem === undefined ? {} : { privateKey: tls.keyPem }),
-              ...(tls.certificateChainPem === undefined
-                ? {}
-                : { certChain: tls.certificateChainPem }),
-            },
-          }),
+      ...(credentials === undefined ? {} : { credentials }),
       // Streams (watch, keepalive) live as long as they are used; unary calls get a deadline.
       defaultCallOptions: (context) =>
         context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs },
-      // Retries are ours (see the header): the client must not repeat a write on its own.
-      faultHandling: { global: noRetryPolicy },
-      // gRPC's default 4 MiB would cap a getPrefix of a large cluster's partitions.
-      grpcOptions: { 'grpc.max_receive_message_length': responseBytesMax },
+      // Retries are ours (see the header): the client must not repeat a write on its own. Each
+      // member's breaker is opened by its health probes (etcd-member-health.ts).
+      faultHandling: {
+        global: noRetryPolicy,
+        host: (endpoint) => memberHealth.policyFor(endpoint),
+      },
+      grpcOptions,
     });
     const store = new EtcdMetadataStore(
       client,
+      memberHealth,
       options.endpoints,
       requestTimeoutMs,
       options.logger,
@@ -130,6 +145,7 @@ export class EtcdMetadataStore implements MetadataStore {
       // A read of a range no key of ours falls in: proves an endpoint answers, costs nothing.
       await store.getPrefix('\0');
     } catch (error) {
+      memberHealth.close();
       client.close();
       throw error;
     }
@@ -191,6 +207,7 @@ export class EtcdMetadataStore implements MetadataStore {
       EtcdPrefixWatch.start(this.client.watchClient, prefix, afterRevision, handlers, {
         createTimeoutMs: this.requestTimeoutMs,
         onEnd: (ended) => this.watches.delete(ended),
+        suspectMember: (memberId, what) => this.memberHealth.suspect(memberId, what),
       }),
     );
     this.watches.add(watch);
@@ -216,6 +233,7 @@ export class EtcdMetadataStore implements MetadataStore {
       sentAtMs,
       (id) => this.revokeLease(id),
       (ended) => this.leases.delete(ended),
+      (memberId, what) => this.memberHealth.suspect(memberId, what),
     );
     if (this.closing !== undefined) {
       // close() began during the grant and will not see this lease: end it here.
@@ -259,6 +277,7 @@ export class EtcdMetadataStore implements MetadataStore {
       new Promise((resolve) => (timer = setTimeout(resolve, closeRevokeTimeoutMs))),
     ]);
     clearTimeout(timer);
+    this.memberHealth.close();
     this.client.close();
   }
 

@@ -12,6 +12,13 @@
  *    `onError(WatchCompactedError)`, and the owner re-reads.
  * 4. A watch that cannot be reopened for `watchReconnectMsMax` ends with
  *    METADATA_STORE_UNAVAILABLE: the connection is lost for good, as far as the owner can wait.
+ * 5. A stream on a paused or cut-off member breaks nothing: it is merely silent, and so is a
+ *    stream with nothing to report. Every `watchPingIntervalMs` the watch asks etcd for its
+ *    progress (a WatchProgressRequest, answered with the member's revision); when nothing at all
+ *    has come back within `watchPingTimeoutMs`, the stream is dropped and reopened as in 2, on a
+ *    member that answers its health probe (etcd-member-health.ts), after naming the silent member
+ *    (`suspectMember`) so the reopened stream goes elsewhere. A standby controller waiting
+ *    for the leader's key to go would otherwise wait for as long as the member stays paused.
  */
 import {
   castGrpcError,
@@ -30,6 +37,12 @@ type WatchStream = IDuplexStream<IWatchRequest, IWatchResponse>;
 export const watchReconnectMsMax = 30_000;
 const reconnectDelayMsMin = 50;
 const reconnectDelayMsMax = 1_000;
+/** Step 5: how often a progress request is sent on an open stream. */
+export const watchPingIntervalMs = 500;
+/** Step 5: how long a stream may stay silent after a progress request. */
+export const watchPingTimeoutMs = 1_500;
+/** How long a reopened stream may take to be confirmed (the first open takes the call deadline). */
+const reopenTimeoutMs = 1_500;
 
 export class EtcdPrefixWatch implements Watch {
   private nextRevision: bigint;
@@ -38,6 +51,11 @@ export class EtcdPrefixWatch implements Watch {
   private disconnectedAtMs: number | undefined;
   private reconnectDelayMs = reconnectDelayMsMin;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly pingTimer: NodeJS.Timeout;
+  /** When the unanswered progress request on the current stream was sent (step 5). */
+  private pingSentAtMs: number | undefined;
+  /** The member the current stream's answers come from. */
+  private streamMemberId: string | undefined;
 
   private constructor(
     private readonly watchClient: WatchClient,
@@ -46,8 +64,11 @@ export class EtcdPrefixWatch implements Watch {
     private readonly handlers: WatchHandlers,
     private readonly createTimeoutMs: number,
     private readonly onEnd: (watch: EtcdPrefixWatch) => void,
+    private readonly suspectMember: (memberId: string | undefined, what: string) => void,
   ) {
     this.nextRevision = afterRevision + 1n;
+    this.pingTimer = setInterval(() => this.ping(), watchPingIntervalMs);
+    this.pingTimer.unref();
   }
 
   /** Opens the watch; resolves once etcd confirmed it, so later writes are sure to be seen. */
@@ -56,7 +77,11 @@ export class EtcdPrefixWatch implements Watch {
     prefix: string,
     afterRevision: bigint,
     handlers: WatchHandlers,
-    options: { createTimeoutMs: number; onEnd: (watch: EtcdPrefixWatch) => void },
+    options: {
+      createTimeoutMs: number;
+      onEnd: (watch: EtcdPrefixWatch) => void;
+      suspectMember?: (memberId: string | undefined, what: string) => void;
+    },
   ): Promise<EtcdPrefixWatch> {
     const watch = new EtcdPrefixWatch(
       watchClient,
@@ -65,8 +90,14 @@ export class EtcdPrefixWatch implements Watch {
       handlers,
       options.createTimeoutMs,
       options.onEnd,
+      options.suspectMember ?? (() => {}),
     );
-    await watch.open();
+    try {
+      await watch.open(options.createTimeoutMs);
+    } catch (error) {
+      watch.end();
+      throw error;
+    }
     return watch;
   }
 
@@ -77,6 +108,7 @@ export class EtcdPrefixWatch implements Watch {
   private end(): void {
     if (this.ended) return;
     this.ended = true;
+    clearInterval(this.pingTimer);
     if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
     this.dropStream(this.stream);
     this.onEnd(this);
@@ -88,8 +120,21 @@ export class EtcdPrefixWatch implements Watch {
     this.handlers.onError(error);
   }
 
+  /** Step 5. */
+  private ping(): void {
+    const stream = this.stream;
+    if (stream === undefined || this.ended) return;
+    if (this.pingSentAtMs === undefined) {
+      this.pingSentAtMs = Date.now();
+      stream.write({ progress_request: {} });
+    } else if (Date.now() - this.pingSentAtMs >= watchPingTimeoutMs) {
+      this.suspectMember(this.streamMemberId, `watch on "${this.prefix}"`);
+      this.reconnect();
+    }
+  }
+
   /** Opens a stream from `nextRevision` and waits for etcd's "created" answer. */
-  private async open(): Promise<void> {
+  private async open(timeoutMs: number): Promise<void> {
     const stream = await this.watchClient.watch();
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -97,10 +142,10 @@ export class EtcdPrefixWatch implements Watch {
         reject(
           new MetadataStoreError(
             'METADATA_STORE_UNAVAILABLE',
-            `etcd did not confirm a watch on "${this.prefix}" within ${this.createTimeoutMs} ms`,
+            `etcd did not confirm a watch on "${this.prefix}" within ${timeoutMs} ms`,
           ),
         );
-      }, this.createTimeoutMs);
+      }, timeoutMs);
       let created = false;
       const broken = (error: Error): void => {
         clearTimeout(timer);
@@ -123,12 +168,17 @@ export class EtcdPrefixWatch implements Watch {
             return;
           }
           this.stream = stream;
+          this.streamMemberId = response.header?.member_id;
+          this.pingSentAtMs = undefined;
           this.disconnectedAtMs = undefined;
           this.reconnectDelayMs = reconnectDelayMsMin;
           resolve();
           return;
         }
-        if (stream === this.stream) this.onResponse(response);
+        if (stream !== this.stream) return;
+        this.streamMemberId = response.header?.member_id ?? this.streamMemberId;
+        this.pingSentAtMs = undefined;
+        this.onResponse(response);
       });
       stream.write({
         create_request: {
@@ -198,7 +248,7 @@ export class EtcdPrefixWatch implements Watch {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       if (this.ended) return;
-      this.open().catch(() => this.reconnect());
+      this.open(Math.min(this.createTimeoutMs, reopenTimeoutMs)).catch(() => this.reconnect());
     }, this.reconnectDelayMs);
     this.reconnectDelayMs = Math.min(reconnectDelayMsMax, this.reconnectDelayMs * 2);
   }
