@@ -54,6 +54,9 @@ export class ActiveController {
     logger: Logger,
     metrics: ControllerMetrics,
     private readonly settings: ActiveControllerSettings,
+    /** Whether this registration's metadata stream is open on this controller (the publisher's). */
+    private readonly isBrokerWatching: (brokerId: number, brokerEpoch: bigint) => boolean = () =>
+      true,
   ) {
     const liveBrokerIds = (): Set<number> =>
       new Set([...state.brokers.keys()].filter((brokerId) => this.brokers.isLive(brokerId)));
@@ -90,6 +93,12 @@ export class ActiveController {
   private async maintain(): Promise<void> {
     await resolvePendingTopicChanges(this.context);
     for (const brokerId of this.brokers.expiredBrokers()) await this.brokers.fence(brokerId);
+    for (const brokerId of this.brokers.unreachedSinceTakeover(this.isBrokerWatching)) {
+      await this.brokers.fence(
+        brokerId,
+        'it did not reach this controller within the takeover grace',
+      );
+    }
     const expiredCoordinators = this.coordinators.expiredCoordinators();
     if (expiredCoordinators.length > 0)
       await this.coordinators.remove(expiredCoordinators, 'session expired');

@@ -7,9 +7,15 @@
  * asks first (controlled shutdown) so its leaderships move while it still serves; the record
  * then says so (inControlledShutdown), and a new incarnation of that id registers at once.
  *
- * Sessions live in memory: a controller that takes over gives every unfenced broker one full
- * session timeout to reach it before fencing it, except brokers whose record says they were
- * shutting down: those are gone or going, and their id is free for the next process at once.
+ * Sessions live in memory: a controller that takes over inherits every unfenced broker's session
+ * as if it had just heartbeated (so a new incarnation of the id is refused for a session timeout,
+ * as before), except brokers whose record says they were shutting down: those are gone or going,
+ * and their id is free for the next process at once. A live broker reaches the new controller
+ * within a second or two (its controller channel pings every second and its metadata stream
+ * reconnects at once), so one that has neither heartbeated nor opened its metadata stream to it
+ * within `brokerTakeoverGraceMs` is fenced then, not a whole session later
+ * (unreachedSinceTakeover): the broker a failover left silent is most often the very process whose
+ * fault cost the failover. Safe for the reasons fenceDisconnected() gives.
  *
  * A broker whose data directory failed (a full disk) says so in its heartbeats
  * (log_dir_offline, Kafka's OfflineLogDirs; it sends one at once): it stays registered and
@@ -25,8 +31,17 @@ import type { IndependentWrite } from './metadata-writer';
 import { removeBroker, type PartitionChange } from './partition-elections';
 import { effectiveTopicConfig } from './topic-configs';
 
+/**
+ * How long after taking over a controller waits for an inherited broker to heartbeat or watch
+ * (capped by the session timeout): pings detect a dead controller in about 2.5 s and a
+ * metadata stream reconnects within a quarter second of a new one becoming active.
+ */
+export const brokerTakeoverGraceMs = 2_500;
+
 interface BrokerSession {
   lastHeartbeatMs: number;
+  /** Inherited at takeover, and the broker has not heartbeated this controller since. */
+  inherited?: boolean;
   /** Set by controlled shutdown: the broker still serves, but leads and joins nothing new. */
   shuttingDown: boolean;
   /** The broker's data directory is offline: it leads and joins nothing until it is back. */
@@ -35,15 +50,18 @@ interface BrokerSession {
 
 export class BrokerLifecycle {
   private readonly sessions = new Map<number, BrokerSession>();
+  private readonly takeoverAtMs: number;
 
   constructor(
     private readonly context: ControllerContext,
     private readonly clock: () => number = Date.now,
   ) {
+    this.takeoverAtMs = clock();
     for (const broker of context.state.brokers.values()) {
       if (!broker.record.fenced)
         this.sessions.set(broker.record.brokerId, {
           lastHeartbeatMs: clock(),
+          inherited: true,
           shuttingDown: broker.record.inControlledShutdown === true,
         });
     }
@@ -150,7 +168,10 @@ export class BrokerLifecycle {
     const session = this.sessions.get(brokerId);
     if (session === undefined)
       this.sessions.set(brokerId, { lastHeartbeatMs: this.clock(), shuttingDown: false });
-    else session.lastHeartbeatMs = this.clock();
+    else {
+      session.lastHeartbeatMs = this.clock();
+      session.inherited = false;
+    }
     const held = this.sessions.get(brokerId)!.logDirOffline === true;
     return { fenced: false, logDirChanged: held !== logDirOffline };
   }
@@ -211,6 +232,30 @@ export class BrokerLifecycle {
       }
     }
     return expired;
+  }
+
+  /**
+   * Brokers whose session this controller inherited at takeover and that, `brokerTakeoverGraceMs`
+   * later, have neither heartbeated it nor watched its metadata (`isWatching`, the publisher's
+   * view of open streams): the caller fences them. Never one in controlled shutdown, as in
+   * fenceDisconnected().
+   */
+  unreachedSinceTakeover(isWatching: (brokerId: number, brokerEpoch: bigint) => boolean): number[] {
+    const graceMs = Math.min(brokerTakeoverGraceMs, this.context.settings.brokerSessionTimeoutMs);
+    if (this.clock() - this.takeoverAtMs <= graceMs) return [];
+    const unreached: number[] = [];
+    for (const broker of this.context.state.brokers.values()) {
+      const session = this.sessions.get(broker.record.brokerId);
+      if (
+        !broker.record.fenced &&
+        session?.inherited === true &&
+        !session.shuttingDown &&
+        !isWatching(broker.record.brokerId, broker.brokerEpoch)
+      ) {
+        unreached.push(broker.record.brokerId);
+      }
+    }
+    return unreached;
   }
 
   /**

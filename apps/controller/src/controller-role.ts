@@ -48,6 +48,8 @@ export class ControllerRole {
     },
     private readonly logger: Logger,
     private readonly metrics: ControllerMetrics,
+    /** Whether a broker registration's metadata stream is open here (takeover fencing). */
+    private readonly isBrokerWatching?: (brokerId: number, brokerEpoch: bigint) => boolean,
   ) {}
 
   get state(): ControllerRoleState {
@@ -153,6 +155,7 @@ export class ControllerRole {
       this.logger,
       this.metrics,
       this.settings,
+      this.isBrokerWatching,
     );
     try {
       if (state.clusterId === '') {

@@ -5,6 +5,9 @@
  * feeding a ClusterMetadataCache. After every break the stream is reopened after a capped
  * backoff, on whichever controller is active by then, from the last version applied: a link
  * that missed nothing gets only what comes next, one that missed something gets a new snapshot.
+ * The cap is short (`controllerStreamBackoffMaxMs`): during a controller failover the link asks
+ * the standby again every quarter second, so it watches the new controller, and is pushed its
+ * state, within a quarter second of the standby winning, rather than up to two seconds later.
  *
  * `firstSnapshotApplied` resolves once the cache holds a whole picture of the cluster, the point
  * from which a service may call itself ready. Callers that found the metadata stale (a leader
@@ -25,6 +28,9 @@ import {
   type WatchMetadataResponse,
 } from '@spool/protocol';
 import { controllerChannel } from './controller-channel';
+
+/** The longest pause between two attempts to open the metadata stream (see the header). */
+export const controllerStreamBackoffMaxMs = 250;
 
 export interface ClusterLinkOptions {
   readonly controllerAddresses: readonly string[];
@@ -79,6 +85,7 @@ export class ClusterLink {
         if (message.snapshot) firstSnapshot();
       },
       logger: options.logger,
+      backoffMaxMs: controllerStreamBackoffMaxMs,
     });
   }
 

@@ -25,6 +25,16 @@ export const grpcMaxMessageBytesDefault = 64 * 1024 * 1024;
 /** Pings keep idle connections through NATs and load balancers and detect dead peers. */
 const keepaliveTimeMs = 30_000;
 const keepaliveTimeoutMs = 10_000;
+
+/**
+ * The server's pings: one every `timeMs`, and a connection whose peer leaves one unanswered for
+ * `timeoutMs` is dropped, which cancels its calls and streams (how a server learns that a
+ * paused or cut-off peer, whose kernel keeps the connection open, is gone).
+ */
+export interface GrpcServerKeepalive {
+  readonly timeMs: number;
+  readonly timeoutMs: number;
+}
 /**
  * HTTP/2 flow-control windows the server grants its peers, per stream and per connection. The
  * protocol's default, 64 KiB, makes a client stop after every 64 KiB of a 1 MiB produce request
@@ -69,6 +79,7 @@ export class GrpcServer {
       requestMetrics?: RequestMetrics;
       /** TLS for the listener (security.protocol=SSL); plaintext without it. */
       transportSecurity?: TransportSecurity;
+      keepalive?: GrpcServerKeepalive;
     },
   ) {
     this.requestMetrics = options.requestMetrics;
@@ -76,8 +87,8 @@ export class GrpcServer {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxMessageBytes,
       'grpc.max_send_message_length': options.maxMessageBytes,
-      'grpc.keepalive_time_ms': keepaliveTimeMs,
-      'grpc.keepalive_timeout_ms': keepaliveTimeoutMs,
+      'grpc.keepalive_time_ms': options.keepalive?.timeMs ?? keepaliveTimeMs,
+      'grpc.keepalive_timeout_ms': options.keepalive?.timeoutMs ?? keepaliveTimeoutMs,
       'grpc.keepalive_permit_without_calls': 1,
     });
     this.health.addToServer(this.server);

@@ -51,6 +51,7 @@ export { startOperationsServer, type OperationsServer } from './http-server';
 export {
   GrpcServer,
   grpcMaxMessageBytesDefault,
+  type GrpcServerKeepalive,
   type UnaryHandler,
   type ServerStreamHandler,
   type BidiStreamHandler,

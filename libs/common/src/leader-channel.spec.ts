@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SpoolError } from './errors';
-import { LeaderChannel } from './leader-channel';
+import { LeaderChannel, failedLeaderHoldMs } from './leader-channel';
 
 interface FakeClient {
   readonly address: string;
@@ -73,5 +73,31 @@ describe('LeaderChannel', () => {
     const { call, calls } = channel(['a:1', 'b:1'], { 'a:1': unreachable, 'b:1': 'b' });
     await expect(call()).resolves.toBe('b');
     expect(calls).toEqual(['a:1', 'b:1']);
+  });
+
+  it('stays on a standby that names the leader it just found unreachable, until the hold passes', () => {
+    const { leaders } = channel(['a:1', 'b:1'], {});
+    // The stream on a:1 broke: its pings went unanswered (gRPC UNAVAILABLE, no Spool code).
+    const dropped = new SpoolError('UNAVAILABLE', 'keepalive timeout', {
+      retriable: true,
+      cause: Object.assign(new Error('14 UNAVAILABLE'), { code: 14 }),
+    });
+    expect(leaders.follow(dropped, 1_000)).toBe(false);
+    expect(leaders.leaderAddress).toBe('b:1');
+    // b:1 is a standby whose election still records a:1 (its lease has not run out).
+    const stale = new SpoolError('NOT_CONTROLLER', 'a standby', {
+      retriable: true,
+      details: { activeController: 'a:1' },
+    });
+    expect(leaders.follow(stale, 1_000 + failedLeaderHoldMs - 1)).toBe(false);
+    expect(leaders.leaderAddress).toBe('b:1');
+    // A refusal that is not a lost connection (here a deadline) does not hold an address back.
+    expect(leaders.follow(stale, 1_000 + failedLeaderHoldMs)).toBe(true);
+    expect(leaders.leaderAddress).toBe('a:1');
+    const slow = new SpoolError('REQUEST_TIMED_OUT', 'deadline', { retriable: true });
+    expect(leaders.follow(slow, 10_000)).toBe(false);
+    expect(leaders.leaderAddress).toBe('b:1');
+    expect(leaders.follow(stale, 10_001)).toBe(true);
+    expect(leaders.leaderAddress).toBe('a:1');
   });
 });

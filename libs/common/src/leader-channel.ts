@@ -4,9 +4,15 @@
  * to the address the error names (or, with no hint, the next one), on an unreachable process to
  * the next one, with capped backoff between rounds. Callers see one call that either succeeds or
  * fails with the last error after a bounded number of attempts.
+ *
+ * A hint is not followed to an address that was unreachable from this channel (a refused
+ * connection, unanswered pings: gRPC's UNAVAILABLE without a Spool code) within `failedLeaderHoldMs`: a standby names the leader its election still records, and while
+ * a paused or cut-off leader's lease runs out that is the very process just left, where a new
+ * connection would wait out the pings again (about 2.5 s) before coming back. The channel stays
+ * on the standby instead and asks again after the backoff, so it is there when the standby wins.
  */
-import type * as grpc from '@grpc/grpc-js';
-import { SpoolError } from './errors';
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { CommonErrorCode, SpoolError } from './errors';
 import { backoffMs, sleep } from './grpc-client';
 import { fromGrpcError } from './grpc-errors';
 
@@ -20,6 +26,8 @@ export interface LeaderChannelOptions {
 }
 
 const attemptsDefault = 20;
+/** How long a leader that failed is not followed to on a hint (a controller lease or so). */
+export const failedLeaderHoldMs = 3_000;
 
 export class LeaderChannel<Client extends { close(): void }> {
   private readonly clients = new Map<string, Client>();
@@ -28,6 +36,8 @@ export class LeaderChannel<Client extends { close(): void }> {
   private readonly configuredCount: number;
   private leaderIndex = 0;
   private closed = false;
+  /** When each address last failed unreachable (see the header). */
+  private readonly failedAtMs = new Map<string, number>();
 
   constructor(
     addresses: readonly string[],
@@ -60,20 +70,33 @@ export class LeaderChannel<Client extends { close(): void }> {
    * failed is forgotten: it is a process that stopped leading or is gone (a Kubernetes pod's IP
    * goes with its pod, and connecting to it then only times out), and trying every leader ever
    * learned before the configured addresses made a stopping storage node's controlled shutdown
-   * spend its attempts on dead addresses.
+   * spend its attempts on dead addresses. Returns whether it moved to a hinted leader.
    */
-  follow(error: unknown): void {
-    const hint = error instanceof SpoolError ? error.details[this.options.leaderDetail] : undefined;
+  follow(error: unknown, nowMs = Date.now()): boolean {
+    const spoolError = error instanceof SpoolError ? error : undefined;
+    const hint = spoolError?.details[this.options.leaderDetail];
     if (hint !== undefined && hint !== '') {
+      const failedAtMs = this.failedAtMs.get(hint);
+      if (
+        hint !== this.leaderAddress &&
+        failedAtMs !== undefined &&
+        nowMs - failedAtMs < failedLeaderHoldMs
+      ) {
+        return false;
+      }
       if (!this.addresses.includes(hint)) this.addresses.push(hint);
       this.leaderIndex = this.addresses.indexOf(hint);
-    } else if (this.leaderIndex >= this.configuredCount) {
+      return true;
+    }
+    if (isUnreachable(spoolError)) this.failedAtMs.set(this.leaderAddress, nowMs);
+    if (this.leaderIndex >= this.configuredCount) {
       // Its client stays open until close(): calls may still be on it.
       this.addresses.splice(this.leaderIndex, 1);
       this.leaderIndex = 0;
     } else {
       this.leaderIndex = (this.leaderIndex + 1) % this.configuredCount;
     }
+    return false;
   }
 
   /** Runs `attempt` against the leader, following NOT_LEADER answers and retriable failures. */
@@ -88,13 +111,11 @@ export class LeaderChannel<Client extends { close(): void }> {
         return await attempt(this.client());
       } catch (error) {
         const spoolError =
-          error instanceof SpoolError ? error : fromGrpcError(error as grpc.ServiceError);
+          error instanceof SpoolError ? error : fromGrpcError(error as ServiceError);
         const redirect = spoolError.code === this.options.notLeaderCode;
         if ((!redirect && !spoolError.retriable) || round >= attempts) throw spoolError;
-        this.follow(spoolError);
-        // A redirect with a hint is worth trying at once; otherwise wait before the next round.
-        if (!(redirect && spoolError.details[this.options.leaderDetail]))
-          await sleep(backoffMs(round));
+        // A redirect to a leader is worth trying at once; otherwise wait before the next round.
+        if (!this.follow(spoolError)) await sleep(backoffMs(round));
       }
     }
   }
@@ -104,4 +125,10 @@ export class LeaderChannel<Client extends { close(): void }> {
     for (const client of this.clients.values()) client.close();
     this.clients.clear();
   }
+}
+
+/** A transport failure: the connection was refused or dropped (pings unanswered). */
+function isUnreachable(error: SpoolError | undefined): boolean {
+  const cause = error?.cause as Partial<ServiceError> | undefined;
+  return error?.code === CommonErrorCode.Unavailable && cause?.code === GrpcStatus.UNAVAILABLE;
 }

@@ -10,7 +10,7 @@ import {
   fileKey,
 } from './config';
 import { CommonErrorCode, SpoolError } from './errors';
-import { GrpcServer, grpcMaxMessageBytesDefault } from './grpc-server';
+import { GrpcServer, grpcMaxMessageBytesDefault, type GrpcServerKeepalive } from './grpc-server';
 import { startOperationsServer } from './http-server';
 import { createLogger, logLevels, type LogLevel, type Logger } from './logger';
 import { createMetricsRegistry } from './metrics';
@@ -115,6 +115,8 @@ export interface ServiceDefinition<S extends SettingsSchema> {
   readonly defaultPorts: { grpcPort: number; metricsPort: number };
   /** FileDescriptorSets for gRPC reflection. */
   readonly descriptorSetPaths: readonly string[];
+  /** The gRPC server's pings to its peers; GrpcServer's default (30 s, 10 s) if unset. */
+  readonly grpcKeepalive?: GrpcServerKeepalive;
   readonly setup: (context: ServiceContext<S>) => Promise<void>;
   readonly argv?: readonly string[];
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -167,6 +169,7 @@ export async function startService<S extends SettingsSchema>(
     descriptorSetPaths: definition.descriptorSetPaths,
     requestMetrics,
     ...(transportSecurity === undefined ? {} : { transportSecurity }),
+    ...(definition.grpcKeepalive === undefined ? {} : { keepalive: definition.grpcKeepalive }),
   });
   const beforeDrain: ShutdownStep[] = [];
   const afterDrain: ShutdownStep[] = [];
