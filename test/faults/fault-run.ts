@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { checkHistory, type CheckResult } from './checker';
 import { compareReplicas, finalRead, highWatermarks, waitForFullIsr } from './final-read';
 import { FaultCluster } from './harness/fault-cluster';
-import { HistoryWriter, readHistory, type FaultKind } from './history';
+import type { MemberRole } from './harness/member-process';
+import { HistoryWriter, faultKinds, readHistory, type FaultKind } from './history';
 import { readMilestones } from './milestones';
 import { Nemesis, healEverything, type NemesisOptions } from './nemesis';
 import { formatOutages, outageBreakdown, type Outage } from './outages';
@@ -61,6 +62,52 @@ export function longProfile(minutes: number): FaultProfile {
     recordsPerSend: 100,
     storageDiskBytes: 256 * 1024 * 1024,
     nemesis: { ...shortProfile.nemesis, holdMs: { min: 2_000, max: 12_000 }, concurrency: 2 },
+  };
+}
+
+const memberRoles: readonly MemberRole[] = [
+  'etcd',
+  'controller',
+  'storage-node',
+  'coordinator',
+  'gateway',
+];
+
+/**
+ * The nemesis's narrowing from `--kinds` and `--targets` (comma-separated lists; absent or empty:
+ * no narrowing) and `--concurrency`. A name that is not a fault kind or a member role, or a
+ * concurrency that is not an integer from 1 to 8, is refused, naming it.
+ */
+export function nemesisFilter(
+  kinds: string | undefined,
+  targets: string | undefined,
+  concurrency?: string,
+): Pick<NemesisOptions, 'kinds' | 'targetRoles'> & { concurrency?: number } {
+  const parse = <T extends string>(list: string | undefined, known: readonly T[], what: string) => {
+    const names = (list ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== '');
+    for (const name of names) {
+      if (!known.includes(name as T)) {
+        throw new Error(`faults: unknown ${what} "${name}"; known: ${known.join(', ')}`);
+      }
+    }
+    return names.length === 0 ? undefined : (names as T[]);
+  };
+  const parsedKinds = parse(kinds, faultKinds, 'fault kind');
+  const parsedRoles = parse(targets, memberRoles, 'target role');
+  const parsedConcurrency = concurrency === undefined ? undefined : Number(concurrency);
+  if (
+    parsedConcurrency !== undefined &&
+    !(Number.isInteger(parsedConcurrency) && parsedConcurrency >= 1 && parsedConcurrency <= 8)
+  ) {
+    throw new Error(`faults: --concurrency must be an integer from 1 to 8, got "${concurrency}"`);
+  }
+  return {
+    ...(parsedConcurrency === undefined ? {} : { concurrency: parsedConcurrency }),
+    ...(parsedKinds === undefined ? {} : { kinds: parsedKinds }),
+    ...(parsedRoles === undefined ? {} : { targetRoles: parsedRoles }),
   };
 }
 
@@ -183,7 +230,8 @@ export async function runFaults(
     await nemesis?.stop().catch(() => undefined);
     await workload?.stop().catch(() => undefined);
     await cluster.stop();
-    if (passed) cluster.removeFiles();
+    // SPOOL_FAULTS_KEEP_LOGS=1 keeps a passing run's logs too, to study its outages.
+    if (passed && process.env['SPOOL_FAULTS_KEEP_LOGS'] === undefined) cluster.removeFiles();
     else log(`faults: kept the cluster's logs in ${cluster.logDirectory}`);
   }
 }

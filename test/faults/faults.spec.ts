@@ -3,15 +3,22 @@
 // nemesis kills, pauses, partitions, fills and slows the members of a real cluster (3-member
 // etcd, 2 controllers, 3 storage nodes, coordinators, 2 gateways, each in its own network
 // namespace). The short profile runs inside `npm test`; `npm run faults -- --minutes N` runs a
-// long one through this same file (SPOOL_FAULTS_MINUTES). The seed is printed first;
-// SPOOL_FAULTS_SEED replays it.
+// long one through this same file (SPOOL_FAULTS_MINUTES; SPOOL_FAULTS_KINDS, _TARGETS and
+// _CONCURRENCY narrow the nemesis). The seed is printed first; SPOOL_FAULTS_SEED replays it.
 import { writeFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { formatSummary, longProfile, runFaults, shortProfile } from './fault-run';
+import { formatSummary, longProfile, nemesisFilter, runFaults, shortProfile } from './fault-run';
+import { faultKinds } from './history';
 import { faultSeed } from '../support/seeded-random';
 
 const minutes = Number(process.env['SPOOL_FAULTS_MINUTES'] ?? '0');
-const profile = minutes > 0 ? longProfile(minutes) : shortProfile;
+const baseProfile = minutes > 0 ? longProfile(minutes) : shortProfile;
+const filter = nemesisFilter(
+  process.env['SPOOL_FAULTS_KINDS'],
+  process.env['SPOOL_FAULTS_TARGETS'],
+  process.env['SPOOL_FAULTS_CONCURRENCY'],
+);
+const profile = { ...baseProfile, nemesis: { ...baseProfile.nemesis, ...filter } };
 /** Start-up, recovery, catch-up, final read and teardown, on top of the fault window. */
 const overheadMs = 5 * 60_000;
 
@@ -30,7 +37,9 @@ it(
       kill: expect.any(Number),
       pause: expect.any(Number),
     });
-    for (const count of Object.values(summary.faults)) expect(count).toBeGreaterThan(0);
+    for (const kind of profile.nemesis.kinds ?? faultKinds) {
+      expect(summary.faults[kind], kind).toBeGreaterThan(0);
+    }
     expect({
       lost: summary.lost,
       reordered: summary.reordered,

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, statfsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { FaultCluster } from './harness/fault-cluster';
-import type { MemberProcess } from './harness/member-process';
+import type { MemberProcess, MemberRole } from './harness/member-process';
 import { faultKinds, type FaultKind, type HistoryWriter } from './history';
 import type { SeededRandom } from '../support/seeded-random';
 
@@ -19,7 +19,9 @@ import type { SeededRandom } from '../support/seeded-random';
  *
  * Kinds come in rounds: each round is every kind once, in a seeded order, so even a short run
  * injects a few of each. Targets and durations are seeded too; `SPOOL_FAULTS_SEED` replays the
- * same schedule (the timing of the cluster's answers still varies).
+ * same schedule (the timing of the cluster's answers still varies). `kinds` and `targetRoles` narrow
+ * the draw to one class of fault (`npm run faults -- --kinds kill,pause --targets etcd`), for
+ * short runs that measure one fix.
  */
 export interface NemesisOptions {
   /** Bounds of how long a fault is held, in ms. */
@@ -33,6 +35,10 @@ export interface NemesisOptions {
    * fixes the draws, but their interleaving follows the cluster's timing.
    */
   readonly concurrency: number;
+  /** Only these kinds are drawn (`--kinds`); all of them when absent. */
+  readonly kinds?: readonly FaultKind[];
+  /** Only members of these roles are targets (`--targets`); every role when absent. */
+  readonly targetRoles?: readonly MemberRole[];
 }
 
 export class Nemesis {
@@ -79,7 +85,7 @@ export class Nemesis {
 
   private nextKind(): FaultKind {
     if (this.round.length === 0) {
-      const kinds = [...faultKinds];
+      const kinds = [...(this.options.kinds ?? faultKinds)];
       while (kinds.length > 0) {
         this.round.push(kinds.splice(this.random.integer(0, kinds.length - 1), 1)[0]!);
       }
@@ -194,9 +200,13 @@ export class Nemesis {
     this.history.append({ type: 'nemesis', phase: 'heal', fault: kind, target });
   }
 
-  /** A seeded pick among the members not under a fault now. */
+  /** A seeded pick among the members of the chosen roles that are not under a fault now. */
   private pickFree(members: readonly MemberProcess[]): MemberProcess | undefined {
-    const free = members.filter((member) => !this.busy.has(member.name));
+    const roles = this.options.targetRoles;
+    const free = members.filter(
+      (member) =>
+        !this.busy.has(member.name) && (roles === undefined || roles.includes(member.role)),
+    );
     return free.length === 0 ? undefined : this.random.pick(free);
   }
 

@@ -1,7 +1,10 @@
-// `npm run faults -- [--minutes N] [--seed S] [--json]`: a long fault run through the same spec
-// as the short profile of `npm test` (test/faults/faults.spec.ts, told the length by
-// SPOOL_FAULTS_MINUTES). vitest's output goes to stderr as it happens; at the end the summary
-// table goes to stdout and, with --json, the checker's counts as the last line, one JSON object.
+// `npm run faults -- [--minutes N] [--seed S] [--kinds K,...] [--targets ROLE,...]
+// [--concurrency N] [--json]`: a long fault run through the same spec as the short profile of
+// `npm test` (test/faults/faults.spec.ts, told the length by SPOOL_FAULTS_MINUTES); --kinds (kill,
+// pause, partition, disk-full, slow-disk) and --targets (etcd, controller, storage-node,
+// coordinator, gateway) narrow the nemesis to one class of fault, --concurrency sets how many
+// faults run at once (two etcd members out at once leave no quorum). vitest's output goes to
+// stderr as it happens; at the end the summary table goes to stdout and, with --json, the checker's counts as the last line, one JSON object.
 // Exits with vitest's status: non-zero when any correctness count is not 0.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
@@ -13,6 +16,11 @@ const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '30' },
     seed: { type: 'string' },
+    // Narrow the nemesis to these fault kinds and member roles (comma-separated).
+    kinds: { type: 'string' },
+    targets: { type: 'string' },
+    // Faults in progress at once (the long profile's 2 unless set).
+    concurrency: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
   strict: true,
@@ -46,6 +54,9 @@ const child = spawn(
       SPOOL_FAULTS_MINUTES: String(minutes),
       SPOOL_FAULTS_SUMMARY_PATH: summaryPath,
       ...(values.seed === undefined ? {} : { SPOOL_FAULTS_SEED: values.seed }),
+      ...(values.kinds === undefined ? {} : { SPOOL_FAULTS_KINDS: values.kinds }),
+      ...(values.targets === undefined ? {} : { SPOOL_FAULTS_TARGETS: values.targets }),
+      ...(values.concurrency === undefined ? {} : { SPOOL_FAULTS_CONCURRENCY: values.concurrency }),
     },
   },
 );
