@@ -22,8 +22,8 @@ process.stdout.write(
   `${JSON.stringify({ event: 'opened', logEndOffset: String(log.logEndOffset) })}\n`,
 );
 log.updateHighWatermark(log.logEndOffset);
-const result = await new LogCleaner().cleanFilthiest([
-  { log, checkpoint: CleanerCheckpoint.load(root) },
-]);
+const cleaner = new LogCleaner();
+const result = await cleaner.cleanFilthiest([{ log, checkpoint: CleanerCheckpoint.load(root) }]);
 process.stdout.write(`${JSON.stringify({ event: 'cleaned', removed: result?.recordsRemoved })}\n`);
+await cleaner.close();
 await log.close();

@@ -20,6 +20,7 @@
  */
 // The module object itself (not an import namespace's copy): the logger calls through it.
 import fs from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 export const orphanStopDelayEnvironmentVariable = 'SPOOL_DEV_ORPHAN_STOP_DELAY_MS';
 
@@ -69,5 +70,8 @@ function dropWritesToStandardOutputs(): void {
 }
 
 // Only in a process `spool dev` started (it sets the variable): importing this file anywhere
-// else, a test or the bundle's type check, does nothing.
-if (process.env[orphanStopDelayEnvironmentVariable] !== undefined) installOrphanGuard();
+// else, a test or the bundle's type check, does nothing. Only on the main thread: a worker
+// thread started with the process's flags would load it too, and a worker's stdin ends at once.
+if (isMainThread && process.env[orphanStopDelayEnvironmentVariable] !== undefined) {
+  installOrphanGuard();
+}

@@ -15,13 +15,17 @@ import type { ReplicaManager } from './replica/replica-manager';
  * The storage node's log cleaner (Kafka's log.cleaner.enable with one cleaner thread): every
  * hosted replica, leader or follower, cleans its own compacted log; nothing of compaction crosses
  * the network, and replicas agree because each keeps every key's latest record below its own
- * cleaning point. One pass at a time, on this process's event loop in bounded asynchronous steps
- * (libs/segment-store's cleaner/log-cleaner.ts): a pass that cleaned a log is followed by the next
+ * cleaning point. One pass at a time (libs/segment-store's cleaner/log-cleaner.ts), its CPU work
+ * in the cleaner's one worker thread (cleaner-thread.ts) and its reads, appends and swaps in
+ * short asynchronous steps on the event loop: a pass that cleaned a log is followed by the next
  * at once, one that found nothing to clean by a wait of `backoffMs` (log.cleaner.backoff.ms).
+ * A crash of the thread fails its pass only: the log is marked uncleanable (logged, counted) and
+ * the next pass starts a new thread.
  *
  * Metrics, under Kafka's names where it has them: the largest dirty ratio of the node's compacted
  * logs (max-dirty-percent), bytes read and written and records removed by cleaning, the last
- * pass's duration, and uncleanable partitions (with the reason in the log line that marked them).
+ * pass's duration, uncleanable partitions (with the reason in the log line that marked them), and
+ * crashes of the cleaner's thread.
  */
 export interface LogCleanerRunner {
   readonly cleaner: LogCleaner;
@@ -32,7 +36,10 @@ export interface LogCleanerRunner {
   partitionStates(): PartitionCleanerState[];
   /** A replica's log was deleted from this node: its checkpoint entry goes too. */
   forget(replica: PartitionReplica): void;
-  /** Stops after the pass in progress ends its current step; resolves once it has. */
+  /**
+   * Stops after the pass in progress ends its current step, then ends the cleaner's thread;
+   * resolves once both have.
+   */
   stop(): Promise<void>;
 }
 
@@ -53,6 +60,10 @@ export function startLogCleaner(
   const checkpoint = CleanerCheckpoint.load(options.dataDirectory);
   for (const problem of checkpoint.problems) logger.warn({ problem }, 'cleaner checkpoint');
   const metrics = registerCleanerMetrics(options.registry, cleaner, options.metricsPerPartition);
+  cleaner.start().then(
+    () => logger.debug('log cleaner thread started'),
+    (error: unknown) => logger.error({ err: error }, 'log cleaner thread failed to start'),
+  );
   const reportedUncleanable = new Set<string>();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -132,6 +143,7 @@ export function startLogCleaner(
       if (timer !== undefined) clearTimeout(timer);
       cleaner.stop();
       await running;
+      await cleaner.close();
     },
   };
 }
@@ -201,6 +213,16 @@ function registerCleanerMetrics(
     registers: [registry],
     collect() {
       this.set(cleaner.statistics().uncleanable.length);
+    },
+  });
+  new Gauge({
+    name: 'spool_log_cleaner_thread_crashes',
+    help:
+      "Times the log cleaner's worker thread died during a pass; each marked that pass's " +
+      'partition uncleanable, and the next pass started a new thread.',
+    registers: [registry],
+    collect() {
+      this.set(cleaner.statistics().threadCrashes);
     },
   });
   new Gauge({

@@ -6,7 +6,9 @@
 //      file the same way, then fdatasynced: the most a pass that reads and writes each byte once
 //      could do on this disk, with the same files, equally hot in the page cache;
 //   2. cleaning: one LogCleaner pass over the same log (offset map, rewrite, swap), as MB/s of
-//      the log's size, beside the raw figure;
+//      the log's size, beside the raw figure; with the CPU time it took (every thread of the
+//      process) and how much of the pass the event loop was busy (the rest ran in the cleaner's
+//      thread or waited for I/O): figures a loaded machine moves less than latencies;
 //   3. produce latency: a producer appends a 1 KiB batch every millisecond to another compacted
 //      log for --produce-seconds, once alone and once while the cleaner cleans a fresh copy of
 //      the big log; each append's latency counts from when it was due, so time the event loop
@@ -153,7 +155,14 @@ async function main(): Promise<void> {
       chunkBytes,
     });
     const checkpoint = CleanerCheckpoint.load(root);
+    // A node starts its cleaner's thread with itself; the pass is timed without the start.
+    await cleaner.start();
+    const cpuBefore = process.cpuUsage();
+    const loopBefore = performance.eventLoopUtilization();
     const result = (await cleaner.cleanFilthiest([{ log, checkpoint }]))!;
+    const loop = performance.eventLoopUtilization(loopBefore);
+    const cpu = process.cpuUsage(cpuBefore);
+    await cleaner.close();
     await log.close();
 
     console.error(`producing for ${options.produceSeconds} s alone, then beside a cleaner pass`);
@@ -169,6 +178,7 @@ async function main(): Promise<void> {
       ioMaxBytesPerSecond: Number.POSITIVE_INFINITY,
       chunkBytes,
     });
+    await busyCleaner.start();
     delay.reset();
     let cleaningEndedAtMs: number | undefined;
     const producingStartedAtMs = performance.now();
@@ -179,6 +189,7 @@ async function main(): Promise<void> {
     const besideDelayP99Ms = delay.percentile(99) / 1e6;
     delay.disable();
     await cleaning;
+    await busyCleaner.close();
     await Promise.all([again.close(), produced.close()]);
 
     const mbPerSecond = (bytes: number, seconds: number) => (bytes / mebibyte / seconds).toFixed(1);
@@ -195,6 +206,10 @@ async function main(): Promise<void> {
         `(${(raw.bytes / mebibyte).toFixed(0)} MiB in ${cleanSeconds.toFixed(2)} s; read ` +
         `${(result.bytesRead / mebibyte).toFixed(0)} MiB, wrote ${(result.bytesWritten / mebibyte).toFixed(1)} MiB, ` +
         `${result.recordsRemoved} records removed, ${result.segmentsAfter} segments after)`,
+    );
+    console.log(
+      `cleaning CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s; event loop busy ` +
+        `${loop.active.toFixed(0)} ms of the pass's ${result.durationMs.toFixed(0)} ms`,
     );
     console.log(describeLatencies('produce, cleaner idle', alone, aloneDelayP99Ms));
     const overlapSeconds =

@@ -1,18 +1,20 @@
 // Model-based property test of log compaction: random sequences of produce (keys from a small
 // set, some values null: tombstones; uncompressed or gzip batches), roll, clock steps, cleaner
 // passes (with offset maps from one batch's keys to plenty, and read steps from one batch up) and
-// reopens (clean, or abandoned as in a crash) run against a real log and cleaner on disk and
+// reopens (clean, or abandoned as in a crash) run against a real log and cleaner (its work in a
+// cleaner thread, as on a node) on disk and
 // against a map of every record produced. After every step a read from the log start must give:
 // offsets strictly ascending, each record exactly as produced at its offset, every key's latest
 // value, and every tombstone younger than delete.retention.ms. After a pass whose map covered the
 // whole cleanable range, each key has exactly one record (its latest) below that range's end.
 import * as fc from 'fast-check';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CompressionType, decodeRecordBatches, encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '../log';
 import { bytesOf, temporaryDirectory } from '../testing';
 import { CleanerCheckpoint } from './cleaner-checkpoint';
+import { CleanerThread } from './cleaner-thread';
 import { LogCleaner } from './log-cleaner';
 
 const deleteRetentionMs = 10_000;
@@ -83,6 +85,10 @@ const cleanups: Array<() => void> = [];
 afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
+
+// Every pass's work in one cleaner thread, as on a node (each cleaner of a run uses it).
+const thread = new CleanerThread();
+afterAll(() => thread.close());
 
 function readAll(log: Log): ReadRecord[] {
   const read = log.read(log.logStartOffset, 1 << 30);
@@ -161,7 +167,7 @@ describe('log compaction against a model', () => {
                   ioMaxBytesPerSecond: Number.POSITIVE_INFINITY,
                   chunkBytes: step.chunkBytes,
                 },
-                { clock },
+                { clock, compute: thread },
               );
               const checkpoint = CleanerCheckpoint.load(root.directory);
               const result = await cleaner.cleanFilthiest([{ log, checkpoint }]);

@@ -8,7 +8,7 @@
 // statistics follow; recovery finishes a committed swap and undoes an uncommitted one.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   CompressionType,
   compressionCodecFor,
@@ -23,13 +23,28 @@ import { Log, type LogOpenOptions } from '../log';
 import { segmentFileName } from '../log-segment';
 import { bytesOf, temporaryDirectory } from '../testing';
 import { CleanerCheckpoint, cleanerOffsetCheckpointFile } from './cleaner-checkpoint';
-import { LogCleaner, type CleanerLog } from './log-cleaner';
+import { InlineCleanerCompute, type CleanerCompute } from './cleaner-compute';
+import { CleanerThread } from './cleaner-thread';
+import { cleanerThreadCrashEnvironmentVariable } from './cleaner-thread-messages';
+import { LogCleaner, type CleanerLog, type LogCleanerSettings } from './log-cleaner';
 import { recoverInterruptedSwap } from './segment-swap';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
+
+// One cleaner thread for the file's cleaners, as a node has one: a thread's start from the
+// TypeScript sources (its modules compiled as they load) costs seconds.
+const thread = new CleanerThread();
+afterAll(() => thread.close());
+
+function cleanerOf(
+  settings?: LogCleanerSettings,
+  options: { clock?: () => number; compute?: CleanerCompute } = {},
+): LogCleaner {
+  return new LogCleaner(settings, { compute: thread, ...options });
+}
 
 const leader = { leaderEpoch: 1, assignOffsets: true };
 const compacted = { cleanupPolicy: ['compact' as const], minCleanableDirtyRatio: 0 };
@@ -73,10 +88,15 @@ function entryOf(log: Log, root: string, extra: Partial<CleanerLog> = {}): Clean
   return { log, checkpoint: CleanerCheckpoint.load(root), ...extra };
 }
 
-async function cleanAll(log: Log, root: string, extra: Partial<CleanerLog> = {}) {
+async function cleanAll(
+  log: Log,
+  root: string,
+  extra: Partial<CleanerLog> = {},
+  compute: CleanerCompute = thread,
+) {
   log.roll();
   log.updateHighWatermark(log.logEndOffset);
-  return new LogCleaner().cleanFilthiest([entryOf(log, root, extra)]);
+  return cleanerOf(undefined, { compute }).cleanFilthiest([entryOf(log, root, extra)]);
 }
 
 describe('LogCleaner', () => {
@@ -190,7 +210,9 @@ describe('LogCleaner', () => {
       },
     });
     try {
-      const result = await cleanAll(log, root);
+      // On this thread: the codec replaced above is in this thread's registry only (the
+      // cleaner's thread has its own, where every codec loads).
+      const result = await cleanAll(log, root, {}, new InlineCleanerCompute());
       expect(result).toMatchObject({ recordsRemoved: 0, aborted: false });
     } finally {
       registerCompressionCodec(zstd);
@@ -253,7 +275,7 @@ describe('LogCleaner', () => {
     log.append(at(90_000), leader);
     log.roll();
     log.append(at(95_000), leader);
-    const cleaner = new LogCleaner(undefined, { clock: () => nowMs });
+    const cleaner = cleanerOf(undefined, { clock: () => nowMs });
     const entry = entryOf(log, root);
     // The high watermark at the log start: nothing is cleanable.
     expect(await cleaner.cleanFilthiest([entry])).toBeUndefined();
@@ -284,7 +306,7 @@ describe('LogCleaner', () => {
       log.roll();
     }
     log.updateHighWatermark(log.logEndOffset);
-    const cleaner = new LogCleaner({
+    const cleaner = cleanerOf({
       dedupeBufferSizeBytes: 1 << 16,
       ioMaxBytesPerSecond: Number.POSITIVE_INFINITY,
     });
@@ -310,7 +332,7 @@ describe('LogCleaner', () => {
     );
     log.roll();
     log.updateHighWatermark(log.logEndOffset);
-    const cleaner = new LogCleaner({ dedupeBufferSizeBytes: 50, ioMaxBytesPerSecond: Infinity });
+    const cleaner = cleanerOf({ dedupeBufferSizeBytes: 50, ioMaxBytesPerSecond: Infinity });
     await expect(cleaner.cleanFilthiest([entryOf(log, root)])).rejects.toThrow(
       /log.cleaner.dedupe.buffer.size 50 holds 1 keys/,
     );
@@ -318,6 +340,64 @@ describe('LogCleaner', () => {
       { folder: 'orders-0', reason: expect.stringMatching(/dedupe.buffer.size/) },
     ]);
     expect(await cleaner.cleanFilthiest([entryOf(log, root)])).toBeUndefined();
+  });
+
+  it('survives crashes of its thread: the pass fails, the log is marked uncleanable and left whole', async () => {
+    const crashing = new CleanerThread();
+    cleanups.push(() => void crashing.close());
+    // The thread copies the environment when it starts: at a pass's first request, and again
+    // after each crash.
+    for (const [index, crashAt] of ['mapChunk', 'filterChunk'].entries()) {
+      const { log, root } = await openLog();
+      log.append(batch([['a', '1']]), leader);
+      log.append(batch([['a', '2']]), leader);
+      log.roll();
+      log.updateHighWatermark(log.logEndOffset);
+      const before = readBytes(log);
+      const cleaner = cleanerOf(undefined, { compute: crashing });
+      process.env[cleanerThreadCrashEnvironmentVariable] = crashAt;
+      try {
+        await expect(cleaner.cleanFilthiest([entryOf(log, root)])).rejects.toThrow(
+          `the log cleaner thread crashed: test hook: crash at ${crashAt}`,
+        );
+      } finally {
+        delete process.env[cleanerThreadCrashEnvironmentVariable];
+      }
+      expect(cleaner.statistics()).toMatchObject({
+        threadCrashes: index + 1,
+        uncleanable: [{ folder: 'orders-0', reason: expect.stringMatching(/thread crashed/) }],
+      });
+      expect(readBytes(log).equals(before)).toBe(true);
+      const leftovers = fs
+        .readdirSync(log.directory)
+        .filter((name) => /cleaned|swap|deleted/.test(name));
+      expect(leftovers).toEqual([]);
+      // The log stays uncleanable until it is opened again.
+      expect(await cleaner.cleanFilthiest([entryOf(log, root)])).toBeUndefined();
+    }
+    // The next pass starts a new thread.
+    const { log, root } = await openLog();
+    log.append(batch([['b', '1']]), leader);
+    log.append(batch([['b', '2']]), leader);
+    expect(await cleanAll(log, root, {}, crashing)).toMatchObject({ recordsRemoved: 1 });
+    expect(crashing.crashes).toBe(2);
+  });
+
+  it('ends a pass quietly when it is closed during the pass', async () => {
+    const { log, root } = await openLog();
+    for (let index = 0; index < 50; index++) {
+      log.append(batch([['a', String(index)]]), leader);
+      log.roll();
+    }
+    log.updateHighWatermark(log.logEndOffset);
+    const own = new LogCleaner();
+    const pass = own.cleanFilthiest([entryOf(log, root)]);
+    await own.close();
+    expect(await pass).toMatchObject({ aborted: true });
+    expect(
+      fs.readdirSync(log.directory).filter((name) => /cleaned|swap|deleted/.test(name)),
+    ).toEqual([]);
+    await expect(own.cleanFilthiest([entryOf(log, root)])).resolves.toBeUndefined();
   });
 });
 

@@ -16,25 +16,25 @@
  *      (cleaner-checkpoint.ts), written after the swaps.
  *
  * Off the event loop: reads are asynchronous positional reads of at most `chunkBytes`
- * (segment-batches.ts), and each chunk's records are filtered and written before the next read,
- * so the event loop is held for one chunk's decoding at a time; the throttler waits whenever
- * the I/O runs ahead of log.cleaner.io.max.bytes.per.second. The swap itself is synchronous and
- * costs a few renames and folder fsyncs.
+ * (segment-batches.ts) into shared memory, and each chunk's CPU work (the map's digests, the
+ * filter's CRC checks, decoding and recompression) runs on the cleaner's thread
+ * (cleaner-thread.ts) while the event loop serves produce and fetch; the event loop only appends
+ * what the thread kept to the cleaned segment. The throttler waits whenever the I/O runs ahead
+ * of log.cleaner.io.max.bytes.per.second. The swap itself is a few renames and folder fsyncs.
  *
  * A log that changes under a pass (a truncation, retention or a DeleteRecords removed a segment of
  * the group being cleaned) makes the swap refuse: that group's files are removed and the pass
  * ends; the next pass starts again from the checkpoint. A log closed meanwhile ends the pass
- * quietly. Any other failure (a corrupt batch, a map too small for one batch) marks the log
- * uncleanable, with the reason, until it is opened again, as Kafka's uncleanable partitions.
+ * quietly. Any other failure (a corrupt batch, a map too small for one batch, a crash of the
+ * cleaner's thread) marks the log uncleanable, with the reason, until it is opened again, as
+ * Kafka's uncleanable partitions; the segments stay as they were.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { batchInfoFromHeader, type BatchInfo, type LogSegment } from '../log-segment';
 import type { Log } from '../log';
 import { largestTimestampOf } from '../log-retention';
 import { fsyncDirectoryAsync } from '../checkpoint-file';
-import { filterBatch, putBatchInMap } from './batch-filter';
 import {
   chooseFilthiest,
   cleanableRangeOf,
@@ -44,7 +44,8 @@ import {
   type SegmentSummary,
 } from './cleanable-log';
 import type { CleanerCheckpoint } from './cleaner-checkpoint';
-import { OffsetMap } from './offset-map';
+import type { CleanerCompute } from './cleaner-compute';
+import { CleanerThread, CleanerThreadClosedError } from './cleaner-thread';
 import { readSegmentChunks, SegmentGoneError } from './segment-batches';
 import { removeCleanedFiles } from './segment-swap';
 import { Throttler } from './throttler';
@@ -63,17 +64,6 @@ export const logCleanerSettingsDefault: LogCleanerSettings = {
   dedupeBufferSizeBytes: 128 * 1024 * 1024,
   ioMaxBytesPerSecond: Number.POSITIVE_INFINITY,
 };
-
-/**
- * The longest the cleaner holds the event loop before it lets other callbacks run: a produce or
- * a fetch waits at most this long (and one batch's decoding) behind the cleaner.
- */
-const eventLoopSliceMs = 2;
-/**
- * How long the cleaner then stays off the event loop (a timer, so due timers and I/O callbacks
- * all run first): at most 2 ms of every 3 go to cleaning, however busy the node is.
- */
-const eventLoopPauseMs = 1;
 
 /** A read step's size unless set: large enough to amortize a read, small enough to yield often. */
 const chunkBytesDefault = 1024 * 1024;
@@ -123,11 +113,23 @@ export interface LogCleanerStatistics {
   readonly recordsRemovedTotal: number;
   readonly lastPassDurationMs: number;
   readonly throttledMs: number;
+  /** Passes lost to a crash of the cleaner's thread (each marked its log uncleanable). */
+  readonly threadCrashes: number;
   readonly uncleanable: ReadonlyArray<{ folder: string; reason: string }>;
 }
 
+export interface LogCleanerOptions {
+  clock?: () => number;
+  /**
+   * Where a pass's CPU work runs; a CleanerThread of the cleaner's own by default. One given here
+   * stays the caller's to close (tests share one thread between many cleaners).
+   */
+  compute?: CleanerCompute;
+}
+
 export class LogCleaner {
-  private offsetMap: OffsetMap | undefined;
+  private readonly compute: CleanerCompute;
+  private readonly ownsCompute: boolean;
   private readonly throttler: Throttler;
   private readonly clock: () => number;
   private readonly uncleanable = new WeakMap<Log, string>();
@@ -139,14 +141,15 @@ export class LogCleaner {
   private recordsRemovedTotal = 0;
   private lastPassDurationMs = 0;
   private stopped = false;
-  private sliceStartedAtMs = 0;
 
   constructor(
     private readonly settings: LogCleanerSettings = logCleanerSettingsDefault,
-    options: { clock?: () => number } = {},
+    options: LogCleanerOptions = {},
   ) {
     this.clock = options.clock ?? Date.now;
     this.throttler = new Throttler(settings.ioMaxBytesPerSecond);
+    this.compute = options.compute ?? new CleanerThread();
+    this.ownsCompute = options.compute === undefined;
   }
 
   /**
@@ -209,11 +212,28 @@ export class LogCleaner {
   }
 
   /**
+   * Starts the cleaner's thread now rather than at the first pass, and resolves once its script
+   * has loaded: a node starts it with itself, so a thread that cannot start shows at once.
+   */
+  async start(): Promise<void> {
+    await this.compute.start();
+  }
+
+  /**
    * Ends a pass in progress at its next chunk (its `.cleaned` files removed, the swaps already
    * done kept) and starts no other: the node is shutting down and its logs are about to close.
    */
   stop(): void {
     this.stopped = true;
+  }
+
+  /**
+   * Stops (see stop) and ends the cleaner's thread. Call it once the pass in progress has ended:
+   * one still running fails at its next chunk.
+   */
+  async close(): Promise<void> {
+    this.stop();
+    if (this.ownsCompute) await this.compute.close();
   }
 
   /** The cleaner's view of each compacted log it saw at its last choice. */
@@ -230,6 +250,7 @@ export class LogCleaner {
       recordsRemovedTotal: this.recordsRemovedTotal,
       lastPassDurationMs: this.lastPassDurationMs,
       throttledMs: this.throttler.throttledMs,
+      threadCrashes: this.compute.crashes,
       uncleanable: [...this.states.values()]
         .filter((state) => state.uncleanableReason !== undefined)
         .map((state) => ({ folder: state.folder, reason: state.uncleanableReason! })),
@@ -252,35 +273,32 @@ export class LogCleaner {
     let mapEndOffset = range.firstDirtyOffset;
     try {
       // 2.
-      const offsetMap = (this.offsetMap ??= new OffsetMap(this.settings.dedupeBufferSizeBytes));
-      offsetMap.clear();
-      mapEndOffset = await this.buildOffsetMap(segments, range, offsetMap, io);
+      this.ensureRunning();
+      const keyCountMax = await this.compute.beginPass({
+        dedupeBufferSizeBytes: this.settings.dedupeBufferSizeBytes,
+        producerLastOffsets: entry.producerLastOffsets?.() ?? new Map<bigint, bigint>(),
+      });
+      mapEndOffset = await this.buildOffsetMap(segments, range, io);
       if (mapEndOffset <= range.firstDirtyOffset) {
         throw new Error(
-          `log.cleaner.dedupe.buffer.size ${this.settings.dedupeBufferSizeBytes} holds ${offsetMap.keyCountMax} keys, fewer than the batch at offset ${range.firstDirtyOffset} of ${folder} has`,
+          `log.cleaner.dedupe.buffer.size ${this.settings.dedupeBufferSizeBytes} holds ${keyCountMax} keys, fewer than the batch at offset ${range.firstDirtyOffset} of ${folder} has`,
         );
       }
       // 3.
-      const producers = entry.producerLastOffsets?.() ?? new Map<bigint, bigint>();
       const summaries = segments.map(segmentSummaryOf);
       for (const group of groupSegmentsForCleaning(summaries, config)) {
         const sources = group.map((index) => segments[index]!);
-        const swapped = await this.cleanGroup(log, sources, {
-          offsetMap,
-          mapEndOffset,
-          nowMs,
-          producers,
-          io,
-        });
+        const swapped = await this.cleanGroup(log, sources, { mapEndOffset, nowMs, io });
         if (!swapped) {
           aborted = true;
           break;
         }
       }
     } catch (error) {
-      if (!(error instanceof SegmentGoneError) && !(error instanceof CleanerStoppedError)) {
-        throw error;
-      }
+      const stopping =
+        error instanceof CleanerStoppedError ||
+        (error instanceof CleanerThreadClosedError && this.stopped);
+      if (!(error instanceof SegmentGoneError) && !stopping) throw error;
       aborted = true;
     }
     // 4.
@@ -304,21 +322,12 @@ export class LogCleaner {
 
   private ensureRunning(): void {
     if (this.stopped) throw new CleanerStoppedError('the log cleaner is stopping');
-    this.sliceStartedAtMs = performance.now();
-  }
-
-  /** Lets other callbacks run once the cleaner has held the event loop for eventLoopSliceMs. */
-  private async yieldIfBusy(): Promise<void> {
-    if (performance.now() - this.sliceStartedAtMs < eventLoopSliceMs) return;
-    await sleep(eventLoopPauseMs);
-    this.ensureRunning();
   }
 
   /** Step 2: returns the offset below which the map knows every key's latest record. */
   private async buildOffsetMap(
     segments: readonly LogSegment[],
     range: CleanableRange,
-    offsetMap: OffsetMap,
     io: { bytesRead: number },
   ): Promise<bigint> {
     const chunkBytes = this.settings.chunkBytes ?? chunkBytesDefault;
@@ -331,11 +340,8 @@ export class LogCleaner {
       for await (const chunk of readSegmentChunks(segment, fromPosition, chunkBytes)) {
         this.ensureRunning();
         io.bytesRead += chunk.bytes.length;
-        for (const batch of chunk.batches) {
-          if (batch.lastOffset < range.firstDirtyOffset) continue;
-          if (!putBatchInMap(chunk.bytes, batch.at, offsetMap)) return batch.baseOffset;
-          await this.yieldIfBusy();
-        }
+        const mapFullAtOffset = await this.compute.mapChunk(chunk, range.firstDirtyOffset);
+        if (mapFullAtOffset !== undefined) return mapFullAtOffset;
         await this.throttler.maybeThrottle(chunk.bytes.length);
       }
     }
@@ -347,10 +353,8 @@ export class LogCleaner {
     log: Log,
     sources: readonly LogSegment[],
     pass: {
-      offsetMap: OffsetMap;
       mapEndOffset: bigint;
       nowMs: number;
-      producers: ReadonlyMap<bigint, bigint>;
       io: { bytesRead: number; bytesWritten: number; recordsRemoved: number };
     },
   ): Promise<boolean> {
@@ -363,28 +367,16 @@ export class LogCleaner {
       let modifiedMs = 0;
       for (const source of sources) {
         const retention = {
-          offsetMap: pass.offsetMap,
           mapEndOffset: pass.mapEndOffset,
           retainTombstones: largestTimestampOf(source) > pass.nowMs - log.config.deleteRetentionMs,
-          isLastBatchOfProducer: (producerId: bigint, lastOffset: bigint) =>
-            pass.producers.get(producerId) === lastOffset,
         };
         modifiedMs = Math.max(modifiedMs, fs.statSync(source.path).mtimeMs);
         for await (const chunk of readSegmentChunks(source, 0, chunkBytes)) {
           this.ensureRunning();
           io.bytesRead += chunk.bytes.length;
-          const parts: Buffer[] = [];
-          for (const batch of chunk.batches) {
-            const outcome = filterBatch(chunk.bytes, batch.at, retention);
-            if (outcome.kind === 'copied') {
-              parts.push(chunk.bytes.subarray(batch.at, batch.at + batch.sizeBytes));
-            } else {
-              io.recordsRemoved += outcome.recordsRemoved;
-              if (outcome.kind === 'rebuilt') parts.push(outcome.bytes);
-            }
-            await this.yieldIfBusy();
-          }
-          const written = appendParts(cleaned, parts);
+          const filtered = await this.compute.filterChunk(chunk, retention);
+          io.recordsRemoved += filtered.recordsRemoved;
+          const written = appendKept(cleaned, filtered.kept);
           io.bytesWritten += written;
           await this.throttler.maybeThrottle(chunk.bytes.length + written);
         }
@@ -415,9 +407,8 @@ class CleanerStoppedError extends Error {
 }
 
 /** Appends the kept batches of one chunk to the cleaned segment; returns the bytes written. */
-function appendParts(cleaned: LogSegment, parts: readonly Buffer[]): number {
-  if (parts.length === 0) return 0;
-  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+function appendKept(cleaned: LogSegment, bytes: Buffer): number {
+  if (bytes.length === 0) return 0;
   const batches: BatchInfo[] = [];
   let position = 0;
   while (position < bytes.length) {

@@ -9,8 +9,10 @@
  * Two different keys with the same digest would make the cleaner drop the older key's latest
  * record; with 128-bit digests that takes about 2^64 keys, as in Kafka.
  */
+// node:assert rather than @spool/common's: the map lives in the cleaner's thread, whose script
+// would otherwise load gRPC, pino and prom-client for one function (most of its start time).
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { assert } from '@spool/common';
 
 const digestBytes = 16;
 const slotBytes = digestBytes + 8;
@@ -26,7 +28,11 @@ export class OffsetMap {
   private keyCount = 0;
   private latestOffsetValue = -1n;
 
-  constructor(memoryBytes: number, loadFactor = 0.9) {
+  constructor(
+    /** The memory it was given (log.cleaner.dedupe.buffer.size). */
+    readonly memoryBytes: number,
+    loadFactor = 0.9,
+  ) {
     assert(loadFactor > 0 && loadFactor <= 1, 'the load factor is in (0, 1]');
     this.slotCount = Math.floor(memoryBytes / (slotBytes + 1));
     assert(this.slotCount >= 1, `an offset map needs at least ${slotBytes + 1} bytes`);

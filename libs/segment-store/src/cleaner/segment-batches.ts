@@ -3,7 +3,8 @@
  * event loop that serves produce and fetch is never held for more than one chunk's work: each
  * chunk is one positional read (libuv's pool) of up to `chunkBytes`, grown only for a batch larger
  * than that. The segment's file is pinned while it is read (segment-file.ts), so a swap or a
- * retention that drops the segment meanwhile lets the read finish.
+ * retention that drops the segment meanwhile lets the read finish. Chunks are read into shared
+ * memory, which the cleaner's thread reads in place (cleaner-thread.ts).
  */
 import * as fs from 'node:fs';
 import { logOverheadSizeBytes, recordBatchHeaderSizeBytes } from '@spool/record-batch';
@@ -46,7 +47,7 @@ export async function* readSegmentChunks(
   const file = segment.logFile.acquire();
   try {
     let position = fromPosition;
-    let buffer = Buffer.allocUnsafe(chunkBytes);
+    let buffer = sharedBuffer(chunkBytes);
     while (position < endPosition) {
       const length = Math.min(buffer.length, endPosition - position);
       await readFully(file.fd, buffer, length, position, segment.path);
@@ -78,7 +79,7 @@ export async function* readSegmentChunks(
             { filePath: segment.path },
           );
         }
-        buffer = Buffer.allocUnsafe(Math.max(sizeBytes, chunkBytes));
+        buffer = sharedBuffer(Math.max(sizeBytes, chunkBytes));
         continue;
       }
       // The consumer is done with this chunk's bytes when it asks for the next: the buffer is
@@ -89,6 +90,11 @@ export async function* readSegmentChunks(
   } finally {
     file.release();
   }
+}
+
+/** A buffer over a SharedArrayBuffer of its own, so another thread can read it without a copy. */
+function sharedBuffer(sizeBytes: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(sizeBytes));
 }
 
 function readFully(
