@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import * as path from 'node:path';
 
 const repositoryRoot = path.resolve(__dirname, '..', '..');
@@ -75,4 +75,47 @@ export function runKafkaTool(
     );
     child.stdin?.end(options.input ?? '');
   });
+}
+
+/** One of Kafka's tools left running (a console consumer in a group), until `stop`. */
+export interface RunningKafkaTool {
+  /** Everything it printed to standard output so far. */
+  stdout(): string;
+  stderr(): string;
+  /**
+   * SIGTERM, which runs the tool's shutdown hook (a consumer closes and leaves its group), then
+   * SIGKILL if it is still running after `graceMs`; resolves with its exit code or signal.
+   */
+  stop(graceMs?: number): Promise<number | string>;
+}
+
+/** Starts one of Kafka's tools and returns while it runs; `stop` ends it (killed by the suite). */
+export function startKafkaTool(tool: KafkaTool, args: readonly string[]): RunningKafkaTool {
+  const child = spawn('java', ['-cp', kafkaToolsClasspath(), kafkaToolMainClasses[tool], ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  return {
+    stdout: () => stdout,
+    stderr: () =>
+      stderr
+        .split('\n')
+        .filter((line) => !line.startsWith('SLF4J:'))
+        .join('\n'),
+    stop: async (graceMs = 15_000) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
 }
