@@ -6,6 +6,7 @@
  * fresh read of the store.
  */
 import type { Logger } from '@spool/common';
+import { AutoBalancer, type AutoBalancerSettings } from './auto-balancer';
 import { BrokerLifecycle } from './broker-lifecycle';
 import { CleanerStateReports } from './cleaner-state-reports';
 import type { ClusterState } from './cluster-state';
@@ -19,7 +20,7 @@ import { completeReassignments } from './reassignment-commands';
 import { ReplicaSizeReports } from './replica-size-reports';
 import { resolvePendingTopicChanges } from './topic-changes';
 
-export interface ActiveControllerSettings {
+export interface ActiveControllerSettings extends AutoBalancerSettings {
   readonly brokerSessionTimeoutMs: number;
   readonly defaultReplicationFactor: number;
   readonly defaultPartitionCount: number;
@@ -30,6 +31,8 @@ export interface ActiveControllerSettings {
   /** Kafka's auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds. */
   readonly autoLeaderRebalanceEnable: boolean;
   readonly leaderImbalanceCheckIntervalMs: number;
+  /** The auto-balancer (auto-balancer.ts), off by default. */
+  readonly autoBalance: boolean;
 }
 
 export class ActiveController {
@@ -41,6 +44,8 @@ export class ActiveController {
   /** The storage nodes' replica sizes (BrokerHeartbeat), for the balancer and the gauges. */
   readonly replicaSizes = new ReplicaSizeReports();
   readonly context: ControllerContext;
+  /** Undefined unless --auto-balance. */
+  readonly balancer: AutoBalancer | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastPreferredElectionMs = Date.now();
   /** The election inputs (electionInputsKey) of the last scan that elected nothing. */
@@ -63,6 +68,9 @@ export class ActiveController {
     this.context = { state, writer, logger, metrics, settings, liveBrokerIds };
     this.brokers = new BrokerLifecycle(this.context);
     this.coordinators = new CoordinatorLifecycle(this.context);
+    this.balancer = settings.autoBalance
+      ? new AutoBalancer(this.context, this.replicaSizes, settings)
+      : undefined;
   }
 
   start(): void {
@@ -119,6 +127,10 @@ export class ActiveController {
       // AlterPartition, here when that attempt failed or this controller took over midway.
       const completed = await completeReassignments(this.context);
       this.settledReassignmentInputs = completed === 0 ? electionInputs : undefined;
+    }
+    if (this.balancer !== undefined) {
+      await this.balancer.maybeBalance();
+      this.context.metrics.balancerMovesInProgress.set(this.balancer.movesInProgress());
     }
     if (!preferredDue && electionInputs === this.settledElectionInputs) return;
     const elected = await runAutomaticElections(this.context, this.brokers, {

@@ -116,6 +116,46 @@ export const controllerSettings = {
     max: 3_600_000,
     description: 'How often preferred leaders are restored.',
   },
+  autoBalance: {
+    type: 'boolean',
+    default: false,
+    description:
+      'Spread replicas (by bytes) and preferred leaders evenly over brokers and racks after a ' +
+      'broker joins or leaves and every auto.balance.interval.ms, moving a bounded amount at a time.',
+  },
+  autoBalanceIntervalMs: {
+    type: 'integer',
+    default: 300_000,
+    min: 100,
+    max: 86_400_000,
+    description: 'How often the auto-balancer looks at the cluster besides broker changes.',
+  },
+  autoBalanceMovesMax: {
+    type: 'integer',
+    default: 10,
+    min: 1,
+    max: 1_000,
+    description:
+      'At most this many partitions reassigned at once while the auto-balancer moves replicas ' +
+      '(moves started by hand count too).',
+  },
+  autoBalanceBytesMax: {
+    type: 'integer',
+    default: 10 * 1024 ** 3,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    description:
+      'Bytes of partitions the auto-balancer starts moving per round (one move always may start).',
+  },
+  autoBalanceTolerancePercent: {
+    type: 'integer',
+    default: 10,
+    min: 0,
+    max: 1_000,
+    description:
+      'Balanced once the most loaded broker holds at most this many percent more bytes than the ' +
+      'least loaded.',
+  },
   testPauseAfterMetadataChunk: {
     type: 'integer',
     default: 0,
@@ -209,6 +249,11 @@ export function startController(
             maintenanceIntervalMs,
             autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
             leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalMs,
+            autoBalance: config.autoBalance,
+            autoBalanceIntervalMs: config.autoBalanceIntervalMs,
+            autoBalanceMovesMax: config.autoBalanceMovesMax,
+            autoBalanceBytesMax: config.autoBalanceBytesMax,
+            autoBalanceTolerancePercent: config.autoBalanceTolerancePercent,
             testPauseAfterMetadataChunk: config.testPauseAfterMetadataChunk,
           },
           logger.child({ component: 'controller-role' }),
@@ -216,7 +261,7 @@ export function startController(
           (brokerId, brokerEpoch) => publisher.isWatching({ brokerId, brokerEpoch }),
         );
         role.onChange((active, state) => {
-          controllerMetrics.setView(state);
+          controllerMetrics.setView(state, active?.replicaSizes);
           if (active === undefined) publisher.endAll();
         });
         const running = role

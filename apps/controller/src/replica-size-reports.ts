@@ -22,6 +22,20 @@ export class ReplicaSizeReports {
     this.byBroker.set(brokerId, report);
   }
 
+  /** Whether the broker has reported since this controller took over. */
+  reported(brokerId: number): boolean {
+    return this.byBroker.has(brokerId);
+  }
+
+  /** The bytes the broker holds: the sum of its last report. */
+  brokerSizeBytes(brokerId: number): number | undefined {
+    const report = this.byBroker.get(brokerId);
+    if (report === undefined) return undefined;
+    let total = 0;
+    for (const bytes of report.values()) total += bytes;
+    return total;
+  }
+
   forget(brokerId: number): void {
     this.byBroker.delete(brokerId);
   }
