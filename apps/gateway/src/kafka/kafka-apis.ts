@@ -23,6 +23,7 @@ import { fetchApi } from './kafka-fetch';
 import type { KafkaFetchSessions } from './kafka-fetch-sessions';
 import { listOffsetsApi } from './kafka-list-offsets';
 import { metadataApi } from './kafka-metadata';
+import { partitionReassignmentApis } from './kafka-partition-reassignments';
 import { produceApi } from './kafka-produce';
 import { ClassicMemberTable } from './classic-member-table';
 import { classicGroupApis } from './kafka-classic-groups';
@@ -68,6 +69,7 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(offsetFetchApi(view, coordinators));
   for (const api of adminApis(view)) dispatcher.register(api);
   for (const api of adminChangeApis(dependencies.offsets)) dispatcher.register(api);
+  for (const api of partitionReassignmentApis(dependencies.offsets)) dispatcher.register(api);
   for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
   for (const api of consumerGroupApis(view, coordinators)) dispatcher.register(api);
   return dispatcher;
