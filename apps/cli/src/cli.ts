@@ -9,6 +9,7 @@ import {
 import { benchHelp, benchSubcommandHelps, runBenchCommand } from './bench-command';
 import { ExitCode, runReportingErrors, usageErrorCode } from './cli-errors';
 import { globalFlags, wantsVerbose } from './cli-options';
+import { aclHelp, aclSubcommandHelps, runAclCommand } from './acl-command';
 import { brokerHelp, brokerSubcommandHelps, runBrokerCommand } from './broker-command';
 import { clusterHelp, clusterSubcommandHelps, runClusterCommand } from './cluster-command';
 import {
@@ -73,6 +74,7 @@ const commands: Readonly<Record<string, Command>> = {
   cluster: gatewayCommand(clusterHelp, runClusterCommand, clusterSubcommandHelps),
   partitions: gatewayCommand(partitionsHelp, runPartitionsCommand, partitionsSubcommandHelps),
   broker: gatewayCommand(brokerHelp, runBrokerCommand, brokerSubcommandHelps),
+  acl: gatewayCommand(aclHelp, runAclCommand, aclSubcommandHelps),
   dev: {
     summary: 'Start a whole local cluster as separate processes (Ctrl-C stops it).',
     // A bad flag is a usage error (exit 2) whichever parser found it.

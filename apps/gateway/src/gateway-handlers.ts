@@ -4,8 +4,12 @@
  * RPC name.
  */
 import type { ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
-import type { Logger } from '@spool/common';
+import type { RequestAuthorizer } from '@spool/authorizer';
+import { clientHostOf, principalOf, type Logger } from '@spool/common';
 import {
+  type CreateAclsRequest,
+  type DeleteAclsRequest,
+  type DescribeAclsRequest,
   type ConsumeRequest,
   type ConsumeResponse,
   type DeleteRecordsRequest,
@@ -16,6 +20,7 @@ import {
   type ProduceStreamResponse,
   type StorageServiceClient,
 } from '@spool/protocol';
+import type { aclHandlers } from './acl-handlers';
 import { adminHandlers } from './admin-handlers';
 import type { ConsumeStreams } from './consume-streams';
 import type { CoordinatorRouter } from './coordinator-router';
@@ -28,6 +33,7 @@ import type { ProduceAdmission } from './produce-admission';
 import { handleProduce } from './produce-handler';
 import type { ProduceStreams } from './produce-streams';
 import type { AppendPipeline } from './append-pipeline';
+import { authorizedHandlers } from './grpc-authorization';
 
 export interface GatewayHandlerDependencies {
   readonly link: MetadataLink;
@@ -41,6 +47,9 @@ export interface GatewayHandlerDependencies {
   readonly produceStreams: ProduceStreams;
   readonly fetchMaxBytes: number;
   readonly logger: Logger;
+  /** Checks every call when enabled (grpc-authorization.ts). */
+  readonly authorizer: RequestAuthorizer;
+  readonly acls: ReturnType<typeof aclHandlers>;
 }
 
 type Handler = (...args: never[]) => Promise<unknown>;
@@ -67,6 +76,18 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
       handleDeleteRecords(request, { link, storageClient }),
     ...adminHandlers(link),
     ...groupHandlers(dependencies.coordinators),
+    createAcls: (request: CreateAclsRequest, call: ServerUnaryCall<CreateAclsRequest, unknown>) =>
+      dependencies.acls.createAcls(request, callerOf(call)),
+    describeAcls: (
+      request: DescribeAclsRequest,
+      call: ServerUnaryCall<DescribeAclsRequest, unknown>,
+    ) => dependencies.acls.describeAcls(request, callerOf(call)),
+    deleteAcls: (request: DeleteAclsRequest, call: ServerUnaryCall<DeleteAclsRequest, unknown>) =>
+      dependencies.acls.deleteAcls(request, callerOf(call)),
   };
-  return handlers;
+  return authorizedHandlers(handlers, dependencies.authorizer);
+}
+
+function callerOf(call: { getPeer(): string }): { principal: string; clientHost: string } {
+  return { principal: principalOf(call), clientHost: clientHostOf(call) };
 }

@@ -1,3 +1,4 @@
+import { RequestAuthorizer, authorizerSettings } from '@spool/authorizer';
 import {
   ConfigError,
   SpoolError,
@@ -13,12 +14,14 @@ import {
   StorageServiceClient,
   protoDescriptorSetPath,
 } from '@spool/protocol';
+import { aclHandlers } from './acl-handlers';
 import { AppendPipeline } from './append-pipeline';
 import { BrokerResources } from './broker-resources';
 import { ConsumeStreams } from './consume-streams';
 import { CoordinatorRouter } from './coordinator-router';
 import { gatewayHandlers } from './gateway-handlers';
 import { groupHandlers } from './group-handlers';
+import { authorizedHandlers } from './grpc-authorization';
 import { createKafkaApis } from './kafka/kafka-apis';
 import { createKafkaFetchSessions } from './kafka/kafka-fetch-sessions';
 import { KafkaClusterView } from './kafka/kafka-cluster-view';
@@ -39,6 +42,7 @@ import { RecordSubscriptions } from './record-subscriptions';
  * cluster metadata, followed from the active controller.
  */
 export const gatewaySettings = {
+  ...authorizerSettings,
   controllerAddresses: {
     type: 'list',
     default: ['127.0.0.1:9093'],
@@ -232,6 +236,18 @@ export function startGateway(
           client.close();
         },
       );
+      // ACLs (authorizer acl): decided here from the copy the metadata stream keeps current.
+      const authorizer = new RequestAuthorizer({
+        enabled: config.authorizer === 'acl',
+        superUsers: config.superUsers,
+        allowEveryoneIfNoAclFound: config.allowEveryoneIfNoAclFound,
+        logger: logger.child({ component: 'authorizer' }),
+        metrics,
+      });
+      link.metadata.onChange((change) => {
+        if (change.aclsChanged) authorizer.replaceAcls(link.metadata.acls);
+      });
+      const acls = aclHandlers(link, authorizer);
       const fetcher = new LeaderFetcher(link.metadata, security);
       const coordinators = new CoordinatorRouter(link, security);
       const admission = new ProduceAdmission(config.produceInFlightBytesMax);
@@ -276,6 +292,8 @@ export function startGateway(
           produceStreams,
           fetchMaxBytes: config.fetchMaxBytes,
           logger,
+          authorizer,
+          acls,
         }),
       );
 
@@ -308,6 +326,7 @@ export function startGateway(
           coordinators: groupHandlers(coordinators),
           requestMetrics: context.requestMetrics,
           logger: logger.child({ component: 'kafka' }),
+          acls: { authorizer, handlers: acls },
         }),
       });
       kafkaBoundPort = kafka.port;
@@ -337,11 +356,16 @@ export function startGateway(
       });
       grpc.addService(
         RecordServiceService,
-        recordHandlers({
-          publisher: recordPublisher,
-          subscriptions: recordSubscriptions,
-          publishStreamInFlightMax: config.publishStreamInFlightMax,
-        }),
+        // The record-level API acts through the gateway's own SDK, as the gateway: under an
+        // authorizer only principals that may ALTER the cluster use it (grpc-authorization.ts).
+        authorizedHandlers(
+          recordHandlers({
+            publisher: recordPublisher,
+            subscriptions: recordSubscriptions,
+            publishStreamInFlightMax: config.publishStreamInFlightMax,
+          }),
+          authorizer,
+        ),
       );
       context.afterListen(async ({ grpcPort }) => {
         const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;

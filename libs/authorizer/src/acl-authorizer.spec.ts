@@ -63,9 +63,9 @@ describe('AclAuthorizer, rule by rule', () => {
     expect(authorizer([], { allowEveryoneIfNoAclFound: true }).authorize(request({}))).toBe(true);
     // An ACL for someone else on the resource means the resource has ACLs: refused.
     const others = [acl({ principal: bob })];
-    expect(
-      authorizer(others, { allowEveryoneIfNoAclFound: true }).authorize(request({})),
-    ).toBe(false);
+    expect(authorizer(others, { allowEveryoneIfNoAclFound: true }).authorize(request({}))).toBe(
+      false,
+    );
   });
 
   it('allows a super user everything', () => {
@@ -102,9 +102,7 @@ describe('AclAuthorizer, rule by rule', () => {
     }
     for (const operation of [AclOperation.Create, AclOperation.AlterConfigs]) {
       const acls = [acl({ operation })];
-      expect(authorizer(acls).authorize(request({ operation: AclOperation.Describe }))).toBe(
-        false,
-      );
+      expect(authorizer(acls).authorize(request({ operation: AclOperation.Describe }))).toBe(false);
     }
     const alterConfigs = [acl({ operation: AclOperation.AlterConfigs })];
     expect(
@@ -297,19 +295,15 @@ describe('AclAuthorizer against the naive model', () => {
 
   it('keeps authorizeByResourceType true whenever some resource of the type is allowed', () => {
     fc.assert(
-      fc.property(
-        fc.array(aclArbitrary, { maxLength: 10 }),
-        requestArbitrary,
-        (acls, question) => {
-          const indexed = authorizer(acls);
-          // A resource the exact operation is allowed on makes the type allowed (implied
-          // operations are authorize's alone, as in Kafka).
-          const implied: number[] = [AclOperation.Describe, AclOperation.DescribeConfigs];
-          if (!implied.includes(question.operation) && indexed.authorize(question)) {
-            expect(indexed.authorizeByResourceType(question)).toBe(true);
-          }
-        },
-      ),
+      fc.property(fc.array(aclArbitrary, { maxLength: 10 }), requestArbitrary, (acls, question) => {
+        const indexed = authorizer(acls);
+        // A resource the exact operation is allowed on makes the type allowed (implied
+        // operations are authorize's alone, as in Kafka).
+        const implied: number[] = [AclOperation.Describe, AclOperation.DescribeConfigs];
+        if (!implied.includes(question.operation) && indexed.authorize(question)) {
+          expect(indexed.authorizeByResourceType(question)).toBe(true);
+        }
+      }),
       { numRuns: 1_000 },
     );
   });

@@ -85,7 +85,8 @@ export class AclAuthorizer {
         typeAcls = { literal: new Map(), prefixed: new Map() };
         byResourceType.set(acl.resourceType, typeAcls);
       }
-      const byName = acl.patternType === PatternType.Prefixed ? typeAcls.prefixed : typeAcls.literal;
+      const byName =
+        acl.patternType === PatternType.Prefixed ? typeAcls.prefixed : typeAcls.literal;
       const named = byName.get(acl.resourceName);
       if (named === undefined) byName.set(acl.resourceName, [acl]);
       else named.push(acl);

@@ -244,8 +244,7 @@ function resourcePatternFilterMatches(filter: AclBindingFilter, binding: AclBind
   // MATCH: the patterns that apply to a resource of this literal name.
   if (binding.patternType === PatternType.Literal) {
     return (
-      filter.resourceName === binding.resourceName ||
-      binding.resourceName === wildcardResourceName
+      filter.resourceName === binding.resourceName || binding.resourceName === wildcardResourceName
     );
   }
   return filter.resourceName.startsWith(binding.resourceName);

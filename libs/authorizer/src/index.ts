@@ -39,4 +39,8 @@ export {
   type Caller,
   type RequestAuthorizerOptions,
 } from './request-authorizer';
-export { authorizerKinds, authorizerSettings, type AuthorizerSettings } from './authorizer-settings';
+export {
+  authorizerKinds,
+  authorizerSettings,
+  type AuthorizerSettings,
+} from './authorizer-settings';

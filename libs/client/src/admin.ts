@@ -6,6 +6,13 @@ import {
   type TopicMetadata,
   type TopicResult,
 } from '@spool/protocol';
+import {
+  createAcls,
+  deleteAcls,
+  describeAcls,
+  type AclBinding,
+  type AclBindingFilter,
+} from './acl-admin';
 import { ClientLifecycle, ClientState } from './client-lifecycle';
 import { describeTopicDescriptions, describeTopicMetadata, listTopicNames } from './cluster-topics';
 import {
@@ -364,6 +371,24 @@ export class Admin {
     if (response.error !== undefined && response.error.code !== '') {
       throw fromProtoError(response.error, `decommission broker ${brokerId}`);
     }
+  }
+
+  /** Creates ACLs (Kafka's createAcls); throws naming each refused one. Needs ALTER on the cluster. */
+  async createAcls(acls: readonly AclBinding[]): Promise<void> {
+    this.lifecycle.ensureOpen('create ACLs');
+    await createAcls(this.connection, acls, this.callOptions());
+  }
+
+  /** The ACLs a filter matches (Kafka's describeAcls). Needs DESCRIBE on the cluster. */
+  async describeAcls(filter: AclBindingFilter): Promise<AclBinding[]> {
+    this.lifecycle.ensureOpen('describe ACLs');
+    return describeAcls(this.connection, filter, this.callOptions());
+  }
+
+  /** Deletes the ACLs the filters match and returns them (Kafka's deleteAcls). */
+  async deleteAcls(filters: readonly AclBindingFilter[]): Promise<AclBinding[]> {
+    this.lifecycle.ensureOpen('delete ACLs');
+    return deleteAcls(this.connection, filters, this.callOptions());
   }
 
   /** The reassignments in progress, of the given topics or of all (Kafka's list...). */

@@ -41,6 +41,7 @@ export {
   type TopicMetadataListing,
   type TopicToCreate,
 } from './admin';
+export type { AclBinding, AclBindingFilter } from './acl-admin';
 export type {
   OngoingPartitionReassignment,
   PartitionReassignmentInput,

@@ -12,6 +12,8 @@
  *    Points 1 and 2 happen synchronously, before any later request of the connection starts.
  * 3. The handler's answer is encoded at the request's version; each request counts in the
  *    common request metrics as `Kafka<Name>` with its errors by code.
+ * 4. With an authorizer, the request passes the API's gate first (kafka-authorization.ts): the
+ *    handler serves only what the caller may do, and the refused part is answered beside it.
  */
 import { isCodedError, type RequestMetrics } from '@spool/common';
 import { errorCodeOfKafkaCode } from '@spool/errors';
@@ -30,6 +32,7 @@ import type {
   KafkaRequestHandler,
   KafkaResponseFrame,
 } from './kafka-connection';
+import type { KafkaAuthorization } from './kafka-authorization';
 import { KafkaErrorNumber } from './kafka-errors';
 import { KafkaRequestRefused, type KafkaRequestFrame } from './kafka-request-frame';
 
@@ -70,7 +73,10 @@ type AnyKafkaApi = KafkaApi<unknown, unknown>;
 export class KafkaApiDispatcher implements KafkaRequestHandler {
   private readonly apis = new Map<number, AnyKafkaApi & { readonly name: string }>();
 
-  constructor(private readonly requestMetrics: RequestMetrics) {}
+  constructor(
+    private readonly requestMetrics: RequestMetrics,
+    private readonly authorization?: KafkaAuthorization,
+  ) {}
 
   /** Adds an API, served at the versions both it and the schema know. */
   register<Request, Response>(api: KafkaApi<Request, Response>): void {
@@ -152,7 +158,15 @@ export class KafkaApiDispatcher implements KafkaRequestHandler {
     const done = this.requestMetrics.begin(`Kafka${api.name}`, { timed: true });
     let response: unknown;
     try {
-      response = await api.serve(request, frame.apiVersion, context);
+      // Point 4.
+      const gated = this.authorization?.gate(api.apiKey, request, frame.apiVersion, context) ?? {
+        request,
+        complete: (answer: unknown) => answer,
+      };
+      response =
+        'refused' in gated
+          ? gated.refused
+          : gated.complete(await api.serve(gated.request, frame.apiVersion, context));
     } catch (error) {
       done({ error });
       if (isCodedError(error) && !(error instanceof KafkaRequestRefused)) {

@@ -13,6 +13,8 @@ import type { FetchDependencies } from '../fetch-handler';
 import type { OffsetDependencies } from '../offset-handlers';
 import type { ProduceDependencies } from '../produce-handler';
 import { KafkaApiDispatcher } from './kafka-api-dispatcher';
+import { type KafkaAclDependencies, aclApis } from './kafka-acl-apis';
+import { KafkaAuthorization } from './kafka-authorization';
 import { adminApis } from './kafka-admin';
 import { adminChangeApis } from './kafka-admin-changes';
 import { type GroupAdminCoordinators, groupAdminApis } from './kafka-group-admin';
@@ -45,11 +47,15 @@ export interface KafkaApiDependencies {
     };
   readonly requestMetrics: RequestMetrics;
   readonly logger: Logger;
+  /** The authorizer and the ACL calls; without them no request is checked. */
+  readonly acls?: KafkaAclDependencies;
 }
 
 export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDispatcher {
   const { view } = dependencies;
-  const dispatcher = new KafkaApiDispatcher(dependencies.requestMetrics);
+  const { acls } = dependencies;
+  const authorization = acls && new KafkaAuthorization(acls.authorizer, view);
+  const dispatcher = new KafkaApiDispatcher(dependencies.requestMetrics, authorization);
   dispatcher.register(apiVersionsApi(dispatcher));
   dispatcher.register(metadataApi(view));
   dispatcher.register(produceApi(view, dependencies.produce, dependencies.logger));
@@ -72,5 +78,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   for (const api of partitionReassignmentApis(dependencies.offsets)) dispatcher.register(api);
   for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
   for (const api of consumerGroupApis(view, coordinators)) dispatcher.register(api);
+  for (const api of aclApis(acls)) dispatcher.register(api);
   return dispatcher;
 }

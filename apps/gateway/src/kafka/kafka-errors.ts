@@ -15,8 +15,12 @@ export const KafkaErrorNumber = {
   CoordinatorLoadInProgress: 14,
   CoordinatorNotAvailable: 15,
   InvalidRequiredAcks: 21,
+  TopicAuthorizationFailed: 29,
+  GroupAuthorizationFailed: 30,
+  ClusterAuthorizationFailed: 31,
   UnsupportedVersion: 35,
   InvalidRequest: 42,
+  TransactionalIdAuthorizationFailed: 53,
   FetchSessionIdNotFound: 70,
   UnknownTopicId: 100,
 } as const;
