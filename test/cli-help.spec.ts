@@ -99,6 +99,10 @@ const expectedPaths = [
   'partitions reassign',
   'broker',
   'broker decommission',
+  'acl',
+  'acl create',
+  'acl list',
+  'acl delete',
   'dev',
   'controller',
   'storage-node',
@@ -126,6 +130,10 @@ const handListedFlags: Readonly<Record<string, readonly string[]>> = {
   'bench partitions': ['create', 'partitions', 'nodes', 'idle-seconds', 'timeout-seconds', 'json'],
   'group reset-offsets': ['topic', 'to-earliest', 'to-latest', 'to-datetime', 'to-offset'],
   'partitions reassign': ['generate', 'execute', 'verify', 'cancel', 'topics', 'brokers', 'plan'],
+  'acl create': [
+    ...['allow-principal', 'deny-principal', 'allow-host', 'deny-host', 'operation', 'topic'],
+    ...['group', 'cluster', 'transactional-id', 'resource-pattern-type'],
+  ],
 };
 
 const listings = listCommands();

@@ -5,7 +5,8 @@
  *   OffsetCommit READ on the group (refused: every partition GROUP_AUTHORIZATION_FAILED) and READ
  *   on each topic; OffsetFetch DESCRIBE on each group, and DESCRIBE on the topics (left out of an
  *   "every topic" answer, refused by name otherwise); FindCoordinator DESCRIBE on each group or
- *   transactional id; DescribeGroups DESCRIBE and DeleteGroups DELETE on each group; ListGroups
+ *   transactional id; DescribeGroups and ConsumerGroupDescribe DESCRIBE and DeleteGroups DELETE
+ *   on each group; ListGroups
  *   every group with DESCRIBE on the cluster, else the groups the caller may DESCRIBE.
  * The read-only APIs are filtered after the handler answered; the others never reach it with a
  * refused group or topic.
@@ -13,6 +14,8 @@
 import { AclOperation, ResourceType, type RequestAuthorizer, type Caller } from '@spool/authorizer';
 import {
   ApiKey,
+  type ConsumerGroupDescribeRequest,
+  type ConsumerGroupDescribeResponse,
   type DeleteGroupsRequest,
   type DeleteGroupsResponse,
   type DescribeGroupsRequest,
@@ -168,6 +171,21 @@ const describeGroupsGate: CustomGate<DescribeGroupsRequest, DescribeGroupsRespon
   }),
 });
 
+const consumerGroupDescribeGate: CustomGate<
+  ConsumerGroupDescribeRequest,
+  ConsumerGroupDescribeResponse
+> = (request, _version, context, authorizer) => ({
+  request,
+  complete: (response) => ({
+    ...response,
+    groups: response.groups.map((group) =>
+      allowsGroup(authorizer, context, AclOperation.Describe, group.groupId)
+        ? group
+        : { ...group, errorCode: groupDenied, groupState: '', assignorName: '', members: [] },
+    ),
+  }),
+});
+
 const listGroupsGate: CustomGate<ListGroupsRequest, ListGroupsResponse> = (
   request,
   _version,
@@ -221,6 +239,7 @@ export function groupGates(): Array<[number, CustomGate<unknown, unknown>]> {
     [ApiKey.OffsetFetch, erasedGate(offsetFetchGate)],
     [ApiKey.FindCoordinator, erasedGate(findCoordinatorGate)],
     [ApiKey.DescribeGroups, erasedGate(describeGroupsGate)],
+    [ApiKey.ConsumerGroupDescribe, erasedGate(consumerGroupDescribeGate)],
     [ApiKey.ListGroups, erasedGate(listGroupsGate)],
     [ApiKey.DeleteGroups, erasedGate(deleteGroupsGate)],
   ];
