@@ -3,13 +3,17 @@
 // filled in from what the gateway remembers, topics go by the ids Metadata gives, two members
 // split a topic through a revocation, a gateway that remembers nothing asks for a full heartbeat
 // (COORDINATOR_LOAD_IN_PROGRESS), bad requests are INVALID_REQUEST naming the field, fencing and
-// leaving are Kafka's codes, and ConsumerGroupDescribe shows members as Kafka 4 does.
+// leaving are Kafka's codes, ConsumerGroupDescribe shows members as Kafka 4 does, and OffsetCommit
+// answers a KIP-848 member's stale epoch STALE_MEMBER_EPOCH from v9 (ILLEGAL_GENERATION before).
 import { FakeCoordinator } from '@spool/client/testing';
 import {
   type ConsumerGroupDescribeResponse,
   type ConsumerGroupHeartbeatRequest,
   type ConsumerGroupHeartbeatResponse,
+  type OffsetCommitRequest,
+  type OffsetCommitResponse,
   defaultConsumerGroupHeartbeatRequest,
+  defaultOffsetCommitRequest,
 } from '@spool/kafka-protocol';
 import type { TopicMetadata } from '@spool/protocol';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -18,6 +22,8 @@ import type { KafkaApi, KafkaApiContext } from './kafka-api-dispatcher';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { consumerGroupApis } from './kafka-consumer-groups';
 import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
+import { ClassicMemberTable } from './classic-member-table';
+import { offsetCommitApi } from './kafka-offsets';
 
 const topicId = '6f1c2a4e-9b3d-4c5e-8f70-112233445566';
 const topicIdBytes = Buffer.from(topicId.replace(/-/g, ''), 'hex');
@@ -265,5 +271,50 @@ describe('ConsumerGroupDescribe', () => {
     ]);
     expect(member.targetAssignment).toEqual(member.assignment);
     expect(unknown!.errorCode).toBe(kafkaErrorNumberOf('GROUP_ID_NOT_FOUND'));
+  });
+});
+
+describe('OffsetCommit of a KIP-848 member', () => {
+  it('commits at its epoch, and answers a stale one STALE_MEMBER_EPOCH from v9', async () => {
+    const joined = await gateway().heartbeat(join('member-a'));
+    const commit = offsetCommitApi(view, new ClassicMemberTable(), {
+      offsetCommit: async (request) => coordinator.offsetCommit(request),
+      offsetFetch: async () => ({ error: undefined, offsets: [] }),
+    }) as KafkaApi<OffsetCommitRequest, OffsetCommitResponse>;
+    const errorOf = async (memberEpoch: number, version: number) => {
+      const response = await commit.serve(
+        {
+          ...defaultOffsetCommitRequest(),
+          groupId,
+          memberId: 'member-a',
+          generationIdOrMemberEpoch: memberEpoch,
+          topics: [
+            {
+              name: 'orders',
+              topicId: topicIdBytes,
+              partitions: [
+                {
+                  partitionIndex: 0,
+                  committedOffset: 7n,
+                  committedLeaderEpoch: -1,
+                  committedMetadata: null,
+                },
+              ],
+            },
+          ],
+        },
+        version,
+        context,
+      );
+      return response!.topics[0]!.partitions[0]!.errorCode;
+    };
+    expect(await errorOf(joined.memberEpoch, 9)).toBe(0);
+    expect(coordinator.committedOffset(groupId, 'orders', 0)).toBe(7n);
+    expect(await errorOf(joined.memberEpoch + 5, 9)).toBe(kafkaErrorNumberOf('STALE_MEMBER_EPOCH'));
+    expect(await errorOf(joined.memberEpoch + 5, 10)).toBe(
+      kafkaErrorNumberOf('STALE_MEMBER_EPOCH'),
+    );
+    // Before v9 a client only knows generations: the classic protocol's ILLEGAL_GENERATION.
+    expect(await errorOf(joined.memberEpoch + 5, 8)).toBe(22);
   });
 });
