@@ -363,6 +363,7 @@ describe('helm/spool', () => {
       /coordinator\/replicas|integer/,
     ],
     ['a bad anti-affinity', { gateway: { antiAffinity: 'sometimes' } }, /antiAffinity/],
+    ['a string for autoBalance', { controller: { autoBalance: 'yes' } }, /autoBalance/],
     ['a typo in a toleration', { storageNode: { tolerations: [{ keyy: 'zone' }] } }, /keyy/],
     [
       'an etcd endpoint without a port',
@@ -374,6 +375,15 @@ describe('helm/spool', () => {
     expect(result.status).not.toBe(0);
     expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('turns the auto-balancer on only when controller.autoBalance is set', () => {
+    const autoBalanceOf = (values: Record<string, unknown>): string | undefined =>
+      podSpecOf(
+        find(renderChart(values), 'Deployment', 'rel-spool-controller'),
+      )!.containers[0]!.env!.find((variable) => variable.name === 'SPOOL_AUTO_BALANCE')?.value;
+    expect(autoBalanceOf({})).toBe('false');
+    expect(autoBalanceOf({ controller: { autoBalance: true } })).toBe('true');
   });
 
   it('rejects a default replication factor larger than the storage nodes', () => {
