@@ -4,12 +4,18 @@
 // group, which commits and resumes, fetching in a fetch session (KIP-227: the gateway's
 // metrics count incremental fetches, which name only what changed); kafka-topics creates, lists and describes a topic;
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
-// ConsumerPerformance move a few thousand records.
+// ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition to
+// the other storage node (AlterPartitionReassignments), --verify sees it complete and --list
+// (ListPartitionReassignments) finds nothing left, and --cancel with nothing moving finds nothing
+// active.
 //
-// One cluster (one storage node: the tools' behaviour does not depend on replication, and JVM
-// start-up dominates this file's time), every tool run bounded by a timeout.
+// One cluster (two storage nodes, so a partition can move; JVM start-up dominates this file's
+// time), every tool run bounded by a timeout.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { Spool, type Admin } from '@spool/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runKafkaTool, type KafkaToolRun } from '../support/kafka-tools';
 import { scrape, sumOf } from '../support/prometheus-scrape';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
@@ -85,7 +91,7 @@ async function consumeConsole(
 }
 
 beforeAll(async () => {
-  dev = await startSpoolDev(['--nodes', '1']);
+  dev = await startSpoolDev(['--nodes', '2']);
   const gateway = dev.processes.find((entry) => entry.role === 'gateway')!;
   const kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
   expect(kafkaPort).toBeGreaterThan(0);
@@ -271,4 +277,66 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     const figures = consume.stdout.trim().split('\n').at(-1)!.split(', ');
     expect(Number(figures[4]), describeRun(consume)).toBe(records);
   });
+
+  it('kafka-reassign-partitions moves a partition, verifies it and lists nothing left', async () => {
+    await admin.createTopics({
+      topics: [{ topic: 'moving', numPartitions: 1, replicationFactor: 1 }],
+    });
+    const [described] = await admin.describeTopics({ topics: ['moving'] });
+    const from = described!.partitions[0]!.replicas[0]!;
+    const to = from === 0 ? 1 : 0;
+    const folder = mkdtempSync(path.join(tmpdir(), 'spool-reassign-tool-'));
+    const plan = path.join(folder, 'plan.json');
+    writeFileSync(
+      plan,
+      JSON.stringify({
+        version: 1,
+        partitions: [{ topic: 'moving', partition: 0, replicas: [to], log_dirs: ['any'] }],
+      }),
+    );
+    try {
+      const executed = await tool('reassignPartitions', [
+        '--execute',
+        '--reassignment-json-file',
+        plan,
+      ]);
+      expect(executed.exitCode, describeRun(executed)).toBe(0);
+      expect(executed.stdout, describeRun(executed)).toContain(
+        'Successfully started partition reassignment',
+      );
+      await vi.waitFor(
+        async () => {
+          const verified = await tool('reassignPartitions', [
+            '--verify',
+            '--preserve-throttles',
+            '--reassignment-json-file',
+            plan,
+          ]);
+          expect(verified.stdout, describeRun(verified)).toContain(
+            'Reassignment of partition moving-0 is completed',
+          );
+        },
+        { timeout: 90_000, interval: 500 },
+      );
+      const [after] = await admin.describeTopics({ topics: ['moving'] });
+      expect(after!.partitions[0]!.replicas).toEqual([to]);
+      const listed = await tool('reassignPartitions', ['--list']);
+      expect(listed.exitCode, describeRun(listed)).toBe(0);
+      expect(listed.stdout, describeRun(listed)).toContain('No partition reassignments found');
+      // Nothing is moving: the cancel is answered NO_REASSIGNMENT_IN_PROGRESS, which the tool
+      // reports as nothing active (throttles preserved: broker configs are not served here).
+      const cancelled = await tool('reassignPartitions', [
+        '--cancel',
+        '--preserve-throttles',
+        '--reassignment-json-file',
+        plan,
+      ]);
+      expect(cancelled.exitCode, describeRun(cancelled)).toBe(0);
+      expect(cancelled.stdout, describeRun(cancelled)).toContain(
+        'None of the specified partition reassignments are active',
+      );
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 150_000);
 });

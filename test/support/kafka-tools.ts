@@ -16,6 +16,8 @@ export const kafkaToolMainClasses = {
   topics: 'org.apache.kafka.tools.TopicCommand',
   /** kafka-consumer-groups.sh (--describe, --reset-offsets) */
   consumerGroups: 'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand',
+  /** kafka-reassign-partitions.sh */
+  reassignPartitions: 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand',
   /** kafka-producer-perf-test.sh */
   producerPerformance: 'org.apache.kafka.tools.ProducerPerformance',
   /** kafka-consumer-perf-test.sh */
