@@ -5,7 +5,8 @@
 // for the client's host overrides the ALLOW; a PREFIXED ALLOW covers the topics it starts;
 // Metadata and ListTopics leave out the topics the caller may not describe; `spool acl` is
 // refused CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster, then creates, lists and
-// deletes; KafkaJS's createAcls and describeAcls go through Kafka's CreateAcls and DescribeAcls;
+// deletes; KafkaJS's createAcls and describeAcls go through Kafka's CreateAcls and DescribeAcls,
+// and Apache Kafka's kafka-acls adds and lists an ACL;
 // denials are counted by principal and resource type.
 import { Spool, type Admin as SpoolAdmin } from '@spool/client';
 import {
@@ -19,6 +20,7 @@ import {
 } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli-process';
+import { runKafkaTool } from './support/kafka-tools';
 import { startGatewayProcess } from './support/gateway-client';
 import type { ServiceProcess } from './support/service-process';
 import { StorageTestCluster } from './support/storage-cluster';
@@ -40,6 +42,7 @@ let kafkaAdmin: Admin;
 let spool: Spool;
 let spoolAdmin: SpoolAdmin;
 let gatewayAddress: string;
+let bootstrap: string;
 
 /** Creates ACLs through the controller, which stores them without asking anyone. */
 async function grant(
@@ -99,9 +102,10 @@ beforeAll(async () => {
   const listening = gateway.logLines.find((line) => line.includes('Kafka listener listening'));
   const kafkaPort = (JSON.parse(listening!) as { kafkaPort: number }).kafkaPort;
   gatewayAddress = `127.0.0.1:${gateway.grpcPort}`;
+  bootstrap = `127.0.0.1:${kafkaPort}`;
   kafka = new Kafka({
     clientId: 'acl-spec',
-    brokers: [`127.0.0.1:${kafkaPort}`],
+    brokers: [bootstrap],
     logLevel: logLevel.NOTHING,
     retry: { retries: 0 },
   });
@@ -260,6 +264,20 @@ describe('ACLs', () => {
     expect(after.stdout).toBe('no ACLs\n');
     expect(await kafkaProduce('payments')).toBe('TOPIC_AUTHORIZATION_FAILED');
   });
+
+  it('adds and lists an ACL with Apache Kafka’s kafka-acls', async () => {
+    // Runs after the cluster ALTER above (kafka-acls needs ALTER, and DESCRIBE which it implies).
+    const kafkaAcls = (args: string[]) =>
+      runKafkaTool('acls', ['--bootstrap-server', bootstrap, ...args], { timeoutMs: 60_000 });
+    const added = await kafkaAcls([
+      ...['--add', '--allow-principal', 'User:bob', '--operation', 'Read', '--group', 'billing'],
+    ]);
+    expect(added.exitCode, added.stderr).toBe(0);
+    const listed = await kafkaAcls(['--list', '--group', 'billing']);
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('name=billing, patternType=LITERAL');
+    expect(listed.stdout).toContain('principal=User:bob, host=*, operation=READ');
+  }, 120_000);
 
   it('counts denials by principal and resource type', async () => {
     const metrics = await (await fetch(`http://127.0.0.1:${gateway!.metricsPort}/metrics`)).text();

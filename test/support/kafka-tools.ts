@@ -18,6 +18,8 @@ export const kafkaToolMainClasses = {
   consumerGroups: 'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand',
   /** kafka-reassign-partitions.sh */
   reassignPartitions: 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand',
+  /** kafka-acls.sh */
+  acls: 'org.apache.kafka.tools.AclCommand',
   /** kafka-producer-perf-test.sh */
   producerPerformance: 'org.apache.kafka.tools.ProducerPerformance',
   /** kafka-consumer-perf-test.sh */
