@@ -36,6 +36,7 @@ import {
   type PartitionRecord,
   type TopicRecord,
 } from './metadata-records';
+import { decodeUserRecord, type UserState } from './user-credentials';
 
 export interface BrokerState {
   readonly record: BrokerRecord;
@@ -91,6 +92,8 @@ export interface MetadataDelta {
   readonly changedShards: ReadonlySet<number>;
   /** Whether the ACL list was written or deleted in this revision. */
   aclsChanged: boolean;
+  readonly changedUsers: ReadonlySet<string>;
+  readonly deletedUsers: ReadonlySet<string>;
 }
 
 export class ClusterState {
@@ -99,6 +102,8 @@ export class ClusterState {
   readonly coordinators = new Map<string, CoordinatorState>();
   /** __consumer_offsets partition → its owner and shard epoch. */
   readonly coordinatorShards = new Map<number, CoordinatorShardState>();
+  /** Users' SCRAM credentials, by user name. */
+  readonly users = new Map<string, UserState>();
   clusterId = '';
   /** The cluster record as last written (its cluster-wide broker configs) and that write. */
   cluster: { record: ClusterRecord; modRevision: bigint } | undefined;
@@ -139,6 +144,7 @@ export class ClusterState {
     this.topics.clear();
     this.coordinators.clear();
     this.coordinatorShards.clear();
+    this.users.clear();
     this.hiddenTopics.clear();
     this.hiddenPartitions.clear();
     this.producerIds = undefined;
@@ -161,6 +167,8 @@ export class ClusterState {
       deletedCoordinators: new Set(),
       changedShards: new Set(),
       aclsChanged: false,
+      changedUsers: new Set(),
+      deletedUsers: new Set(),
     };
     for (const event of events) {
       if (event.kind === 'put') this.applyPut(event.keyValue, delta);
@@ -226,6 +234,16 @@ export class ClusterState {
         (delta?.changedShards as Set<number> | undefined)?.add(shard);
         return;
       }
+      const user = this.keys.parseUser(entry.key);
+      if (user !== undefined) {
+        this.users.set(user, {
+          record: decodeUserRecord(entry.value),
+          modRevision: entry.modRevision,
+        });
+        (delta?.changedUsers as Set<string> | undefined)?.add(user);
+        (delta?.deletedUsers as Set<string> | undefined)?.delete(user);
+        return;
+      }
       if (entry.key === this.keys.cluster()) {
         const record = decodeClusterRecord(entry.value);
         this.clusterId = record.clusterId;
@@ -268,6 +286,13 @@ export class ClusterState {
         this.topics.delete(topicName);
         (delta.deletedTopics as Set<string>).add(topicName);
       }
+      return;
+    }
+    const user = this.keys.parseUser(key);
+    if (user !== undefined) {
+      this.users.delete(user);
+      (delta.changedUsers as Set<string>).delete(user);
+      (delta.deletedUsers as Set<string>).add(user);
       return;
     }
     const coordinatorId = this.keys.parseCoordinator(key);

@@ -39,6 +39,10 @@ import {
   alterPartitionReassignmentsHandler,
   listPartitionReassignmentsHandler,
 } from './controller-rpc/reassignment-handlers';
+import {
+  alterUserScramCredentialsHandler,
+  describeUserScramCredentialsHandler,
+} from './controller-rpc/user-handlers';
 import { watchMetadataHandler } from './controller-rpc/watch-metadata-handler';
 import type { ControllerAccess } from './controller-rpc/controller-access';
 
@@ -71,5 +75,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     deleteAcls: deleteAclsHandler(role),
     describeBrokerConfigs: describeBrokerConfigsHandler(role),
     alterBrokerConfigs: alterBrokerConfigsHandler(role),
+    alterUserScramCredentials: alterUserScramCredentialsHandler(role),
+    describeUserScramCredentials: describeUserScramCredentialsHandler(role),
   };
 }

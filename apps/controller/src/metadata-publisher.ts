@@ -45,6 +45,7 @@ import {
   sortedCoordinators,
   topicMetadataOf,
 } from './metadata-conversions';
+import { userCredentialsOf } from './user-credentials';
 
 /** Unsent bytes one watcher may hold before it is cut off. */
 export const pendingBytesMax = 64 * 1024 * 1024;
@@ -172,6 +173,10 @@ export class MetadataPublisher {
           coordinatorShards: sortedCoordinatorShards(state),
           changedPartitions: [],
           aclSet: { acls: [...state.acls.list] },
+          security: {
+            users: [...state.users.values()].map(({ record }) => userCredentialsOf(record)),
+            deletedUsers: [],
+          },
         });
       }
       unsubscribe = this.fanOutOf(state, controllerAddress).add(send);
@@ -260,6 +265,17 @@ export function deltaMessage(
       .map(coordinatorShardOf),
     changedPartitions,
     ...(delta.aclsChanged ? { aclSet: { acls: [...state.acls.list] } } : {}),
+    ...(delta.changedUsers.size === 0 && delta.deletedUsers.size === 0
+      ? {}
+      : {
+          security: {
+            users: [...delta.changedUsers]
+              .map((user) => state.users.get(user))
+              .filter((user) => user !== undefined)
+              .map(({ record }) => userCredentialsOf(record)),
+            deletedUsers: [...delta.deletedUsers],
+          },
+        }),
   };
 }
 

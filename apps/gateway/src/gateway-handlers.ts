@@ -22,6 +22,7 @@ import {
 } from '@spool/protocol';
 import type { aclHandlers } from './acl-handlers';
 import { adminHandlers } from './admin-handlers';
+import { userAdminHandlers } from './user-admin-handlers';
 import type { ConsumeStreams } from './consume-streams';
 import type { CoordinatorRouter } from './coordinator-router';
 import { handleFetch } from './fetch-handler';
@@ -75,6 +76,7 @@ export function gatewayHandlers(dependencies: GatewayHandlerDependencies): Recor
     deleteRecords: (request: DeleteRecordsRequest) =>
       handleDeleteRecords(request, { link, storageClient }),
     ...adminHandlers(link),
+    ...userAdminHandlers(link),
     ...groupHandlers(dependencies.coordinators),
     createAcls: (request: CreateAclsRequest, call: ServerUnaryCall<CreateAclsRequest, unknown>) =>
       dependencies.acls.createAcls(request, callerOf(call)),

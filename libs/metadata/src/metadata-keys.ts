@@ -12,6 +12,7 @@
  *   /spool/<cluster>/coordinators/<coordinatorId>                a registered coordinator
  *   /spool/<cluster>/coordinator-shards/<partition>              owner and epoch of a shard
  *   /spool/<cluster>/acls                                        every ACL (Kafka's), one list
+ *   /spool/<cluster>/users/<user>                                SCRAM credentials of a user
  *
  * Broker ids and partitions are zero-padded to ten digits so lexical order is numeric order.
  */
@@ -94,6 +95,22 @@ export class MetadataKeys {
     if (!key.startsWith(this.coordinatorShards())) return undefined;
     const match = /^(\d{10})$/.exec(key.slice(this.coordinatorShards().length));
     return match === null ? undefined : Number(match[1]);
+  }
+
+  users(): string {
+    return `${this.root}users/`;
+  }
+
+  /** A user's SCRAM credentials; user names are checked before they reach a key. */
+  user(name: string): string {
+    return `${this.users()}${name}`;
+  }
+
+  /** Reads the user name back from a user key, or undefined for other keys. */
+  parseUser(key: string): string | undefined {
+    if (!key.startsWith(this.users())) return undefined;
+    const name = key.slice(this.users().length);
+    return name === '' || name.includes('/') ? undefined : name;
   }
 
   /** The prefix of a topic's partition keys (never matches another topic's, unlike `topic()`). */

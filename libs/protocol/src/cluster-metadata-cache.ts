@@ -16,6 +16,7 @@ import type { AclBinding } from './generated/spool/v1/acl';
 import type {
   CoordinatorMetadata,
   CoordinatorShard,
+  UserScramCredentials,
   WatchMetadataResponse,
 } from './generated/spool/v1/controller';
 
@@ -44,6 +45,8 @@ export class ClusterMetadataCache {
   /** __consumer_offsets partition → its owner (empty when none) and shard epoch. */
   readonly coordinatorShards = new Map<number, CoordinatorShard>();
   private aclsValue: readonly AclBinding[] = [];
+  /** Users' SCRAM credentials by user name (the stream's SecurityMetadata). */
+  readonly users = new Map<string, UserScramCredentials>();
   private versionValue = 0n;
   private controllerAddressValue = '';
   private readonly listeners = new Set<(change: MetadataChange) => void>();
@@ -69,7 +72,10 @@ export class ClusterMetadataCache {
       this.topics.clear();
       this.coordinators.clear();
       this.coordinatorShards.clear();
+      this.users.clear();
     }
+    for (const user of message.security?.users ?? []) this.users.set(user.user, user);
+    for (const name of message.security?.deletedUsers ?? []) this.users.delete(name);
     for (const broker of message.brokers) this.brokers.set(broker.brokerId, broker);
     for (const topic of message.topics) this.topics.set(topic.name, topic);
     const changedPartitions = message.snapshot ? [] : this.applyPartitions(message);

@@ -8359,6 +8359,38 @@ export const ControllerServiceService = {
       Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
   },
+  /**
+   * Adds, replaces or removes users' SCRAM credentials (Kafka's AlterUserScramCredentials,
+   * KIP-554). The caller sends the salted password, never the password; the controller stores
+   * only StoredKey, ServerKey, the salt and the iteration count. Each user is answered alone.
+   */
+  alterUserScramCredentials: {
+    path: "/spool.v1.ControllerService/AlterUserScramCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterUserScramCredentialsRequest): Buffer =>
+      Buffer.from(AlterUserScramCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterUserScramCredentialsRequest =>
+      AlterUserScramCredentialsRequest.decode(value),
+    responseSerialize: (value: AlterUserScramCredentialsResponse): Buffer =>
+      Buffer.from(AlterUserScramCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterUserScramCredentialsResponse =>
+      AlterUserScramCredentialsResponse.decode(value),
+  },
+  /** The users and the mechanisms and iteration counts of their credentials (never the keys). */
+  describeUserScramCredentials: {
+    path: "/spool.v1.ControllerService/DescribeUserScramCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeUserScramCredentialsRequest): Buffer =>
+      Buffer.from(DescribeUserScramCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeUserScramCredentialsRequest =>
+      DescribeUserScramCredentialsRequest.decode(value),
+    responseSerialize: (value: DescribeUserScramCredentialsResponse): Buffer =>
+      Buffer.from(DescribeUserScramCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeUserScramCredentialsResponse =>
+      DescribeUserScramCredentialsResponse.decode(value),
+  },
   /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
   createAcls: {
     path: "/spool.v1.ControllerService/CreateAcls" as const,
@@ -8464,6 +8496,17 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
    * its replicas off is a reassignment of their partitions (`spool broker decommission`).
    */
   decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
+  /**
+   * Adds, replaces or removes users' SCRAM credentials (Kafka's AlterUserScramCredentials,
+   * KIP-554). The caller sends the salted password, never the password; the controller stores
+   * only StoredKey, ServerKey, the salt and the iteration count. Each user is answered alone.
+   */
+  alterUserScramCredentials: handleUnaryCall<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse>;
+  /** The users and the mechanisms and iteration counts of their credentials (never the keys). */
+  describeUserScramCredentials: handleUnaryCall<
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse
+  >;
   /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
   createAcls: handleUnaryCall<CreateAclsRequest, CreateAclsResponse>;
   describeAcls: handleUnaryCall<DescribeAclsRequest, DescribeAclsResponse>;
@@ -8783,6 +8826,42 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Adds, replaces or removes users' SCRAM credentials (Kafka's AlterUserScramCredentials,
+   * KIP-554). The caller sends the salted password, never the password; the controller stores
+   * only StoredKey, ServerKey, the salt and the iteration count. Each user is answered alone.
+   */
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  /** The users and the mechanisms and iteration counts of their credentials (never the keys). */
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
   ): ClientUnaryCall;
   /** Kafka's ACLs (acl.proto): each creation and each delete filter is answered on its own. */
   createAcls(

@@ -34,6 +34,8 @@ import {
   AlterConfigsResponse,
   AlterPartitionReassignmentsRequest,
   AlterPartitionReassignmentsResponse,
+  AlterUserScramCredentialsRequest,
+  AlterUserScramCredentialsResponse,
   CreatePartitionsRequest,
   CreatePartitionsResponse,
   CreateTopicsRequest,
@@ -48,6 +50,8 @@ import {
   DescribeConfigsResponse,
   DescribeTopicsRequest,
   DescribeTopicsResponse,
+  DescribeUserScramCredentialsRequest,
+  DescribeUserScramCredentialsResponse,
   ListPartitionReassignmentsRequest,
   ListPartitionReassignmentsResponse,
   ListTopicsRequest,
@@ -1402,6 +1406,33 @@ export const GatewayServiceService = {
       Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
   },
+  /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
+  alterUserScramCredentials: {
+    path: "/spool.v1.GatewayService/AlterUserScramCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterUserScramCredentialsRequest): Buffer =>
+      Buffer.from(AlterUserScramCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterUserScramCredentialsRequest =>
+      AlterUserScramCredentialsRequest.decode(value),
+    responseSerialize: (value: AlterUserScramCredentialsResponse): Buffer =>
+      Buffer.from(AlterUserScramCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterUserScramCredentialsResponse =>
+      AlterUserScramCredentialsResponse.decode(value),
+  },
+  describeUserScramCredentials: {
+    path: "/spool.v1.GatewayService/DescribeUserScramCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeUserScramCredentialsRequest): Buffer =>
+      Buffer.from(DescribeUserScramCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeUserScramCredentialsRequest =>
+      DescribeUserScramCredentialsRequest.decode(value),
+    responseSerialize: (value: DescribeUserScramCredentialsResponse): Buffer =>
+      Buffer.from(DescribeUserScramCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeUserScramCredentialsResponse =>
+      DescribeUserScramCredentialsResponse.decode(value),
+  },
   deleteRecords: {
     path: "/spool.v1.GatewayService/DeleteRecords" as const,
     requestStream: false as const,
@@ -1552,6 +1583,12 @@ export interface GatewayServiceServer extends UntypedServiceImplementation {
   alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
   listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
   decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
+  /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
+  alterUserScramCredentials: handleUnaryCall<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse>;
+  describeUserScramCredentials: handleUnaryCall<
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse
+  >;
   deleteRecords: handleUnaryCall<DeleteRecordsRequest, DeleteRecordsResponse>;
   consumerGroupHeartbeat: handleUnaryCall<ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse>;
   offsetCommit: handleUnaryCall<OffsetCommitRequest, OffsetCommitResponse>;
@@ -1798,6 +1835,37 @@ export interface GatewayServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  alterUserScramCredentials(
+    request: AlterUserScramCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  describeUserScramCredentials(
+    request: DescribeUserScramCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeUserScramCredentialsResponse) => void,
   ): ClientUnaryCall;
   deleteRecords(
     request: DeleteRecordsRequest,
