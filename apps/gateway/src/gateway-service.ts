@@ -25,7 +25,9 @@ import { authorizedHandlers } from './grpc-authorization';
 import { createKafkaApis } from './kafka/kafka-apis';
 import { createKafkaFetchSessions } from './kafka/kafka-fetch-sessions';
 import { KafkaClusterView } from './kafka/kafka-cluster-view';
-import { startKafkaListener } from './kafka/kafka-listener-setup';
+import { kafkaListenerSecurityOf, startKafkaListener } from './kafka/kafka-listener-setup';
+import { ClientAuthenticator } from './security/client-authenticator';
+import { grpcAuthentications, grpcCallAuthenticator } from './security/grpc-authentication';
 import { GatewayMetrics } from './gateway-metrics';
 import { LeaderFetcher } from './leader-fetcher';
 import { createMetadataLink } from './metadata-link';
@@ -177,6 +179,31 @@ export const gatewaySettings = {
       "Kafka fetch sessions (KIP-227) this gateway keeps (Kafka's " +
       'max.incremental.fetch.session.cache.slots); 0 creates none, so every fetch is full.',
   },
+  kafkaSecurityProtocol: {
+    type: 'string',
+    default: '',
+    choices: ['', 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'],
+    description:
+      "The Kafka listener's security.protocol (Kafka's listener.security.protocol.map): SSL " +
+      'and SASL_SSL use the ssl.* files of security.protocol=SSL; SASL_* require SASL ' +
+      'authentication against the users of `spool user`. Empty: PLAINTEXT, or SSL when ' +
+      'security.protocol is SSL.',
+  },
+  grpcAuthentication: {
+    type: 'string',
+    default: 'none',
+    choices: grpcAuthentications,
+    description:
+      'none: gRPC calls are User:ANONYMOUS; required: each call carries a user and password ' +
+      "(the SDK's sasl option) checked against the users of `spool user`, else UNAUTHENTICATED.",
+  },
+  kafkaSaslEnabledMechanisms: {
+    type: 'list',
+    default: ['SCRAM-SHA-512', 'SCRAM-SHA-256', 'PLAIN'],
+    description:
+      "SASL mechanisms of a SASL_* Kafka listener (Kafka's sasl.enabled.mechanisms): " +
+      'SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (checked against the same SCRAM credentials).',
+  },
   subscribeStreamsMax: {
     type: 'integer',
     default: 1_024,
@@ -279,6 +306,20 @@ export function startGateway(
         context.requestMetrics,
         logger.child({ component: 'produce' }),
       );
+      const authenticator = new ClientAuthenticator(
+        link.metadata.users,
+        logger.child({ component: 'authentication' }),
+        metrics,
+      );
+      const grpcAuthentication =
+        config.grpcAuthentication === 'required'
+          ? {
+              authenticate: grpcCallAuthenticator(
+                authenticator,
+                security?.clientAuthentication === 'required',
+              ),
+            }
+          : {};
       grpc.addService(
         GatewayServiceService,
         gatewayHandlers({
@@ -295,6 +336,7 @@ export function startGateway(
           authorizer,
           acls,
         }),
+        grpcAuthentication,
       );
 
       // The Kafka listener: the same routes, leaders and coordinators as the gRPC calls above.
@@ -305,9 +347,11 @@ export function startGateway(
         port: config.kafkaAdvertisedPort !== 0 ? config.kafkaAdvertisedPort : kafkaBoundPort,
       }));
       const storageClient = (brokerId: number) => storageClients.get(brokerId)?.client;
+      const kafkaSecurity = kafkaListenerSecurityOf(config, security);
       const kafka = await startKafkaListener(config, {
         logger,
         metrics,
+        security: kafkaSecurity,
         onShutdown: (step) => context.onShutdown(step),
         handler: createKafkaApis({
           view: kafkaView,
@@ -327,6 +371,7 @@ export function startGateway(
           requestMetrics: context.requestMetrics,
           logger: logger.child({ component: 'kafka' }),
           acls: { authorizer, handlers: acls },
+          sasl: { authenticator, enabledMechanisms: kafkaSecurity.saslMechanisms },
         }),
       });
       kafkaBoundPort = kafka.port;
@@ -366,6 +411,7 @@ export function startGateway(
           }),
           authorizer,
         ),
+        grpcAuthentication,
       );
       context.afterListen(async ({ grpcPort }) => {
         const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;

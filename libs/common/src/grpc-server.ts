@@ -9,6 +9,7 @@ import { exitOnAssertionFailure } from './assertion-failure';
 import type { Logger } from './logger';
 import { loadReflectionDescriptors, standardServiceNames } from './reflection-descriptors';
 import { apiNameOfPath, type RequestMetrics } from './request-metrics';
+import { bindPrincipal } from './security/principal';
 import { ensurePeerIsService } from './tls/service-identity';
 import type { TransportSecurity } from './tls/transport-security';
 
@@ -104,6 +105,12 @@ export class GrpcServer {
     implementation: Record<string, (...args: never[]) => Promise<unknown>>,
     options: {
       /**
+       * Authenticates each call before its handler runs and binds the principal it returns to
+       * the call (principalOf(call)); a rejection (SASL_AUTHENTICATION_FAILED) answers the call
+       * UNAUTHENTICATED without running the handler. Absent: every call is User:ANONYMOUS.
+       */
+      readonly authenticate?: (call: grpc.ServerUnaryCall<unknown, unknown>) => Promise<string>;
+      /**
        * Under TLS, every call must come from a Spool service's certificate (service-identity.ts);
        * any other peer is answered CLUSTER_AUTHORIZATION_FAILED (PERMISSION_DENIED).
        */
@@ -123,16 +130,24 @@ export class GrpcServer {
         ((...args: unknown[]) => Promise<unknown>) | undefined;
       if (handler === undefined) throw new Error(`no handler for ${method.path}`);
       const api = apiNameOfPath(method.path);
+      const authenticate = options.authenticate;
+      const checked = guarded
+        ? (...args: unknown[]) => {
+            // The call is the last argument of every handler shape (request, call) or (call).
+            const call = args[args.length - 1] as grpc.ServerUnaryCall<unknown, unknown>;
+            ensurePeerIsService(call.getAuthContext().sslPeerCertificate, api);
+            return handler(...args);
+          }
+        : handler;
       wrapped[methodName] = this.wrap(
         method,
-        guarded
-          ? (...args: unknown[]) => {
-              // The call is the last argument of every handler shape (request, call) or (call).
+        authenticate === undefined
+          ? checked
+          : async (...args: unknown[]) => {
               const call = args[args.length - 1] as grpc.ServerUnaryCall<unknown, unknown>;
-              ensurePeerIsService(call.getAuthContext().sslPeerCertificate, api);
-              return handler(...args);
-            }
-          : handler,
+              bindPrincipal(call, await authenticate(call));
+              return checked(...args);
+            },
       );
     }
     this.server.addService(definition, wrapped);

@@ -14,6 +14,8 @@
  *    common request metrics as `Kafka<Name>` with its errors by code.
  * 4. With an authorizer, the request passes the API's gate first (kafka-authorization.ts): the
  *    handler serves only what the caller may do, and the refused part is answered beside it.
+ * 5. On a SASL listener, a connection not yet authenticated may send only ApiVersions,
+ *    SaslHandshake and SaslAuthenticate; any other request closes it (kafka-sasl.ts).
  */
 import { isCodedError, type RequestMetrics } from '@spool/common';
 import { errorCodeOfKafkaCode } from '@spool/errors';
@@ -35,6 +37,7 @@ import type {
 import type { KafkaAuthorization } from './kafka-authorization';
 import { KafkaErrorNumber } from './kafka-errors';
 import { KafkaRequestRefused, type KafkaRequestFrame } from './kafka-request-frame';
+import { allowedBeforeAuthentication } from './kafka-sasl';
 
 /** ApiVersions' key: the one API answered even at a version the listener does not serve. */
 export const apiVersionsApiKey = 18;
@@ -123,6 +126,13 @@ export class KafkaApiDispatcher implements KafkaRequestHandler {
           ? `API key ${frame.apiKey}${name === undefined ? '' : ` (${name})`} is not served`
           : `${api.name} version ${frame.apiVersion} is not served; versions ` +
               `${api.minVersion} to ${api.maxVersion} are`,
+      );
+    }
+    // Point 5.
+    if (!context.session.authenticated && !allowedBeforeAuthentication(frame.apiKey)) {
+      throw new KafkaRequestRefused(
+        `${api.name} is not allowed before SASL authentication (only ApiVersions, ` +
+          'SaslHandshake and SaslAuthenticate are)',
       );
     }
     // Point 2.

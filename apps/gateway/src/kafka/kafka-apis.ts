@@ -27,6 +27,7 @@ import { listOffsetsApi } from './kafka-list-offsets';
 import { metadataApi } from './kafka-metadata';
 import { partitionReassignmentApis } from './kafka-partition-reassignments';
 import { produceApi } from './kafka-produce';
+import { type SaslSettings, saslApis } from './kafka-sasl';
 import { ClassicMemberTable } from './classic-member-table';
 import { classicGroupApis } from './kafka-classic-groups';
 import { consumerGroupApis } from './kafka-consumer-groups';
@@ -49,6 +50,7 @@ export interface KafkaApiDependencies {
   readonly logger: Logger;
   /** The authorizer and the ACL calls; without them no request is checked. */
   readonly acls?: KafkaAclDependencies;
+  readonly sasl: SaslSettings;
 }
 
 export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDispatcher {
@@ -57,6 +59,9 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   const authorization = acls && new KafkaAuthorization(acls.authorizer, view);
   const dispatcher = new KafkaApiDispatcher(dependencies.requestMetrics, authorization);
   dispatcher.register(apiVersionsApi(dispatcher));
+  const [saslHandshake, saslAuthenticate] = saslApis(dependencies.sasl);
+  dispatcher.register(saslHandshake);
+  dispatcher.register(saslAuthenticate);
   dispatcher.register(metadataApi(view));
   dispatcher.register(produceApi(view, dependencies.produce, dependencies.logger));
   const { fetchSessions } = dependencies;

@@ -256,6 +256,8 @@ export class KafkaConnection {
         const responseBytes = responseLength(response);
         slot.bytes += responseBytes;
         this.slotBytes += responseBytes;
+        // A failed authentication: its answer is written, then the connection ends.
+        if (this.session.failed) this.end('SASL authentication failed');
         this.writeDoneResponses();
       },
       (error: unknown) => {

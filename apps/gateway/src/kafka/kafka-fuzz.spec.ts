@@ -18,15 +18,16 @@ import { ControllerServiceService } from '@spool/protocol';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderFetcher } from '../leader-fetcher';
-import { KafkaSession } from './kafka-session';
 import { createMetadataLink, type MetadataLink } from '../metadata-link';
 import { ProduceAdmission } from '../produce-admission';
+import { ClientAuthenticator } from '../security/client-authenticator';
 import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata';
 import type { KafkaApiDispatcher, ServedApiVersions } from './kafka-api-dispatcher';
 import { type KafkaApiDependencies, createKafkaApis } from './kafka-apis';
 import { createKafkaFetchSessions } from './kafka-fetch-sessions';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { KafkaRequestRefused, peekRequestHeader } from './kafka-request-frame';
+import { KafkaSession } from './kafka-session';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 /** Frames per API and version bound; a request must settle within this. */
@@ -96,6 +97,10 @@ function dispatcherOf(link: MetadataLink): KafkaApiDispatcher {
     }),
     requestMetrics: new RequestMetrics(new Registry()),
     logger,
+    sasl: {
+      authenticator: new ClientAuthenticator(link.metadata.users, logger, new Registry()),
+      enabledMechanisms: ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'],
+    },
   };
   return createKafkaApis(dependencies);
 }

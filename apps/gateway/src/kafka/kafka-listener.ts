@@ -6,8 +6,9 @@
 // 2. Every connection drains: it reads nothing more, aborts its long polls, writes the responses
 //    already done, then ends.
 // 3. Connections still open after drainTimeoutMs are destroyed.
-import { SpoolError, type Logger } from '@spool/common';
+import { SpoolError, type Logger, type TransportSecurity } from '@spool/common';
 import net from 'node:net';
+import * as tls from 'node:tls';
 import { KafkaConnection, type KafkaRequestHandler } from './kafka-connection';
 import type { KafkaListenerMetrics } from './kafka-listener-metrics';
 
@@ -31,6 +32,12 @@ export interface KafkaListenerOptions {
   readonly connectionsMax?: number;
   /** A SASL listener: connections start unauthenticated (kafka-session.ts). */
   readonly authenticationRequired?: boolean;
+  /**
+   * TLS (SSL, SASL_SSL): the process's certificate, reloaded when it changes; clients are not
+   * asked for a certificate (Kafka's ssl.client.auth=none). A client speaking plaintext to it
+   * fails the handshake and is dropped before any request is read.
+   */
+  readonly tls?: TransportSecurity;
 }
 
 export class KafkaListener {
@@ -38,10 +45,28 @@ export class KafkaListener {
   private readonly connections = new Set<KafkaConnection>();
   private readonly logger: Logger;
   private closing: Promise<void> | undefined;
+  private stopFollowingReloads: (() => void) | undefined;
 
   constructor(private readonly options: KafkaListenerOptions) {
     this.logger = options.logger.child({ component: 'kafka' });
-    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    const security = options.tls;
+    if (security === undefined) {
+      this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    } else {
+      const server = tls.createServer(
+        { ...security.tlsServerOptions(), requestCert: false, rejectUnauthorized: false },
+        (socket) => this.accept(socket),
+      );
+      server.on('tlsClientError', (error, socket) => {
+        options.metrics.connectionsRefused.inc();
+        this.logger.debug(
+          { err: error, peer: `${socket.remoteAddress}:${socket.remotePort}` },
+          'a Kafka client failed the TLS handshake',
+        );
+      });
+      this.stopFollowingReloads = security.followReloads(server);
+      this.server = server;
+    }
     this.server.maxConnections = options.connectionsMax ?? kafkaConnectionsMaxDefault;
   }
 
@@ -101,6 +126,7 @@ export class KafkaListener {
   }
 
   private async closeOnce(drainTimeoutMs: number): Promise<void> {
+    this.stopFollowingReloads?.();
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const connections = [...this.connections];
     for (const connection of connections) connection.drain();

@@ -10,12 +10,16 @@
  *    at a time too); anything else closes it.
  * 2. Authenticated: every API; the principal no longer changes (no re-authentication:
  *    SaslAuthenticate advertises sessionLifetimeMs 0).
+ * 3. Failed (from 1): a wrong password, an unknown user, a SASL message out of order; the
+ *    connection writes the failure's answer and ends, reading nothing more.
  */
 import { anonymousPrincipal, assert, hostOfPeer } from '@spool/common';
 
 export const KafkaSessionState = {
   Authenticating: 'authenticating',
   Authenticated: 'authenticated',
+  /** Authentication failed: the connection ends after the failure's answer. */
+  Failed: 'failed',
 } as const;
 
 export type KafkaSessionState = (typeof KafkaSessionState)[keyof typeof KafkaSessionState];
@@ -46,6 +50,18 @@ export class KafkaSession {
 
   get state(): KafkaSessionState {
     return this.stateValue;
+  }
+
+  get failed(): boolean {
+    return this.stateValue === KafkaSessionState.Failed;
+  }
+
+  /** Point 3. */
+  fail(): void {
+    if (this.stateValue === KafkaSessionState.Authenticating) {
+      this.stateValue = KafkaSessionState.Failed;
+      this.saslExchange = undefined;
+    }
   }
 
   get authenticated(): boolean {

@@ -145,7 +145,7 @@ describe('SCRAM server', () => {
     expect(() => fresh().receiveClientFinal(Buffer.from('c=biws,r=x,p=AAAA'))).toThrow('state');
     const wrongNonce = fresh();
     wrongNonce.receiveClientFirst(Buffer.from('n,,n=user,r=abc'));
-    expect(() => wrongNonce.receiveClientFinal(Buffer.from('c=biws,r=abcX,p=AAAA'))).toThrow(
+    expect(() => wrongNonce.receiveClientFinal(Buffer.from('c=biws,r=abcSERVERX,p=AAAA'))).toThrow(
       'nonce',
     );
     const wrongBinding = fresh();

@@ -221,7 +221,9 @@ export class ScramServerExchange {
           'the SCRAM channel binding (c=) does not match the first message',
         );
       }
-      if (requiredAttribute(attributes, 'r') !== this.nonce) {
+      // Kafka's ScramSaslServer checks endsWith, not equality: librdkafka sends the client's
+      // nonce once more in front of the combined one, and Kafka accepts that.
+      if (!requiredAttribute(attributes, 'r').endsWith(this.nonce)) {
         throw new SaslAuthenticationError('the SCRAM nonce (r=) does not match the exchange');
       }
       const proof = decodeBase64(requiredAttribute(attributes, 'p'), 'p');
