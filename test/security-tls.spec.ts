@@ -99,7 +99,7 @@ function cli(argv: readonly string[], input = '') {
 
 describe('spool dev --secure', () => {
   it('produces and consumes with the CLI and the SDK through client.properties', async () => {
-    expect(readFileSync(clientProperties, 'utf8')).toMatch(/^security\.protocol=SSL$/m);
+    expect(readFileSync(clientProperties, 'utf8')).toMatch(/^security\.protocol=SASL_SSL$/m);
     const created = await cli(['topic', 'create', 'secure-orders', '--partitions', '1']);
     expect(created.stderr).not.toMatch(/spool: [A-Z_]+:/);
     expect(created.exitCode).toBe(0);

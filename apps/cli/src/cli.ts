@@ -11,6 +11,7 @@ import { ExitCode, runReportingErrors, usageErrorCode } from './cli-errors';
 import { globalFlags, wantsVerbose } from './cli-options';
 import { aclHelp, aclSubcommandHelps, runAclCommand } from './acl-command';
 import { brokerHelp, brokerSubcommandHelps, runBrokerCommand } from './broker-command';
+import { runUserCommand, userHelp, userSubcommandHelps } from './user-commands';
 import { clusterHelp, clusterSubcommandHelps, runClusterCommand } from './cluster-command';
 import {
   formatCommandHelp,
@@ -75,6 +76,7 @@ const commands: Readonly<Record<string, Command>> = {
   partitions: gatewayCommand(partitionsHelp, runPartitionsCommand, partitionsSubcommandHelps),
   broker: gatewayCommand(brokerHelp, runBrokerCommand, brokerSubcommandHelps),
   acl: gatewayCommand(aclHelp, runAclCommand, aclSubcommandHelps),
+  user: gatewayCommand(userHelp, runUserCommand, userSubcommandHelps),
   dev: {
     summary: 'Start a whole local cluster as separate processes (Ctrl-C stops it).',
     // A bad flag is a usage error (exit 2) whichever parser found it.

@@ -5,7 +5,10 @@ import { devHelp, parseDevOptions, type DevOptions } from './dev-options';
 import { describeOutOfSync, waitUntilInSync } from './dev-readiness';
 import {
   clientGatewayAddress,
+  clientPropertiesPathOf,
+  createDevAdminUser,
   devClientSsl,
+  newDevAdminCredentials,
   prepareDevCertificates,
   writeClientProperties,
 } from './dev-security';
@@ -143,9 +146,6 @@ class DevRun {
 
   /** Prints "ready" once every partition is in sync, or what is not after the timeout. */
   private async reportReadiness(): Promise<void> {
-    const clientProperties = this.options.secure
-      ? writeClientProperties(this.options.dataDirectory, this.supervisor.gatewayPort)
-      : undefined;
     const outcome = await waitUntilInSync({
       gatewayAddress: this.options.secure
         ? clientGatewayAddress(this.supervisor.gatewayPort)
@@ -156,6 +156,7 @@ class DevRun {
       signal: this.stopRequest.signal,
     });
     if (outcome.kind === 'aborted') return;
+    const clientProperties = this.options.secure ? await this.prepareAdminUser() : undefined;
     const elapsed = `${((Date.now() - this.startedAtMs) / 1000).toFixed(1)} s`;
     if (outcome.kind === 'timed-out') {
       const what =
@@ -178,12 +179,28 @@ class DevRun {
         `  cluster   ${this.supervisor.clusterFilePath} (every process's pid and ports)\n` +
         (clientProperties === undefined
           ? ''
-          : `  clients   ${clientProperties} (TLS with a client certificate: ` +
+          : `  clients   ${clientProperties} (SASL_SSL as user admin, SCRAM-SHA-512: ` +
             `spool --command-config ${clientProperties} ...)\n`) +
         `  restart   ${this.options.restartPolicy} (a process that exits ` +
         `${this.options.restartPolicy === 'never' ? 'stays down' : 'is restarted'})\n` +
         `  Ctrl-C stops everything\n`,
     );
+  }
+
+  /** --secure: the admin user and client.properties (dev-security.ts); undefined on failure. */
+  private async prepareAdminUser(): Promise<string | undefined> {
+    const admin = newDevAdminCredentials();
+    const { dataDirectory } = this.options;
+    try {
+      await createDevAdminUser(dataDirectory, this.supervisor.gatewayPort, admin);
+    } catch (error) {
+      this.context.stderr.write(
+        `spool dev: could not create the admin user: ${errorMessage(error)}; ` +
+          `${clientPropertiesPathOf(dataDirectory)} is not written\n`,
+      );
+      return undefined;
+    }
+    return writeClientProperties(dataDirectory, this.supervisor.gatewayPort, admin);
   }
 
   private async stopInOrder(): Promise<void> {

@@ -38,6 +38,13 @@ import {
 } from './group-admin';
 import { listOffsets } from './list-offsets';
 import {
+  alterUserScramCredentials,
+  describeUserScramCredentials,
+  type UserScramCredentialDeletion,
+  type UserScramCredentialUpsertion,
+  type UserScramCredentialsDescription,
+} from './user-credentials';
+import {
   alterPartitionReassignments,
   listPartitionReassignments,
   type OngoingPartitionReassignment,
@@ -389,6 +396,27 @@ export class Admin {
   async deleteAcls(filters: readonly AclBindingFilter[]): Promise<AclBinding[]> {
     this.lifecycle.ensureOpen('delete ACLs');
     return deleteAcls(this.connection, filters, this.callOptions());
+  }
+
+  /**
+   * Adds or replaces users' SCRAM credentials and removes others (Kafka's
+   * alterUserScramCredentials). Passwords are salted and hashed here; only the salted password
+   * is sent. Throws naming every refused user.
+   */
+  async alterUserScramCredentials(request: {
+    upsertions?: readonly UserScramCredentialUpsertion[];
+    deletions?: readonly UserScramCredentialDeletion[];
+  }): Promise<void> {
+    this.lifecycle.ensureOpen('alter user SCRAM credentials');
+    await alterUserScramCredentials(this.connection, request, this.callOptions());
+  }
+
+  /** The named users' credential mechanisms and iterations (every user when none is named). */
+  async describeUserScramCredentials(
+    users: readonly string[] = [],
+  ): Promise<UserScramCredentialsDescription[]> {
+    this.lifecycle.ensureOpen('describe user SCRAM credentials');
+    return describeUserScramCredentials(this.connection, users, this.callOptions());
   }
 
   /** The reassignments in progress, of the given topics or of all (Kafka's list...). */

@@ -54,12 +54,29 @@ describe('readClientProperties', () => {
     expect(readClientProperties(file)).toEqual({ brokers: ['a:1', 'b:2'], ssl: true });
     const plain = propertiesFile('plain.properties', ['bootstrap.servers=a:1']);
     expect(readClientProperties(plain)).toEqual({ brokers: ['a:1'] });
+    const sasl = propertiesFile('sasl-ssl.properties', [
+      'bootstrap.servers=a:1',
+      'security.protocol=SASL_SSL',
+      'sasl.mechanism=SCRAM-SHA-256',
+      'sasl.username=alice',
+      'sasl.password=alice-secret',
+    ]);
+    expect(readClientProperties(sasl)).toEqual({
+      brokers: ['a:1'],
+      ssl: true,
+      sasl: { mechanism: 'scram-sha-256', username: 'alice', password: 'alice-secret' },
+    });
   });
 
   it('names the file and the problem', () => {
-    const sasl = propertiesFile('sasl.properties', ['security.protocol=SASL_SSL']);
-    expect(() => readClientProperties(sasl)).toThrow(
-      `${sasl}: security.protocol=SASL_SSL is not offered; use PLAINTEXT or SSL`,
+    const saslPlaintext = propertiesFile('sasl.properties', ['security.protocol=SASL_PLAINTEXT']);
+    expect(() => readClientProperties(saslPlaintext)).toThrow(
+      `${saslPlaintext}: security.protocol=SASL_PLAINTEXT is not offered; use PLAINTEXT, SSL or ` +
+        'SASL_SSL (credentials go over TLS only)',
+    );
+    const noUser = propertiesFile('no-user.properties', ['security.protocol=SASL_SSL']);
+    expect(() => readClientProperties(noUser)).toThrow(
+      `${noUser}: security.protocol=SASL_SSL needs sasl.username and sasl.password`,
     );
     const missing = path.join(directory, 'missing.pem');
     const broken = propertiesFile('broken.properties', [

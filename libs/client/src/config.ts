@@ -1,6 +1,10 @@
 import type * as grpc from '@grpc/grpc-js';
 import { createLogger, type Logger, type LogLevel } from '@spool/common';
-import { channelCredentialsOfSsl, type SpoolSslOptions } from './client-security';
+import {
+  channelCredentialsOf,
+  type SpoolSaslOptions,
+  type SpoolSslOptions,
+} from './client-security';
 import { Acks as ProtoAcks } from '@spool/protocol';
 import { CompressionType } from '@spool/record-batch';
 import type { ClientRegistry } from './client-registry';
@@ -27,6 +31,12 @@ export interface SpoolConfig {
    * `{ ca, cert, key }` (KafkaJS's names); plaintext when absent or false.
    */
   readonly ssl?: boolean | SpoolSslOptions;
+  /**
+   * sasl: the user this client authenticates as (KafkaJS's shape; `spool user create`). Sent
+   * with every call over TLS only (`ssl` is required), checked by the gateway against the
+   * user's stored SCRAM credential (client-security.ts).
+   */
+  readonly sasl?: SpoolSaslOptions;
 }
 
 export interface ResolvedSpoolConfig {
@@ -247,7 +257,7 @@ export function resolveSpoolConfig(config: SpoolConfig): ResolvedSpoolConfig {
   if (typeof clientId !== 'string' || clientId === '') invalid('clientId', clientId, 'a name');
   const logger =
     config.logger ?? createLogger({ service: clientId, level: config.logLevel ?? 'warn' });
-  const channelCredentials = channelCredentialsOfSsl(config.ssl);
+  const channelCredentials = channelCredentialsOf(config.ssl, config.sasl);
   return { brokers: [...brokers], clientId, logger, channelCredentials };
 }
 

@@ -47,6 +47,11 @@ export type {
   PartitionReassignmentInput,
 } from './partition-reassignments';
 export type {
+  UserScramCredentialDeletion,
+  UserScramCredentialUpsertion,
+  UserScramCredentialsDescription,
+} from './user-credentials';
+export type {
   AcksSetting,
   AdminOptions,
   CompressionName,
@@ -60,6 +65,7 @@ export {
   channelCredentialsOfSsl,
   readClientProperties,
   type SpoolSslOptions,
+  type SpoolSaslOptions,
 } from './client-security';
 export type {
   ConsumedMessage,
