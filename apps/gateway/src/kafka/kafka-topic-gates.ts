@@ -4,7 +4,7 @@
  * answered TOPIC_AUTHORIZATION_FAILED beside the handler's answer:
  *
  *   Produce WRITE (a transactional one WRITE on its transactional id), Fetch READ, ListOffsets
- *   DESCRIBE, Metadata DESCRIBE (a topic not asked for by name is left out, not refused),
+ *   and OffsetForLeaderEpoch DESCRIBE, Metadata DESCRIBE (a topic not asked for by name is left out, not refused),
  *   CreateTopics CREATE on the cluster or the topic, DeleteTopics DELETE, CreatePartitions
  *   ALTER, DeleteRecords DELETE, DescribeConfigs DESCRIBE_CONFIGS and IncrementalAlterConfigs
  *   ALTER_CONFIGS (on the topic, or the cluster for a broker), InitProducerId IDEMPOTENT_WRITE on
@@ -33,6 +33,8 @@ import {
   type ListOffsetsResponse,
   type MetadataRequest,
   type MetadataResponse,
+  type OffsetForLeaderEpochRequest,
+  type OffsetForLeaderEpochResponse,
   type ProduceRequest,
   type ProduceResponse,
   defaultCreatableTopicResult,
@@ -41,7 +43,7 @@ import {
   defaultInitProducerIdResponse,
   defaultPartitionProduceResponse,
 } from '@spool/kafka-protocol';
-import { erasedGate, type CustomGate } from './kafka-authorization';
+import { erasedGate, withErrorCode, type CustomGate } from './kafka-authorization';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { KafkaErrorNumber } from './kafka-errors';
 
@@ -212,6 +214,22 @@ const metadataGate: CustomGate<MetadataRequest, MetadataResponse> = (
     }),
   };
 };
+
+/** Read-only: each topic the caller may not DESCRIBE is answered refused. */
+const offsetForLeaderEpochGate: CustomGate<
+  OffsetForLeaderEpochRequest,
+  OffsetForLeaderEpochResponse
+> = (request, _version, context, authorizer) => ({
+  request,
+  complete: (response) => ({
+    ...response,
+    topics: response.topics.map((topic) =>
+      allowsTopic(authorizer, context, AclOperation.Describe, topic.topic)
+        ? topic
+        : withErrorCode(topic, topicDenied),
+    ),
+  }),
+});
 
 const createTopicsGate: CustomGate<CreateTopicsRequest, CreateTopicsResponse> = (
   request,
@@ -442,6 +460,7 @@ export function topicGates(view: KafkaClusterView): Array<[number, CustomGate<un
     [ApiKey.Fetch, erasedGate(fetchGate(view))],
     [ApiKey.ListOffsets, erasedGate(listOffsetsGate)],
     [ApiKey.Metadata, erasedGate(metadataGate)],
+    [ApiKey.OffsetForLeaderEpoch, erasedGate(offsetForLeaderEpochGate)],
     [ApiKey.CreateTopics, erasedGate(createTopicsGate)],
     [ApiKey.DeleteTopics, erasedGate(deleteTopicsGate(view))],
     [ApiKey.CreatePartitions, erasedGate(createPartitionsGate)],
