@@ -12,6 +12,10 @@ exits 1. Every wait is bounded by --timeout seconds.
       a group member (auto commit off, earliest when the group has no offset) reads COUNT
       records, commits them synchronously and leaves:
       {"records": [{"key", "value", "headers", "partition", "offset", "timestamp"}, ...]}
+  produce-paced BOOTSTRAP TOPIC COUNT RECORDS_PER_SECOND
+      an idempotent producer (acks=all, retries left to librdkafka) sends values 0..COUNT-1 to
+      partition 0 at about RECORDS_PER_SECOND, printing "progress N" on stderr every 100 records,
+      then flushes: {"delivered": N, "lastOffset": offset, "errors": [...]}
   rebalance BOOTSTRAP TOPIC GROUP PARTITIONS
       one member joins and is assigned every partition; a second joins and the group splits them;
       the second leaves and the first has them all again: {"alone": N, "split": [N1, N2],
@@ -73,6 +77,42 @@ def produce(bootstrap, topic, first, end):
     if remaining != 0 or errors:
         raise RuntimeError(f"{remaining} records undelivered, errors: {errors}")
     return {"delivered": delivered}
+
+
+def produce_paced(bootstrap, topic, count, records_per_second):
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            # A leader election takes seconds; librdkafka retries within this.
+            "message.timeout.ms": TIMEOUT_SECONDS * 1000,
+        }
+    )
+    delivered = []
+    errors = []
+
+    def on_delivery(error, message):
+        if error is not None:
+            errors.append(str(error))
+        else:
+            delivered.append(message.offset())
+
+    interval = 1.0 / float(records_per_second)
+    started = time.monotonic()
+    for index in range(int(count)):
+        producer.produce(topic, value=str(index), partition=0, on_delivery=on_delivery)
+        producer.poll(0)
+        if index % 100 == 0:
+            print(f"progress {index}", file=sys.stderr, flush=True)
+        delay = started + (index + 1) * interval - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    remaining = producer.flush(TIMEOUT_SECONDS)
+    if remaining != 0:
+        raise RuntimeError(f"{remaining} records undelivered, errors: {errors}")
+    return {"delivered": len(delivered), "lastOffset": max(delivered, default=-1), "errors": errors}
 
 
 def consume(bootstrap, topic, group, count):
@@ -168,6 +208,7 @@ COMMANDS = {
     "produce": produce,
     "consume": consume,
     "rebalance": rebalance,
+    "produce-paced": produce_paced,
 }
 
 

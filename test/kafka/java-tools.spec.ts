@@ -2,7 +2,10 @@
 // test/support/kafka-tools.ts), unmodified, work against `spool dev`'s Kafka listener: the console
 // producer writes keyed records that the SDK counts and the console consumer reads back in a
 // group, which commits and resumes, fetching in a fetch session (KIP-227: the gateway's
-// metrics count incremental fetches, which name only what changed); kafka-topics creates, lists and describes a topic;
+// metrics count incremental fetches, which name only what changed); kafka-get-offsets finds
+// each partition's record with the largest timestamp (ListOffsets v7) and the earliest local
+// offset (v8); kafka-consumer-groups --delete-offsets removes an empty group's commits (OffsetDelete);
+// kafka-topics creates, lists and describes a topic;
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
 // ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition to
 // the other storage node (AlterPartitionReassignments), --verify sees it complete and --list
@@ -18,6 +21,7 @@ import { Spool, type Admin } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runKafkaTool, type KafkaToolRun } from '../support/kafka-tools';
 import { scrape, sumOf } from '../support/prometheus-scrape';
+import { consumeFromBeginning } from '../support/sdk-consume';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
 
 const partitionCount = 6;
@@ -236,6 +240,54 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     expect(await consumeConsole('console', 'console-group', 40, false)).toEqual(
       keyedLines(0, 40).sort(),
     );
+  });
+
+  it('kafka-get-offsets finds the largest timestamp (ListOffsets v7) and the earliest local offset (v8)', async () => {
+    /** `topic:partition:offset` lines by partition; an empty offset (none) as -1. */
+    const offsetsAt = async (time: string): Promise<Map<number, number>> => {
+      const run = await tool('getOffsets', ['--topic', 'console', '--time', time]);
+      expect(run.exitCode, describeRun(run)).toBe(0);
+      const lines = run.stdout.split('\n').filter((line) => line.startsWith('console:'));
+      expect(lines, describeRun(run)).toHaveLength(partitionCount);
+      return new Map(
+        lines.map((line) => {
+          const [, partition, offset] = line.split(':');
+          return [Number(partition), offset === '' ? -1 : Number(offset)];
+        }),
+      );
+    };
+    // The SDK's view: per partition, the first record carrying its largest timestamp.
+    const records = await consumeFromBeginning(spool, 'console', 40);
+    const expected = new Map<number, number>();
+    for (let partition = 0; partition < partitionCount; partition++) {
+      let best: { offset: bigint; timestamp: bigint } | undefined;
+      for (const record of records.filter((entry) => entry.partition === partition)) {
+        if (best === undefined || record.timestamp > best.timestamp) {
+          best = { offset: record.offset, timestamp: record.timestamp };
+        }
+      }
+      expected.set(partition, best === undefined ? -1 : Number(best.offset));
+    }
+    expect(await offsetsAt('-3')).toEqual(expected);
+    expect(await offsetsAt('-4')).toEqual(
+      new Map(Array.from({ length: partitionCount }, (_, partition) => [partition, 0])),
+    );
+  });
+
+  it("kafka-consumer-groups --delete-offsets removes an empty group's commits of a topic", async () => {
+    const before = await admin.fetchOffsets({ groupId: 'console-group', topics: ['console'] });
+    expect(before[0]!.partitions.some((entry) => Number(entry.offset) > 0)).toBe(true);
+    const deleted = await tool('consumerGroups', [
+      '--delete-offsets',
+      '--group',
+      'console-group',
+      '--topic',
+      'console',
+    ]);
+    expect(deleted.exitCode, describeRun(deleted)).toBe(0);
+    expect(deleted.stdout, describeRun(deleted)).toMatch(/console\s+0\s+Successful/);
+    const after = await admin.fetchOffsets({ groupId: 'console-group', topics: ['console'] });
+    expect(after[0]?.partitions.filter((entry) => Number(entry.offset) >= 0) ?? []).toEqual([]);
   });
 
   it('ProducerPerformance and ConsumerPerformance move every record', async () => {

@@ -14,12 +14,14 @@ export const kafkaToolMainClasses = {
   consoleConsumer: 'org.apache.kafka.tools.consumer.ConsoleConsumer',
   /** kafka-topics.sh */
   topics: 'org.apache.kafka.tools.TopicCommand',
-  /** kafka-consumer-groups.sh (--describe, --reset-offsets) */
+  /** kafka-consumer-groups.sh (--describe, --reset-offsets, --delete-offsets) */
   consumerGroups: 'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand',
   /** kafka-reassign-partitions.sh */
   reassignPartitions: 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand',
   /** kafka-acls.sh */
   acls: 'org.apache.kafka.tools.AclCommand',
+  /** kafka-get-offsets.sh */
+  getOffsets: 'org.apache.kafka.tools.GetOffsetShell',
   /** kafka-producer-perf-test.sh */
   producerPerformance: 'org.apache.kafka.tools.ProducerPerformance',
   /** kafka-consumer-perf-test.sh */

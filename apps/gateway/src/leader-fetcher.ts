@@ -10,6 +10,8 @@ import {
   type ClusterMetadataCache,
   type DataPortFetchPartition,
   type DataPortFetchResponse,
+  type DataPortOffsetForLeaderEpochPartition,
+  type DataPortOffsetForLeaderEpochResponse,
 } from '@spool/protocol';
 import { SpoolError, type TransportSecurity } from '@spool/common';
 import { BrokerResources } from './broker-resources';
@@ -17,6 +19,8 @@ import { DataPortConnections } from './data-port-connections';
 
 /** How much longer than its long poll a fetch may take before the connection is given up. */
 const fetchTimeoutSlackMs = 10_000;
+/** How long a leader has to say where its epochs end (a lookup in its epoch cache). */
+const offsetForLeaderEpochTimeoutMs = 10_000;
 /** Connections per storage node: concurrent long polls beyond this share connections. */
 const dataPortConnectionsPerBrokerMax = 64;
 /** Idle connections kept per storage node for the next fetches. */
@@ -104,6 +108,32 @@ export class LeaderFetcher {
           abandon.removeEventListener('abort', onAbandon);
         });
       });
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Where each asked leader epoch ends on the leader (KIP-101), for a consumer that validates
+   * its position after a leader change: the leader fences an epoch it does not have as current.
+   */
+  async offsetForLeaderEpoch(
+    leaderId: number,
+    partitions: readonly DataPortOffsetForLeaderEpochPartition[],
+  ): Promise<DataPortOffsetForLeaderEpochResponse> {
+    const connections = this.connections.get(leaderId);
+    if (connections === undefined) {
+      throw new SpoolError(
+        'LEADER_NOT_AVAILABLE',
+        `the data port of broker ${leaderId} is not in the metadata`,
+      );
+    }
+    const lease = await connections.acquire();
+    try {
+      return await lease.client.offsetForLeaderEpoch(
+        { replicaId: consumerReplicaId, partitions },
+        { timeoutMs: offsetForLeaderEpochTimeoutMs },
+      );
     } finally {
       lease.release();
     }

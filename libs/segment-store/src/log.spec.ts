@@ -430,6 +430,19 @@ describe('Log segments', () => {
     expect(log.offsetForTimestamp(99_999)).toBeUndefined();
   });
 
+  it('finds the first record with the largest timestamp, across segments (MAX_TIMESTAMP)', async () => {
+    const batch = batchOf(5, { timestampMs: 1000 });
+    const { log } = await openLog({ config: { segmentBytes: batch.length * 2 } });
+    expect(log.offsetOfMaxTimestamp()).toBeUndefined();
+    // Timestamps need not grow with offsets: the largest is in the second of three segments.
+    for (const timestampMs of [1000, 2000, 3000, 2500, 500])
+      log.append(batchOf(5, { timestampMs }), leader);
+    log.append(batchOf(1, { timestampMs: 3004 }), leader);
+    expect(log.segmentCount).toBeGreaterThan(2);
+    // 3004 is first carried by offset 14 (3000 + 4), before the later batch at 3004.
+    expect(log.offsetOfMaxTimestamp()).toEqual({ offset: 14n, timestampMs: 3004 });
+  });
+
   it('stamps LogAppendTime when the topic asks for it', async () => {
     const { log } = await openLog({
       config: { messageTimestampType: 'LogAppendTime' },

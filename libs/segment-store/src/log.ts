@@ -805,6 +805,20 @@ export class Log {
     return undefined;
   }
 
+  /**
+   * Kafka's MAX_TIMESTAMP (KIP-734): the first record carrying the largest timestamp in the log,
+   * found as the first record at or after that timestamp; undefined for a log with none.
+   */
+  offsetOfMaxTimestamp(): { offset: bigint; timestampMs: number } | undefined {
+    this.ensureOpen();
+    let maxTimestampMs = -1;
+    for (const segment of this.segments) {
+      if (segment.nextOffset <= this.logStartOffset) continue;
+      if (segment.maxTimestampMs > maxTimestampMs) maxTimestampMs = segment.maxTimestampMs;
+    }
+    return maxTimestampMs < 0 ? undefined : this.offsetForTimestamp(maxTimestampMs);
+  }
+
   /** Kafka's OffsetsForLeaderEpoch answer from this log. */
   endOffsetForLeaderEpoch(epoch: number): { epoch: number; endOffset: bigint } {
     return this.epochCache.endOffsetFor(epoch, this.logEndOffset);

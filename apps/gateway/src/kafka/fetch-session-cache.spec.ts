@@ -69,10 +69,7 @@ function incremental(
   forgotten: Array<{ topicKey: string; partition: number }> = [],
   usesTopicIds = false,
 ): Context {
-  return cache.newContext(
-    { sessionId, sessionEpoch, usesTopicIds, partitions, forgotten },
-    0,
-  );
+  return cache.newContext({ sessionId, sessionEpoch, usesTopicIds, partitions, forgotten }, 0);
 }
 
 describe('FetchSessionCache', () => {
@@ -154,9 +151,13 @@ describe('FetchSessionCache', () => {
   it('adds, updates and forgets partitions, and fetches the whole session in its order', () => {
     const { cache } = cacheOf();
     const id = openSession(cache, [0, 1, 2]);
-    const context = incremental(cache, id, 1, [part(1, 500), part(7, 70)], [
-      { topicKey: 't', partition: 0 },
-    ]);
+    const context = incremental(
+      cache,
+      id,
+      1,
+      [part(1, 500), part(7, 70)],
+      [{ topicKey: 't', partition: 0 }],
+    );
     expect(context.kind).toBe('incremental');
     const { partitions } = context as Extract<Context, { kind: 'incremental' }>;
     expect(partitions.map((p) => [p.partition, p.fetch])).toEqual([

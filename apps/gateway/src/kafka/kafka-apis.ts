@@ -24,6 +24,8 @@ import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
 import { fetchApi } from './kafka-fetch';
 import type { KafkaFetchSessions } from './kafka-fetch-sessions';
 import { listOffsetsApi } from './kafka-list-offsets';
+import { type OffsetDeleteCoordinators, offsetDeleteApi } from './kafka-offset-delete';
+import { offsetForLeaderEpochApi } from './kafka-offset-for-leader-epoch';
 import { metadataApi } from './kafka-metadata';
 import { partitionReassignmentApis } from './kafka-partition-reassignments';
 import { produceApi } from './kafka-produce';
@@ -40,7 +42,8 @@ export interface KafkaApiDependencies {
   readonly offsets: OffsetDependencies;
   readonly fetchSessions: KafkaFetchSessions;
   readonly coordinators: OffsetCoordinators &
-    GroupAdminCoordinators & {
+    GroupAdminCoordinators &
+    OffsetDeleteCoordinators & {
       readonly initProducerId: (request: InitProducerIdRequest) => Promise<InitProducerIdResponse>;
       readonly consumerGroupHeartbeat: (
         request: ConsumerGroupHeartbeatRequest,
@@ -69,6 +72,7 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
     fetchApi(view, dependencies.fetch, fetchSessions.cache, fetchSessions.countFetch),
   );
   dispatcher.register(listOffsetsApi(dependencies.offsets));
+  dispatcher.register(offsetForLeaderEpochApi(dependencies.fetch));
   dispatcher.register(findCoordinatorApi(view));
   const { coordinators } = dependencies;
   dispatcher.register(initProducerIdApi(coordinators.initProducerId));
@@ -84,5 +88,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   for (const api of groupAdminApis(coordinators)) dispatcher.register(api);
   for (const api of consumerGroupApis(view, coordinators)) dispatcher.register(api);
   for (const api of aclApis(acls)) dispatcher.register(api);
+  dispatcher.register(offsetDeleteApi(coordinators));
   return dispatcher;
 }

@@ -1,8 +1,11 @@
 /**
  * ListOffsets: the earliest offset (-2), the latest (-1, the high watermark, which is also the
- * last stable offset without transactions) or the first offset at or after a timestamp, through
- * the gateway's own ListOffsets (offset-handlers.ts) at each partition's leader. Versions up to 6:
- * the max-timestamp (-3, v7) and tiered-storage specs (v8, v9) are not served.
+ * last stable offset without transactions), the first offset at or after a timestamp, or from
+ * version 7 the first record with the largest timestamp (-3, MAX_TIMESTAMP, KIP-734), through
+ * the gateway's own ListOffsets (offset-handlers.ts) at each partition's leader. Version 8's
+ * EARLIEST_LOCAL (-4, KIP-405) is the earliest offset: without tiered storage the whole log is
+ * local, as Kafka answers it for a topic without remote storage. Versions 9 and up (the latest
+ * tiered offset, remote lookups) are not served: there is no tier to answer them from.
  */
 import {
   type ListOffsetsPartitionResponse,
@@ -20,12 +23,24 @@ import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
 const listOffsetsApiKey = 2;
 const latestTimestamp = -1n;
 const earliestTimestamp = -2n;
+const maxTimestamp = -3n;
+const earliestLocalTimestamp = -4n;
+/** The first versions that take MAX_TIMESTAMP and EARLIEST_LOCAL. */
+const maxTimestampVersion = 7;
+const earliestLocalVersion = 8;
 /** The first version whose answers carry the leader epoch. */
 const leaderEpochVersion = 4;
 
-function specOf(timestamp: bigint): OffsetSpec | undefined {
+/** The spec a partition's timestamp asks for at this version; undefined is INVALID_REQUEST. */
+function specOf(timestamp: bigint, version: number): OffsetSpec | undefined {
   if (timestamp === latestTimestamp) return OffsetSpec.OFFSET_SPEC_LATEST;
   if (timestamp === earliestTimestamp) return OffsetSpec.OFFSET_SPEC_EARLIEST;
+  if (timestamp === maxTimestamp && version >= maxTimestampVersion) {
+    return OffsetSpec.OFFSET_SPEC_MAX_TIMESTAMP;
+  }
+  if (timestamp === earliestLocalTimestamp && version >= earliestLocalVersion) {
+    return OffsetSpec.OFFSET_SPEC_EARLIEST;
+  }
   return timestamp >= 0n ? OffsetSpec.OFFSET_SPEC_TIMESTAMP : undefined;
 }
 
@@ -35,7 +50,7 @@ export function listOffsetsApi(
   return {
     apiKey: listOffsetsApiKey,
     minVersion: 1,
-    maxVersion: 6,
+    maxVersion: 8,
     read: readListOffsetsRequest,
     write: writeListOffsetsResponse,
     serve: async (request, version) => {
@@ -43,7 +58,7 @@ export function listOffsetsApi(
         topic.partitions.map((partition) => ({
           topic,
           partition,
-          spec: specOf(partition.timestamp),
+          spec: specOf(partition.timestamp, version),
         })),
       );
       const askable = wanted.filter((entry) => entry.spec !== undefined);

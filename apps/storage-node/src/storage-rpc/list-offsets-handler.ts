@@ -4,8 +4,10 @@ import type { ReplicaManager } from '../replica/replica-manager';
 import { protoError } from './proto-error';
 
 /**
- * Kafka's ListOffsets on the leader: the log start (earliest), the high watermark (latest), or the
- * first offset at or after a timestamp below the high watermark, each partition answered alone.
+ * Kafka's ListOffsets on the leader: the log start (earliest), the high watermark (latest), the
+ * first offset at or after a timestamp, or the first record with the largest timestamp (max
+ * timestamp, KIP-734); the last two only below the high watermark, as Kafka answers consumers.
+ * Each partition is answered alone.
  */
 export function listOffsetsHandler(
   replicas: () => ReplicaManager,
@@ -30,8 +32,12 @@ export function listOffsetsHandler(
               return { ...base, offset: replica.log.logStartOffset, leaderEpoch };
             case OffsetSpec.OFFSET_SPEC_LATEST:
               return { ...base, offset: replica.highWatermark, leaderEpoch };
-            case OffsetSpec.OFFSET_SPEC_TIMESTAMP: {
-              const found = replica.log.offsetForTimestamp(Number(partition.timestampMs));
+            case OffsetSpec.OFFSET_SPEC_TIMESTAMP:
+            case OffsetSpec.OFFSET_SPEC_MAX_TIMESTAMP: {
+              const found =
+                partition.spec === OffsetSpec.OFFSET_SPEC_TIMESTAMP
+                  ? replica.log.offsetForTimestamp(Number(partition.timestampMs))
+                  : replica.log.offsetOfMaxTimestamp();
               if (found === undefined || found.offset >= replica.highWatermark)
                 return { ...base, leaderEpoch };
               return {
@@ -44,7 +50,7 @@ export function listOffsetsHandler(
             default:
               throw new SpoolError(
                 'INVALID_REQUEST',
-                `spec is ${partition.spec}; expected EARLIEST, LATEST or TIMESTAMP`,
+                `spec is ${partition.spec}; expected EARLIEST, LATEST, TIMESTAMP or MAX_TIMESTAMP`,
               );
           }
         } catch (error) {
