@@ -40,15 +40,23 @@ const controllerCallDeadlineMs = 15_000;
 /** How long a topic change is waited for in the gateway's metadata before answering. */
 const metadataPropagationWaitMs = 5_000;
 
-export function adminHandlers(link: MetadataLink) {
-  const topicReady = (name: string, partitionCount: number): boolean => {
-    const topic = link.metadata.topics.get(name);
-    return (
-      topic !== undefined &&
-      topic.partitions.length >= partitionCount &&
-      topic.partitions.every((partition) => partition.leaderId >= 0)
-    );
-  };
+/** Whether this gateway's metadata shows a topic with its partitions, each with a leader. */
+export function topicShown(link: MetadataLink, name: string, partitionCount: number): boolean {
+  const topic = link.metadata.topics.get(name);
+  return (
+    topic !== undefined &&
+    topic.partitions.length >= partitionCount &&
+    topic.partitions.every((partition) => partition.leaderId >= 0)
+  );
+}
+
+/**
+ * `metadataWaitMs` bounds the wait for a change to show in this gateway's metadata; a Kafka
+ * request sets it from its timeoutMs (0: no wait).
+ */
+export function adminHandlers(link: MetadataLink, metadataWaitMs = metadataPropagationWaitMs) {
+  const topicReady = (name: string, partitionCount: number): boolean =>
+    topicShown(link, name, partitionCount);
 
   return {
     createTopics: async (request: CreateTopicsRequest): Promise<CreateTopicsResponse> => {
@@ -61,7 +69,7 @@ export function adminHandlers(link: MetadataLink) {
         );
         await link.waitUntil(
           () => created.every((topic) => topicReady(topic.name, topic.numPartitions)),
-          metadataPropagationWaitMs,
+          metadataWaitMs,
         );
       }
       return response;
@@ -74,7 +82,7 @@ export function adminHandlers(link: MetadataLink) {
       const deleted = response.results.filter((result) => !result.error);
       await link.waitUntil(
         () => deleted.every((result) => !link.metadata.topics.has(result.name)),
-        metadataPropagationWaitMs,
+        metadataWaitMs,
       );
       return response;
     },
@@ -93,7 +101,7 @@ export function adminHandlers(link: MetadataLink) {
         );
         await link.waitUntil(
           () => grown.every((topic) => topicReady(topic.name, topic.count)),
-          metadataPropagationWaitMs,
+          metadataWaitMs,
         );
       }
       return response;

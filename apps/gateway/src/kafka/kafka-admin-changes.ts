@@ -9,6 +9,9 @@
  *    configs; APPEND and SUBTRACT (2, 3) on list configs and broker resources are not served:
  *    such a resource is INVALID_REQUEST and nothing of it changes.
  * 3. DeleteRecords moves each partition's log start offset to `offset` (-1: the high watermark).
+ * 4. (Point 5 of kafka-admin.ts) CreatePartitions waits up to its timeoutMs for the new
+ *    partitions to show in this gateway's metadata, REQUEST_TIMED_OUT after
+ *    (kafka-admin-timeout.ts).
  */
 import {
   type CreatePartitionsRequest,
@@ -27,7 +30,8 @@ import {
   writeDeleteRecordsResponse,
   writeIncrementalAlterConfigsResponse,
 } from '@spool/kafka-protocol';
-import { adminHandlers } from '../admin-handlers';
+import { adminHandlers, topicShown } from '../admin-handlers';
+import { changeNotShown, metadataWaitMsOf } from './kafka-admin-timeout';
 import { handleDeleteRecords, type OffsetDependencies } from '../offset-handlers';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import { KafkaErrorNumber, kafkaErrorNumberOf, kafkaErrorOf } from './kafka-errors';
@@ -51,7 +55,10 @@ export function adminChangeApis(offsets: OffsetDependencies): Array<KafkaApi<nev
       const answer =
         growable.length === 0
           ? { results: [] }
-          : await admin.createPartitions({
+          : await adminHandlers(
+              offsets.link,
+              request.validateOnly ? 0 : metadataWaitMsOf(request.timeoutMs),
+            ).createPartitions({
               topics: growable.map((topic) => ({ name: topic.name, count: topic.count })),
               validateOnly: request.validateOnly,
             });
@@ -66,6 +73,14 @@ export function adminChangeApis(offsets: OffsetDependencies): Array<KafkaApi<nev
               errorCode: KafkaErrorNumber.InvalidRequest,
               errorMessage: `topic "${topic.name}": manual partition assignments are not served`,
             };
+          }
+          // Point 4.
+          if (
+            !request.validateOnly &&
+            result.error === undefined &&
+            !topicShown(offsets.link, topic.name, topic.count)
+          ) {
+            return { name: topic.name, ...changeNotShown(topic.name, 'grown', request.timeoutMs) };
           }
           return { name: topic.name, ...kafkaErrorOf(result.error) };
         }),

@@ -9,6 +9,8 @@
  * 3. DescribeCluster shows the cluster as Metadata does: this gateway as broker 0 and controller.
  * 4. DescribeConfigs describes topics (set or default, by the controller); a broker resource is
  *    answered with no configs: the gateway has none a Kafka client could act on.
+ * 5. CreateTopics and DeleteTopics wait up to their timeoutMs for the change to show in this
+ *    gateway's metadata, REQUEST_TIMED_OUT after (kafka-admin-timeout.ts).
  */
 import {
   type CreatableTopicResult,
@@ -37,7 +39,8 @@ import {
   writeDeleteTopicsResponse,
   writeDescribeClusterResponse,
 } from '@spool/kafka-protocol';
-import { adminHandlers } from '../admin-handlers';
+import { adminHandlers, topicShown } from '../admin-handlers';
+import { changeNotShown, metadataWaitMsOf, topicGone } from './kafka-admin-timeout';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import { gatewayNodeId, type KafkaClusterView, uuidBytesOf } from './kafka-cluster-view';
 import { KafkaErrorNumber, kafkaErrorOf } from './kafka-errors';
@@ -60,8 +63,16 @@ const deleteStatesVersion = 6;
 const brokersEndpointType = 1;
 const unsupportedEndpointType = 119;
 
+function waitMsOf(request: {
+  readonly timeoutMs: number;
+  readonly validateOnly?: boolean;
+}): number {
+  return request.validateOnly === true ? 0 : metadataWaitMsOf(request.timeoutMs);
+}
+
 export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>> {
-  const admin = adminHandlers(view.link);
+  const { link } = view;
+  const admin = adminHandlers(link);
 
   const createTopics: KafkaApi<CreateTopicsRequest, CreateTopicsResponse> = {
     apiKey: ApiKey.CreateTopics,
@@ -75,7 +86,7 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
       const answer =
         creatable.length === 0
           ? { results: [] }
-          : await admin.createTopics({
+          : await adminHandlers(link, waitMsOf(request)).createTopics({
               topics: creatable.map((topic) => ({
                 name: topic.name,
                 numPartitions: topic.numPartitions,
@@ -107,9 +118,16 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
                   replicationFactor: created.partitions[0]?.replicas.length ?? -1,
                 }
               : {};
+          // Point 5.
+          const shown =
+            request.validateOnly ||
+            result.error !== undefined ||
+            topicShown(link, topic.name, created?.partitions.length ?? 1);
           return {
             ...base,
-            ...kafkaErrorOf(result.error),
+            ...(shown
+              ? kafkaErrorOf(result.error)
+              : changeNotShown(topic.name, 'created', request.timeoutMs)),
             topicId: uuidBytesOf(result.topicId),
             ...details,
           };
@@ -137,7 +155,9 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
       const answer =
         deletable.length === 0
           ? { results: [] }
-          : await admin.deleteTopics({ names: deletable.map((entry) => entry.name!) });
+          : await adminHandlers(link, waitMsOf(request)).deleteTopics({
+              names: deletable.map((entry) => entry.name!),
+            });
       const results = new Map(answer.results.map((result) => [result.name, result]));
       return {
         ...defaultDeleteTopicsResponse(),
@@ -150,6 +170,10 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
               errorCode: KafkaErrorNumber.UnknownTopicId,
               errorMessage: `no topic has id ${topicId.toString('hex')}`,
             };
+          }
+          // Point 5.
+          if (result.error === undefined && !topicGone(link, name!)) {
+            return { name: name!, topicId, ...changeNotShown(name!, 'deleted', request.timeoutMs) };
           }
           return { name: name!, topicId, ...kafkaErrorOf(result.error) };
         }),

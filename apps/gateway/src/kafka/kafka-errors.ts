@@ -12,6 +12,7 @@ export const kafkaUnknownServerError = -1;
 export const KafkaErrorNumber = {
   UnknownTopicOrPartition: 3,
   LeaderNotAvailable: 5,
+  RequestTimedOut: 7,
   CoordinatorLoadInProgress: 14,
   CoordinatorNotAvailable: 15,
   InvalidRequiredAcks: 21,
