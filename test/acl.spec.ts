@@ -6,8 +6,9 @@
 // Metadata and ListTopics leave out the topics the caller may not describe; `spool acl` is
 // refused CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster, then creates, lists and
 // deletes; KafkaJS's createAcls and describeAcls go through Kafka's CreateAcls and DescribeAcls,
-// and Apache Kafka's kafka-acls adds and lists an ACL;
-// denials are counted by principal and resource type.
+// and Apache Kafka's kafka-acls adds and lists an ACL; denials are counted by principal and
+// resource type; OffsetForLeaderEpoch (on the wire) answers TOPIC_AUTHORIZATION_FAILED for a
+// topic the caller may not describe.
 import { Spool, type Admin as SpoolAdmin } from '@spool/client';
 import {
   AclOperationTypes,
@@ -19,8 +20,13 @@ import {
   type Admin,
 } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  readOffsetForLeaderEpochResponse,
+  writeOffsetForLeaderEpochRequest,
+} from '@spool/kafka-protocol';
 import { runCli } from './support/cli-process';
 import { runKafkaTool } from './support/kafka-tools';
+import { kafkaRequest } from './support/kafka-wire-client';
 import { startGatewayProcess } from './support/gateway-client';
 import type { ServiceProcess } from './support/service-process';
 import { StorageTestCluster } from './support/storage-cluster';
@@ -43,6 +49,7 @@ let spool: Spool;
 let spoolAdmin: SpoolAdmin;
 let gatewayAddress: string;
 let bootstrap: string;
+let kafkaPort: number;
 
 /** Creates ACLs through the controller, which stores them without asking anyone. */
 async function grant(
@@ -100,7 +107,7 @@ beforeAll(async () => {
   }
   gateway = await startGatewayProcess(cluster.controller.grpcPort, ['--authorizer', 'acl']);
   const listening = gateway.logLines.find((line) => line.includes('Kafka listener listening'));
-  const kafkaPort = (JSON.parse(listening!) as { kafkaPort: number }).kafkaPort;
+  kafkaPort = (JSON.parse(listening!) as { kafkaPort: number }).kafkaPort;
   gatewayAddress = `127.0.0.1:${gateway.grpcPort}`;
   bootstrap = `127.0.0.1:${kafkaPort}`;
   kafka = new Kafka({
@@ -165,6 +172,37 @@ describe('ACLs', () => {
     await expect.poll(() => kafkaProduce('orders-eu'), { timeout: 10_000 }).toBe('OK');
     expect(await kafkaProduce('payments')).toBe('TOPIC_AUTHORIZATION_FAILED');
     expect(await endOffset('orders-eu')).toBe(1n);
+  });
+
+  it('answers OffsetForLeaderEpoch only for the topics the caller may describe', async () => {
+    const endOfEpoch = async (topic: string) =>
+      (
+        await kafkaRequest(
+          { host: '127.0.0.1', port: kafkaPort },
+          {
+            apiKey: 23,
+            version: 4,
+            write: (writer) =>
+              writeOffsetForLeaderEpochRequest(
+                writer,
+                {
+                  replicaId: -1,
+                  topics: [
+                    {
+                      topic,
+                      partitions: [{ partition: 0, currentLeaderEpoch: -1, leaderEpoch: 0 }],
+                    },
+                  ],
+                },
+                4,
+              ),
+            read: (reader) => readOffsetForLeaderEpochResponse(reader, 4),
+          },
+        )
+      ).topics[0]!.partitions[0]!;
+    // The first test granted DESCRIBE on orders; nothing was ever granted on secret.
+    expect((await endOfEpoch('orders')).errorCode).toBe(0);
+    expect((await endOfEpoch('secret')).errorCode).toBe(29);
   });
 
   it('leaves out of Metadata and ListTopics the topics the caller may not describe', async () => {
