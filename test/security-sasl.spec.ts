@@ -160,6 +160,17 @@ describe('client authentication on spool dev --secure', () => {
       username: 'alice',
       password: 'alice-secret-1',
     };
+    // spool dev --secure enforces ACLs: alice is authenticated but may not write yet, and the
+    // refused produce writes nothing.
+    await expect(
+      kcat(alice, ['-P', '-t', 'sasl-orders', '-p', '0'], 'refused\n'),
+    ).rejects.toThrow(/authorization failed/i);
+    expect(await highWatermarks('sasl-orders')).toEqual(['0']);
+    const granted = await cli([
+      ...['acl', 'create', '--allow-principal', 'User:alice'],
+      ...['--operation', 'Write', '--operation', 'Describe', '--topic', 'sasl-orders'],
+    ]);
+    expect(granted.exitCode, granted.stderr).toBe(0);
     await kcat(alice, ['-P', '-t', 'sasl-orders', '-p', '0'], 'one\ntwo\nthree\n');
     for (const mechanism of ['PLAIN', 'SCRAM-SHA-512'] as const) {
       const consumed = await kcat(admin(mechanism), [
@@ -246,6 +257,18 @@ describe('client authentication on spool dev --secure', () => {
       });
     const good = withUser('alice-secret-1');
     try {
+      // The call runs as User:alice: refused until an ACL lets alice describe the cluster.
+      const refused = (await good
+        .admin()
+        .describeCluster()
+        .catch((caught: unknown) => caught)) as SpoolError;
+      expect(refused.code).toBe('CLUSTER_AUTHORIZATION_FAILED');
+      expect(refused.message).toMatch(/User:alice/);
+      const granted = await cli([
+        ...['acl', 'create', '--allow-principal', 'User:alice'],
+        ...['--operation', 'Describe', '--cluster'],
+      ]);
+      expect(granted.exitCode, granted.stderr).toBe(0);
       expect((await good.admin().describeCluster()).brokers.length).toBe(1);
     } finally {
       await good.close();

@@ -56,7 +56,12 @@ export function serviceSecurityArguments(dataDirectory: string, role: ServiceRol
     ...['--ssl-key-location', files.keyFile],
     ...['--ssl-ca-location', files.caFile],
     ...(role === 'gateway'
-      ? ['--kafka-security-protocol', 'SASL_SSL', '--grpc-authentication', 'required']
+      ? [
+          ...['--kafka-security-protocol', 'SASL_SSL', '--grpc-authentication', 'required'],
+          // ACLs on, as the issue's secure default: the admin user (SCRAM, or the CLI's CN=admin
+          // certificate) may do everything; everyone else needs an ACL.
+          ...['--authorizer', 'acl', '--super-users', `User:${devAdminUser}`],
+        ]
       : []),
   ];
 }

@@ -123,34 +123,51 @@ function refusedProduce(
   };
 }
 
+/**
+ * Fetch READ. The request's topics are checked before the handler runs; the answer is checked
+ * again, because an incremental fetch (KIP-227) serves every partition of its session, and one
+ * added while READ was allowed must not keep flowing once the ACL is gone: as Kafka's broker,
+ * each partition of the session is authorized on every fetch.
+ */
 const fetchGate: (view: KafkaClusterView) => CustomGate<FetchRequest, FetchResponse> =
   (view) => (request, version, context, authorizer) => {
-    const denied = request.topics.filter(
-      (topic) =>
-        !allowsTopic(
-          authorizer,
-          context,
-          AclOperation.Read,
-          version >= fetchTopicIdsVersion ? view.topicNameOf(topic.topicId) : topic.topic,
-        ),
-    );
-    if (denied.length === 0) return { request, complete: (response) => response };
+    const nameOf = (topic: { topic: string; topicId: Buffer }) =>
+      version >= fetchTopicIdsVersion ? view.topicNameOf(topic.topicId) : topic.topic;
+    const readable = (topic: { topic: string; topicId: Buffer }) =>
+      allowsTopic(authorizer, context, AclOperation.Read, nameOf(topic));
+    const denied = request.topics.filter((topic) => !readable(topic));
+    const refusedTopic = (
+      topic: { topic: string; topicId: Buffer },
+      partitions: readonly number[],
+    ): FetchResponse['responses'][number] => ({
+      topic: topic.topic,
+      topicId: topic.topicId,
+      partitions: partitions.map((partitionIndex) => ({
+        ...defaultFetchResponsePartitionData(),
+        partitionIndex,
+        errorCode: topicDenied,
+        records: Buffer.alloc(0),
+      })),
+    });
     return {
       request: { ...request, topics: request.topics.filter((topic) => !denied.includes(topic)) },
       complete: (response) => ({
         ...response,
         responses: [
-          ...response.responses,
-          ...denied.map((topic) => ({
-            topic: topic.topic,
-            topicId: topic.topicId,
-            partitions: topic.partitions.map((partition) => ({
-              ...defaultFetchResponsePartitionData(),
-              partitionIndex: partition.partition,
-              errorCode: topicDenied,
-              records: Buffer.alloc(0),
-            })),
-          })),
+          ...response.responses.map((topic) =>
+            readable(topic)
+              ? topic
+              : refusedTopic(
+                  topic,
+                  topic.partitions.map((partition) => partition.partitionIndex),
+                ),
+          ),
+          ...denied.map((topic) =>
+            refusedTopic(
+              topic,
+              topic.partitions.map((partition) => partition.partition),
+            ),
+          ),
         ],
       }),
     };
