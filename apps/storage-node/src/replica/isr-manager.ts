@@ -9,6 +9,13 @@
  * rejoins thousands of ISRs in a few requests instead of one call (and one metadata write) each. A follower whose fetch session holds a
  * partition is caught up as long as the session fetches (partition-replica.ts,
  * followerLastCaughtUpTimeMs), though idle partitions are not read per fetch.
+ *
+ * An expansion counts for the HW from the moment it is asked (PartitionReplica's maximal ISR),
+ * not from its answer: the controller may commit it and lose the answer (its lease ends right
+ * after the write, the call times out and is retried elsewhere), and a replica in the committed
+ * ISR may be elected. Until a newer partition epoch or a refusal settles it, the leader keeps
+ * asking, with a confirming request (the ISR as it is) once the joining replica fell behind, so
+ * that the partition epoch moves past the pending change either way.
  */
 import type { Logger } from '@spool/common';
 import type { AlterPartitionResponse, PartitionMetadata } from '@spool/protocol';
@@ -96,7 +103,9 @@ export class IsrManager {
         nowMs - lastCaughtUpTimeMs <= this.options.replicaLagTimeMaxMs
       );
     });
-    if (lagging.length === 0 && caughtUp.length === 0) return undefined;
+    if (lagging.length === 0 && caughtUp.length === 0) {
+      return replica.isrExpansionPending ? [...isr] : undefined;
+    }
     const next = [...isr.filter((id) => !lagging.includes(id)), ...caughtUp];
     return next.includes(this.options.brokerId) ? next : [this.options.brokerId, ...next];
   }
@@ -172,15 +181,23 @@ export class IsrManager {
   }
 
   private async send(batch: Array<{ replica: PartitionReplica; newIsr: number[] }>): Promise<void> {
-    const previous = new Map<string, { replica: PartitionReplica; isr: readonly number[] }>();
+    const previous = new Map<
+      string,
+      { replica: PartitionReplica; isr: readonly number[]; partitionEpoch: number }
+    >();
     const topics = new Map<
       string,
       Array<{ partition: number; leaderEpoch: number; partitionEpoch: number; newIsr: number[] }>
     >();
     for (const { replica, newIsr } of batch) {
       const assignment = replica.assignment;
-      previous.set(replica.name, { replica, isr: assignment.isr });
+      previous.set(replica.name, {
+        replica,
+        isr: assignment.isr,
+        partitionEpoch: assignment.partitionEpoch,
+      });
       this.inFlight.add(replica.name);
+      replica.markIsrExpansionPending(newIsr);
       let partitions = topics.get(replica.topic);
       if (partitions === undefined) {
         partitions = [];
@@ -217,7 +234,10 @@ export class IsrManager {
 
   private applyResults(
     response: AlterPartitionResponse,
-    previous: Map<string, { replica: PartitionReplica; isr: readonly number[] }>,
+    previous: Map<
+      string,
+      { replica: PartitionReplica; isr: readonly number[]; partitionEpoch: number }
+    >,
   ): void {
     let shrunk = 0;
     let expanded = 0;
@@ -228,6 +248,10 @@ export class IsrManager {
         if (sent === undefined) continue;
         const updated = result.partitionMetadata;
         if (result.error !== undefined || updated === undefined) {
+          // Refused per partition before any write (or its compare-and-set failed): the
+          // expansion asked can never commit.
+          if (result.error !== undefined)
+            sent.replica.clearIsrExpansionPending(sent.partitionEpoch);
           refused.push(`${sent.replica.name}: ${result.error?.code ?? 'no partition'}`);
           continue;
         }
@@ -236,7 +260,7 @@ export class IsrManager {
         if (updated.isr.length < sent.isr.length) {
           shrunk += 1;
           this.options.onShrink();
-        } else {
+        } else if (updated.isr.length > sent.isr.length) {
           expanded += 1;
           this.options.onExpand();
         }

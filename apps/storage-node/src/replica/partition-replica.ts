@@ -64,6 +64,15 @@ export class PartitionReplica {
   /** Counts appends, HW moves and role changes, so a long poll can tell whether anything happened. */
   changeCount = 0;
   /**
+   * Replicas this leader asked the controller to add to the ISR (AlterPartition, a
+   * compare-and-set at `partitionEpoch`) without having seen the outcome. The controller may
+   * have committed the change while its answer was lost (its lease ran out after the write, the
+   * call timed out and is retried elsewhere), and then any of them may be elected: so until a
+   * newer partition epoch or a refusal shows otherwise, they count for the HW as members
+   * (Kafka's maximal ISR, KIP-497). Undefined when no expansion is pending.
+   */
+  private pendingIsrExpansion: { partitionEpoch: number; replicas: Set<number> } | undefined;
+  /**
    * The log with its idempotent producers: appends and truncations go through it, never
    * straight to `log`, so the producer state always matches the log.
    */
@@ -126,6 +135,16 @@ export class PartitionReplica {
     this.role =
       assignment.leaderId === this.localBrokerId ? ReplicaRole.Leader : ReplicaRole.Follower;
     const epochChanged = assignment.leaderEpoch !== previous.leaderEpoch;
+    // A newer partition epoch settles a pending expansion: either it is that change, or another
+    // change won the compare-and-set and the pending one can never commit.
+    if (
+      this.pendingIsrExpansion !== undefined &&
+      (epochChanged ||
+        this.role !== ReplicaRole.Leader ||
+        assignment.partitionEpoch > this.pendingIsrExpansion.partitionEpoch)
+    ) {
+      this.pendingIsrExpansion = undefined;
+    }
     if (this.role === ReplicaRole.Leader && (epochChanged || previousRole !== ReplicaRole.Leader)) {
       this.resetFollowers(nowMs);
     } else if (this.role === ReplicaRole.Leader) {
@@ -199,11 +218,58 @@ export class PartitionReplica {
     );
   }
 
-  /** The leader's HW: the smallest log end offset in the ISR (this replica's own included). */
+  /**
+   * The leader is about to ask the controller for `newIsr` at the current partition epoch: its
+   * members outside the ISR count for the HW from now on, until the outcome is known.
+   */
+  markIsrExpansionPending(newIsr: readonly number[]): void {
+    const { isr, partitionEpoch } = this.assignment;
+    const joining = newIsr.filter((replica) => !isr.includes(replica));
+    if (joining.length === 0) return;
+    const pending = this.pendingIsrExpansion;
+    if (pending === undefined || pending.partitionEpoch !== partitionEpoch) {
+      this.pendingIsrExpansion = { partitionEpoch, replicas: new Set(joining) };
+    } else {
+      for (const replica of joining) pending.replicas.add(replica);
+    }
+  }
+
+  /**
+   * The controller refused the change asked at `partitionEpoch` without writing it: the
+   * replicas it would have added stop counting for the HW.
+   */
+  clearIsrExpansionPending(partitionEpoch: number): void {
+    if (this.pendingIsrExpansion?.partitionEpoch !== partitionEpoch) return;
+    this.pendingIsrExpansion = undefined;
+    this.maybeAdvanceHighWatermark();
+  }
+
+  /** Whether an ISR expansion this leader asked for has no known outcome yet. */
+  get isrExpansionPending(): boolean {
+    return this.pendingIsrExpansion !== undefined;
+  }
+
+  /**
+   * The ISR the HW must respect: the controller's, plus the replicas of a pending expansion
+   * (one that may already be committed without this leader knowing).
+   */
+  maximalIsr(): readonly number[] {
+    const pending = this.pendingIsrExpansion;
+    if (pending === undefined) return this.assignment.isr;
+    return [
+      ...this.assignment.isr,
+      ...[...pending.replicas].filter((replica) => !this.assignment.isr.includes(replica)),
+    ];
+  }
+
+  /**
+   * The leader's HW: the smallest log end offset in the maximal ISR (this replica's own
+   * included), so that every replica the controller may have recorded in the ISR has it.
+   */
   maybeAdvanceHighWatermark(): boolean {
     if (this.role !== ReplicaRole.Leader) return false;
     let candidate = this.log.logEndOffset;
-    for (const replica of this.assignment.isr) {
+    for (const replica of this.maximalIsr()) {
       if (replica === this.localBrokerId) continue;
       const follower = this.followers.get(replica);
       const followerEnd =

@@ -1,0 +1,171 @@
+// Proves that an ISR expansion counts for the leader's high watermark from the moment the leader
+// asks for it, not from the controller's answer: in a fault run the controller committed an
+// expansion and lost its answer (its lease ended after the write), the leader advanced the HW
+// without the joining replica, that replica was elected from the committed ISR and 4,800
+// acknowledged records were truncated. Drives an IsrManager and a PartitionReplica on a real
+// log, with an AlterPartition that never answers, refuses, or answers late.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createLogger } from '@spool/common';
+import type { AlterPartitionResponse } from '@spool/protocol';
+import { encodeRecordBatch } from '@spool/record-batch';
+import { Log } from '@spool/segment-store';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IsrManager } from './isr-manager';
+import { PartitionReplica } from './partition-replica';
+
+const logger = createLogger({ service: 'isr-manager-test', level: 'silent' });
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function emptyLog(): Promise<Log> {
+  const directory = mkdtempSync(path.join(tmpdir(), 'spool-isr-'));
+  const { log } = await Log.open(directory);
+  cleanups.push(() => {
+    log.abandon();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  return log;
+}
+
+function appendRecords(replica: PartitionReplica, count: number): void {
+  for (let index = 0; index < count; index++) {
+    replica.log.append(
+      encodeRecordBatch({
+        baseOffset: 0n,
+        records: [{ key: null, value: Buffer.from(`v${index}`), timestampMs: 1n }],
+      }),
+      { leaderEpoch: 1, assignOffsets: true },
+    );
+  }
+  replica.maybeAdvanceHighWatermark();
+}
+
+/** Broker 0 leads t-0 over replicas 0, 1, 2 with ISR [0, 1] at partition epoch 5. */
+function leader(log: Log): PartitionReplica {
+  return new PartitionReplica('t', 0, log, 0, {
+    leaderId: 0,
+    leaderEpoch: 1,
+    partitionEpoch: 5,
+    replicas: [0, 1, 2],
+    isr: [0, 1],
+  });
+}
+
+interface SentRequest {
+  newIsr: number[];
+  partitionEpoch: number;
+  answer: (response: AlterPartitionResponse) => void;
+}
+
+function isrManager(sent: SentRequest[], replicaLagTimeMaxMs = 30_000): IsrManager {
+  return new IsrManager({
+    brokerId: 0,
+    replicaLagTimeMaxMs,
+    logger,
+    onShrink: () => {},
+    onExpand: () => {},
+    alterPartition: (request) =>
+      new Promise((resolve) => {
+        const item = request.topics[0]!.partitions[0]!;
+        sent.push({ newIsr: item.newIsr, partitionEpoch: item.partitionEpoch, answer: resolve });
+      }),
+  });
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Both followers fetch at the log end (10), then broker 2 is asked into the ISR. */
+async function expansionInFlight(): Promise<{ replica: PartitionReplica; sent: SentRequest[] }> {
+  const replica = leader(await emptyLog());
+  const sent: SentRequest[] = [];
+  const manager = isrManager(sent);
+  appendRecords(replica, 10);
+  const nowMs = Date.now();
+  replica.recordFollowerFetch(1, 10n, nowMs);
+  replica.recordFollowerFetch(2, 10n, nowMs);
+  expect(replica.highWatermark).toBe(10n);
+  manager.maybeUpdate(replica, nowMs);
+  await nextTurn();
+  expect(sent.map((request) => request.newIsr)).toEqual([[0, 1, 2]]);
+  return { replica, sent };
+}
+
+describe('IsrManager', () => {
+  it('holds the HW at a joining replica while its expansion has no answer', async () => {
+    const { replica } = await expansionInFlight();
+    // Broker 2 stops fetching (paused); broker 1 keeps up with 20 more records.
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    expect(replica.highWatermark).toBe(10n);
+    // The controller's ISR with broker 2 arrives on the metadata stream: nothing changes.
+    replica.applyAssignment(
+      { leaderId: 0, leaderEpoch: 1, partitionEpoch: 6, replicas: [0, 1, 2], isr: [0, 1, 2] },
+      Date.now(),
+    );
+    expect(replica.highWatermark).toBe(10n);
+    replica.recordFollowerFetch(2, 30n, Date.now());
+    expect(replica.highWatermark).toBe(30n);
+  });
+
+  it('lets the HW move on once the controller refuses the expansion', async () => {
+    const { replica, sent } = await expansionInFlight();
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    expect(replica.highWatermark).toBe(10n);
+    sent[0]!.answer({
+      topics: [
+        {
+          topic: 't',
+          partitions: [
+            {
+              partition: 0,
+              error: { code: 'INVALID_UPDATE_VERSION', message: 'changed', retriable: true },
+            },
+          ],
+        },
+      ],
+    } as unknown as AlterPartitionResponse);
+    await nextTurn();
+    expect(replica.highWatermark).toBe(30n);
+  });
+
+  it('lets the HW move on once a newer partition epoch leaves the replica out', async () => {
+    const { replica } = await expansionInFlight();
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    expect(replica.highWatermark).toBe(10n);
+    replica.applyAssignment(
+      { leaderId: 0, leaderEpoch: 1, partitionEpoch: 6, replicas: [0, 1, 2], isr: [0, 1] },
+      Date.now(),
+    );
+    expect(replica.highWatermark).toBe(30n);
+  });
+
+  it('asks to confirm the ISR as it is when the joining replica fell behind unanswered', async () => {
+    const { replica, sent } = await expansionInFlight();
+    // The call fails without an answer (a deadline): the pending expansion stays.
+    sent[0]!.answer({
+      error: { code: 'UNAVAILABLE', message: 'no controller' },
+      topics: [],
+    } as unknown as AlterPartitionResponse);
+    await nextTurn();
+    // Broker 2 then lags past replica.lag.time.max.ms (50 ms for this manager) while broker 1
+    // keeps up.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    expect(replica.highWatermark).toBe(10n);
+    const manager = isrManager(sent, 50);
+    manager.maybeUpdate(replica);
+    await nextTurn();
+    expect(sent.map((request) => request.newIsr)).toEqual([
+      [0, 1, 2],
+      [0, 1],
+    ]);
+    expect(sent[1]!.partitionEpoch).toBe(5);
+  });
+});
