@@ -6,18 +6,16 @@
 // bytes of the least loaded one, with no reassignment left in progress; the consumer reports no
 // error, and every acknowledged record is read back afterwards. Small records and a short
 // balancing interval keep it to seconds.
-import { Spool, type Admin, type Consumer, type Producer } from '@spool/client';
+import type { Admin, Consumer, Producer, Spool } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { eventually } from './support/controller-client';
 import { family, scrape } from './support/prometheus-scrape';
-import { startServiceProcess, type ServiceProcess } from './support/service-process';
+import { startFrontEnds, type FrontEnds } from './support/front-ends';
 import { StorageTestCluster } from './support/storage-cluster';
 
 const topic = 'balanced';
 const partitionCount = 10;
 let storage: StorageTestCluster;
-let coordinator: ServiceProcess;
-let gateway: ServiceProcess;
+let frontEnds: FrontEnds | undefined;
 let spool: Spool;
 let admin: Admin;
 
@@ -29,36 +27,12 @@ beforeAll(async () => {
       ...['--leader-imbalance-check-interval-ms', '500'],
     ],
   });
-  [coordinator, gateway] = await Promise.all([
-    startServiceProcess('coordinator', [
-      '--controller-addresses',
-      storage.controllerAddresses,
-      '--coordinator-id',
-      'coordinator-0',
-      '--group-consumer-heartbeat-interval-ms',
-      '500',
-    ]),
-    startServiceProcess('gateway', ['--controller-addresses', storage.controllerAddresses]),
-  ]);
-  await eventually(async () => {
-    const response = await fetch(`http://127.0.0.1:${gateway.metricsPort}/readyz`);
-    if (response.status !== 200) throw new Error('the gateway is not ready');
-  }, 20_000);
-  spool = new Spool({
-    brokers: [`127.0.0.1:${gateway.grpcPort}`],
-    clientId: 'auto-balance-spec',
-    logLevel: 'silent',
-  });
-  admin = spool.admin({ requestTimeoutMs: 10_000 });
+  frontEnds = await startFrontEnds(storage, 'auto-balance-spec');
+  ({ spool, admin } = frontEnds);
 }, 90_000);
 
 afterAll(async () => {
-  await admin?.disconnect();
-  await spool?.close();
-  for (const process of [gateway, coordinator]) {
-    process?.child.kill('SIGKILL');
-    await process?.exited;
-  }
+  await frontEnds?.stop();
   await storage?.stop();
 });
 

@@ -14,19 +14,19 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Spool, type Admin, type Producer } from '@spool/client';
+import type { Admin, Producer, Spool } from '@spool/client';
 import { startEtcdCluster } from '@spool/metadata/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli, type CliResult } from './support/cli-process';
 import { eventually } from './support/controller-client';
-import { startServiceProcess, type ServiceProcess } from './support/service-process';
+import { startServiceProcess } from './support/service-process';
+import { startFrontEnds, type FrontEnds } from './support/front-ends';
 import { StorageTestCluster } from './support/storage-cluster';
 
 const directory = mkdtempSync(path.join(tmpdir(), 'spool-reassign-'));
 let etcd: Awaited<ReturnType<typeof startEtcdCluster>>;
 let storage: StorageTestCluster;
-let coordinator: ServiceProcess;
-let gateway: ServiceProcess;
+let frontEnds: FrontEnds | undefined;
 let spool: Spool;
 let admin: Admin;
 
@@ -49,43 +49,19 @@ beforeAll(async () => {
     await startServiceProcess('controller', controllerArgs),
   ];
   storage = await StorageTestCluster.start(3, { controllers });
-  [coordinator, gateway] = await Promise.all([
-    startServiceProcess('coordinator', [
-      '--controller-addresses',
-      storage.controllerAddresses,
-      '--coordinator-id',
-      'coordinator-0',
-      '--group-consumer-heartbeat-interval-ms',
-      '500',
-    ]),
-    startServiceProcess('gateway', ['--controller-addresses', storage.controllerAddresses]),
-  ]);
-  await eventually(async () => {
-    const response = await fetch(`http://127.0.0.1:${gateway.metricsPort}/readyz`);
-    if (response.status !== 200) throw new Error('the gateway is not ready');
-  }, 20_000);
-  spool = new Spool({
-    brokers: [`127.0.0.1:${gateway.grpcPort}`],
-    clientId: 'reassign-spec',
-    logLevel: 'silent',
-  });
-  admin = spool.admin({ requestTimeoutMs: 10_000 });
+  frontEnds = await startFrontEnds(storage, 'reassign-spec');
+  ({ spool, admin } = frontEnds);
 }, 90_000);
 
 afterAll(async () => {
-  await admin?.disconnect();
-  await spool?.close();
-  for (const process of [gateway, coordinator]) {
-    process?.child.kill('SIGKILL');
-    await process?.exited;
-  }
+  await frontEnds?.stop();
   await storage?.stop();
   await etcd?.stop();
   rmSync(directory, { recursive: true, force: true });
 });
 
 function reassign(...argv: string[]): Promise<CliResult> {
-  return runCli(['partitions', 'reassign', '--gateway', `127.0.0.1:${gateway.grpcPort}`, ...argv]);
+  return runCli(['partitions', 'reassign', '--gateway', frontEnds!.gatewayAddress, ...argv]);
 }
 
 function writePlan(name: string, partitions: unknown[]): string {
@@ -281,7 +257,7 @@ describe('partition reassignment', () => {
       'cancelled',
       '--json',
       '--gateway',
-      `127.0.0.1:${gateway.grpcPort}`,
+      frontEnds!.gatewayAddress,
     ]);
     expect(described.exitCode, described.stderr).toBe(0);
     expect((JSON.parse(described.stdout) as { partitions: unknown[] }).partitions[0]).toMatchObject(
@@ -313,7 +289,7 @@ describe('partition reassignment', () => {
         'status',
         '--json',
         '--gateway',
-        `127.0.0.1:${gateway.grpcPort}`,
+        frontEnds!.gatewayAddress,
       ]);
       expect(result.exitCode, result.stderr).toBe(0);
       return JSON.parse(result.stdout) as {
@@ -329,7 +305,7 @@ describe('partition reassignment', () => {
         'decommission',
         '3',
         '--gateway',
-        `127.0.0.1:${gateway.grpcPort}`,
+        frontEnds!.gatewayAddress,
       ]);
       expect(cli.exitCode, cli.stderr).toBe(0);
       expect(cli.stdout).toContain('broker 3 is decommissioned');
@@ -361,7 +337,7 @@ describe('partition reassignment', () => {
       '3',
       '--cancel',
       '--gateway',
-      `127.0.0.1:${gateway.grpcPort}`,
+      frontEnds!.gatewayAddress,
     ]);
     expect(cancelled.exitCode, cancelled.stderr).toBe(0);
     expect((await status()).brokers.find((broker) => broker.id === 3)!.decommission).toBe('none');
