@@ -18,6 +18,7 @@
  * them all at once; a partition put that stays hidden makes no delta at all. Each event costs
  * O(1), except a flip, which costs O(partitions it moves) once.
  */
+import { SpoolError } from '@spool/common';
 import type { KeyValue, MetadataKeys, WatchEvent } from '@spool/metadata';
 import {
   decodeAclsRecord,
@@ -118,7 +119,14 @@ export class ClusterState {
     modRevision: 0n,
   };
   private revisionValue = 0n;
-  private readonly revisionWaiters: Array<{ revision: bigint; resolve: () => void }> = [];
+  private readonly revisionWaiters: Array<{
+    revision: bigint;
+    resolve: () => void;
+    reject: (error: SpoolError) => void;
+    timer: NodeJS.Timeout;
+  }> = [];
+  /** Set once the controller stopped leading with this view: every wait fails with it. */
+  private abandonedError: SpoolError | undefined;
   private readonly listeners = new Set<(delta: MetadataDelta) => void>();
   /** Topics whose record has a state (creating, deleting): in the store, not in the view. */
   private readonly hiddenTopics = new Map<string, { record: TopicRecord; modRevision: bigint }>();
@@ -396,10 +404,47 @@ export class ClusterState {
     });
   }
 
-  /** Resolves once the view has applied `revision` (or a later one). */
-  waitForRevision(revision: bigint): Promise<void> {
+  /**
+   * Resolves once the view has applied `revision` (or a later one). Rejects with
+   * REQUEST_TIMED_OUT when `timeoutMs` pass first, and with the abandonment's error (at once)
+   * when the controller stops leading with this view, whose watch then applies nothing more.
+   * Either way the write may have committed: the caller answers a retriable error and the
+   * client's retry, on whichever controller is active, meets the committed state.
+   */
+  waitForRevision(revision: bigint, timeoutMs: number): Promise<void> {
     if (this.revisionValue >= revision) return Promise.resolve();
-    return new Promise((resolve) => this.revisionWaiters.push({ revision, resolve }));
+    if (this.abandonedError !== undefined) return Promise.reject(this.abandonedError);
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        revision,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const index = this.revisionWaiters.indexOf(waiter);
+          if (index >= 0) this.revisionWaiters.splice(index, 1);
+          reject(
+            new SpoolError(
+              'REQUEST_TIMED_OUT',
+              `the metadata view did not apply revision ${revision} within ${timeoutMs} ms ` +
+                `(it is at ${this.revisionValue}); the write may have committed, retry`,
+            ),
+          );
+        }, timeoutMs),
+      };
+      this.revisionWaiters.push(waiter);
+    });
+  }
+
+  /**
+   * The controller stopped leading with this view (its lease ended, or a write proved it
+   * deposed): every wait for a revision fails now with `error`, and so does every later one.
+   */
+  abandon(error: SpoolError): void {
+    this.abandonedError ??= error;
+    for (const waiter of this.revisionWaiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.reject(this.abandonedError);
+    }
   }
 
   private releaseWaiters(): void {
@@ -407,6 +452,7 @@ export class ClusterState {
       const waiter = this.revisionWaiters[index]!;
       if (waiter.revision <= this.revisionValue) {
         this.revisionWaiters.splice(index, 1);
+        clearTimeout(waiter.timer);
         waiter.resolve();
       }
     }

@@ -187,6 +187,14 @@ export class ControllerRole {
         new Promise((resolve) => this.abort.signal.addEventListener('abort', resolve)),
       ]);
     } finally {
+      // A commit waiting for this view to apply its write would wait forever once the watch
+      // is cancelled: it answers NOT_CONTROLLER now, and the caller retries on the next one.
+      state.abandon(
+        new SpoolError(
+          'NOT_CONTROLLER',
+          'this controller stopped leading before its write was applied; retry with the new one',
+        ),
+      );
       controller.stop();
       this.active = undefined;
       await watch.cancel().catch(() => {});

@@ -24,6 +24,13 @@ export const chunkOperationsMax = 100;
 export const chunkBytesMax = 512 * 1024;
 
 /** One part of a change that stands alone: its condition and its write. */
+/**
+ * How long a commit waits for the view to apply its revision. The watch brings a write back in
+ * milliseconds; this is well past that and under the storage node's 5 s AlterPartition deadline,
+ * so the caller hears REQUEST_TIMED_OUT (and retries) rather than its own call timing out.
+ */
+export const revisionApplyWaitMsMax = 3_000;
+
 export interface IndependentWrite {
   readonly compare: Compare;
   readonly operation: Operation;
@@ -52,7 +59,10 @@ export class MetadataWriter {
 
   /**
    * Commits `operations` if every compare holds. Throws NOT_CONTROLLER when the guard failed
-   * (and reports the deposition), INVALID_UPDATE_VERSION when another compare failed.
+   * (and reports the deposition), INVALID_UPDATE_VERSION when another compare failed. After a
+   * commit, throws NOT_CONTROLLER when the controller stopped leading before its view applied
+   * the write, REQUEST_TIMED_OUT when the view took longer than `revisionApplyWaitMsMax`: the
+   * change may be committed, and the caller's retry reads it (a partition's epoch has moved on).
    */
   async commit(compares: readonly Compare[], operations: readonly Operation[]): Promise<bigint> {
     let result;
@@ -86,7 +96,7 @@ export class MetadataWriter {
         'the metadata changed during the update; retry',
       );
     }
-    await this.state.waitForRevision(result.revision);
+    await this.state.waitForRevision(result.revision, revisionApplyWaitMsMax);
     return result.revision;
   }
 

@@ -87,6 +87,7 @@ export function alterPartitionHandler(role: ControllerAccess) {
       if (
         !(error instanceof SpoolError) ||
         error.code === 'NOT_CONTROLLER' ||
+        error.code === 'REQUEST_TIMED_OUT' ||
         error.code === 'UNAVAILABLE'
       ) {
         throw error;
