@@ -76,6 +76,18 @@ function isrManager(sent: SentRequest[], replicaLagTimeMaxMs = 30_000): IsrManag
   });
 }
 
+/** A per-partition refusal of t-0 with `code`. */
+function refusal(code: string): AlterPartitionResponse {
+  return {
+    topics: [
+      {
+        topic: 't',
+        partitions: [{ partition: 0, error: { code, message: 'refused', retriable: false } }],
+      },
+    ],
+  } as unknown as AlterPartitionResponse;
+}
+
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Both followers fetch at the log end (10), then broker 2 is asked into the ISR. */
@@ -111,26 +123,32 @@ describe('IsrManager', () => {
     expect(replica.highWatermark).toBe(30n);
   });
 
-  it('lets the HW move on once the controller refuses the expansion', async () => {
+  it('lets the HW move on once the controller refuses the expansion at its epoch', async () => {
     const { replica, sent } = await expansionInFlight();
     appendRecords(replica, 20);
     replica.recordFollowerFetch(1, 30n, Date.now());
     expect(replica.highWatermark).toBe(10n);
-    sent[0]!.answer({
-      topics: [
-        {
-          topic: 't',
-          partitions: [
-            {
-              partition: 0,
-              error: { code: 'INVALID_UPDATE_VERSION', message: 'changed', retriable: true },
-            },
-          ],
-        },
-      ],
-    } as unknown as AlterPartitionResponse);
+    sent[0]!.answer(refusal('INELIGIBLE_REPLICA'));
     await nextTurn();
     expect(replica.highWatermark).toBe(30n);
+  });
+
+  it('holds the HW when a retry is refused for a stale partition epoch', async () => {
+    // The first attempt committed [0, 1, 2] at epoch 6 and its answer was lost (the controller
+    // was deposed); the retry on the next controller is refused as stale. That refusal may be
+    // the expansion itself, so broker 2 still counts until the metadata stream brings epoch 6.
+    const { replica, sent } = await expansionInFlight();
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    sent[0]!.answer(refusal('INVALID_UPDATE_VERSION'));
+    await nextTurn();
+    expect(replica.isrExpansionPending).toBe(true);
+    expect(replica.highWatermark).toBe(10n);
+    replica.applyAssignment(
+      { leaderId: 0, leaderEpoch: 1, partitionEpoch: 6, replicas: [0, 1, 2], isr: [0, 1, 2] },
+      Date.now(),
+    );
+    expect(replica.highWatermark).toBe(10n);
   });
 
   it('lets the HW move on once a newer partition epoch leaves the replica out', async () => {

@@ -13,7 +13,8 @@
  * An expansion counts for the HW from the moment it is asked (PartitionReplica's maximal ISR),
  * not from its answer: the controller may commit it and lose the answer (its lease ends right
  * after the write, the call times out and is retried elsewhere), and a replica in the committed
- * ISR may be elected. Until a newer partition epoch or a refusal settles it, the leader keeps
+ * ISR may be elected. Until a newer partition epoch or a refusal at the epoch it was asked at
+ * settles it (a stale-epoch refusal may answer a retry of the committed change), the leader keeps
  * asking, with a confirming request (the ISR as it is) once the joining replica fell behind, so
  * that the partition epoch moves past the pending change either way.
  */
@@ -39,6 +40,17 @@ export interface IsrManagerOptions {
   readonly onShrink: () => void;
   readonly onExpand: () => void;
 }
+
+/**
+ * AlterPartition refusals that say the partition moved past the epochs asked at: they do not
+ * prove the change asked was never written (see applyResults).
+ */
+const epochMovedCodes: ReadonlySet<string> = new Set([
+  'INVALID_UPDATE_VERSION',
+  'FENCED_LEADER_EPOCH',
+  'NOT_LEADER_OR_FOLLOWER',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+]);
 
 /** The most partitions one AlterPartition carries (the controller takes up to 2,000). */
 export const alterPartitionBatchMax = 1_000;
@@ -248,9 +260,11 @@ export class IsrManager {
         if (sent === undefined) continue;
         const updated = result.partitionMetadata;
         if (result.error !== undefined || updated === undefined) {
-          // Refused per partition before any write (or its compare-and-set failed): the
-          // expansion asked can never commit.
-          if (result.error !== undefined)
+          // Refused per partition before any write. Only a refusal at the partition epoch asked
+          // at proves that the expansion never committed; a stale epoch (or leader) may be this
+          // very expansion, committed by an earlier attempt whose answer was lost, so the newer
+          // partition epoch on the metadata stream settles it instead.
+          if (result.error !== undefined && !epochMovedCodes.has(result.error.code))
             sent.replica.clearIsrExpansionPending(sent.partitionEpoch);
           refused.push(`${sent.replica.name}: ${result.error?.code ?? 'no partition'}`);
           continue;
