@@ -103,6 +103,10 @@ const expectedPaths = [
   'acl create',
   'acl list',
   'acl delete',
+  'user',
+  'user create',
+  'user list',
+  'user delete',
   'dev',
   'controller',
   'storage-node',
@@ -134,6 +138,7 @@ const handListedFlags: Readonly<Record<string, readonly string[]>> = {
     ...['allow-principal', 'deny-principal', 'allow-host', 'deny-host', 'operation', 'topic'],
     ...['group', 'cluster', 'transactional-id', 'resource-pattern-type'],
   ],
+  'user create': ['password', 'mechanism'],
 };
 
 const listings = listCommands();
