@@ -156,6 +156,19 @@ function descriptorsOf(pid: number): number {
   return fs.readdirSync(`/proc/${pid}/fd`).length;
 }
 
+/**
+ * The node's descriptors come back within the bound. Not read at one instant: a file pinned by a
+ * transfer or a flush still in flight when the client already has its answer (a sendfile's
+ * completion runs after its last byte left) may hold the cache one past its bound per pin, by
+ * design (file-handle-cache.ts, point 2), until its unpin closes files again; a leak never
+ * comes back under it.
+ */
+async function expectDescriptorsWithinBound(pid: number): Promise<void> {
+  await eventually(async () => {
+    expect(descriptorsOf(pid)).toBeLessThanOrEqual(openFilesMax + otherDescriptorsMax);
+  }, 5_000);
+}
+
 async function metric(name: string): Promise<number> {
   const port = cluster.nodes.get(0)!.process.metricsPort;
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -169,9 +182,9 @@ describe('a storage node with more partitions than open files', () => {
     const pid = cluster.nodes.get(0)!.process.child.pid!;
     for (const round of [0, 1]) {
       await produceRound(round);
-      expect(descriptorsOf(pid)).toBeLessThanOrEqual(openFilesMax + otherDescriptorsMax);
+      await expectDescriptorsWithinBound(pid);
       await fetchEverything();
-      expect(descriptorsOf(pid)).toBeLessThanOrEqual(openFilesMax + otherDescriptorsMax);
+      await expectDescriptorsWithinBound(pid);
     }
     expect(await metric('spool_log_open_files_max')).toBe(openFilesMax);
     expect(await metric('spool_log_open_files')).toBeLessThanOrEqual(openFilesMax);
@@ -193,9 +206,7 @@ describe('a storage node with more partitions than open files', () => {
     });
     expect(JSON.parse(summary!).openFiles).toBeLessThanOrEqual(openFilesMax);
     await eventually(fetchEverything, 15_000);
-    expect(descriptorsOf(restarted.child.pid!)).toBeLessThanOrEqual(
-      openFilesMax + otherDescriptorsMax,
-    );
+    await expectDescriptorsWithinBound(restarted.child.pid!);
   });
 
   it('refuses at start-up a bound that does not fit the open-file limit', async () => {
