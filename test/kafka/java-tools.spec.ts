@@ -331,19 +331,26 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
   });
 
   it('kafka-reassign-partitions moves a partition, verifies it and lists nothing left', async () => {
+    // kafka-reassign-partitions refuses a target broker that DescribeCluster does not list
+    // ("Unknown broker id 1"), and the listener lists the gateway alone, as node 0: so the move
+    // goes from broker 1 to broker 0, with the partition that placement put on broker 1.
     await admin.createTopics({
-      topics: [{ topic: 'moving', numPartitions: 1, replicationFactor: 1 }],
+      topics: [{ topic: 'moving', numPartitions: 2, replicationFactor: 1 }],
     });
     const [described] = await admin.describeTopics({ topics: ['moving'] });
-    const from = described!.partitions[0]!.replicas[0]!;
-    const to = from === 0 ? 1 : 0;
+    const onBrokerOne = described!.partitions.find((entry) => entry.replicas[0] === 1);
+    expect(onBrokerOne, 'placement put one of two partitions on broker 1').toBeDefined();
+    const movingPartition = onBrokerOne!.partition;
+    const to = 0;
     const folder = mkdtempSync(path.join(tmpdir(), 'spool-reassign-tool-'));
     const plan = path.join(folder, 'plan.json');
     writeFileSync(
       plan,
       JSON.stringify({
         version: 1,
-        partitions: [{ topic: 'moving', partition: 0, replicas: [to], log_dirs: ['any'] }],
+        partitions: [
+          { topic: 'moving', partition: movingPartition, replicas: [to], log_dirs: ['any'] },
+        ],
       }),
     );
     try {
@@ -365,13 +372,15 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
             plan,
           ]);
           expect(verified.stdout, describeRun(verified)).toContain(
-            'Reassignment of partition moving-0 is completed',
+            `Reassignment of partition moving-${movingPartition} is completed`,
           );
         },
         { timeout: 90_000, interval: 500 },
       );
       const [after] = await admin.describeTopics({ topics: ['moving'] });
-      expect(after!.partitions[0]!.replicas).toEqual([to]);
+      expect(
+        after!.partitions.find((entry) => entry.partition === movingPartition)!.replicas,
+      ).toEqual([to]);
       const listed = await tool('reassignPartitions', ['--list']);
       expect(listed.exitCode, describeRun(listed)).toBe(0);
       expect(listed.stdout, describeRun(listed)).toContain('No partition reassignments found');
