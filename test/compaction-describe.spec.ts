@@ -1,10 +1,11 @@
-// Proves that a compacted topic's cleaner state reaches `spool topic describe`, and that zstd
-// batches are compacted by the storage node: spool dev with one node (cleaner backoff 100 ms,
-// heartbeats every 200 ms) takes keyed zstd batches from the SDK on a compacted topic with small
-// segments; a zstd batch holding a keyless record is refused with INVALID_RECORD. The storage
-// node's cleaner removes older records of the zstd batches (its records-removed counter moves),
-// and `spool topic describe` (table and --json) shows the leader's first dirty offset, past the
-// start of the log, its dirty ratio and no uncleanable reason; a delete-policy topic shows none.
+// Proves that a compacted topic's cleaner state on each replica reaches `spool topic describe`,
+// and that zstd batches are compacted by the storage nodes: spool dev with two nodes (cleaner
+// backoff 100 ms, heartbeats every 200 ms) takes keyed zstd batches from the SDK on a compacted
+// topic with small segments and replication factor 2; a zstd batch holding a keyless record is
+// refused with INVALID_RECORD. Each storage node's cleaner removes older records of the zstd
+// batches (its records-removed counter moves), and `spool topic describe` (table and --json)
+// shows, for the leader and for the follower, its first dirty offset, past the start of the log,
+// its dirty ratio and no uncleanable reason; a delete-policy topic shows none.
 import { randomBytes } from 'node:crypto';
 import { Spool, SpoolError, type Admin } from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ let spool: Spool | undefined;
 let admin: Admin | undefined;
 
 beforeAll(async () => {
-  dev = await startSpoolDev(['--nodes', '1'], {
+  dev = await startSpoolDev(['--nodes', '2'], {
     env: { SPOOL_LOG_CLEANER_BACKOFF_MS: '100', SPOOL_BROKER_HEARTBEAT_INTERVAL_MS: '200' },
   });
   spool = new Spool({ brokers: [dev.gatewayAddress], clientId: 'compaction-describe' });
@@ -35,10 +36,19 @@ afterAll(async () => {
   await dev?.stop();
 });
 
+interface DescribedCleaner {
+  readonly brokerId: number;
+  readonly firstDirtyOffset: string;
+  readonly dirtyRatio: number;
+  readonly uncleanableReason?: string;
+}
+
 async function describeJson(name: string): Promise<{
   partitions: Array<{
     partition: number;
-    cleaner?: { firstDirtyOffset: string; dirtyRatio: number; uncleanableReason?: string };
+    leaderId: number;
+    cleaner?: DescribedCleaner;
+    replicaCleaners: DescribedCleaner[];
   }>;
 }> {
   const result = await runCli([
@@ -60,7 +70,7 @@ describe('a compacted topic', () => {
         {
           topic,
           numPartitions: 1,
-          replicationFactor: 1,
+          replicationFactor: 2,
           configEntries: [
             { name: 'cleanup.policy', value: 'compact' },
             { name: 'segment.bytes', value: '4096' },
@@ -96,44 +106,51 @@ describe('a compacted topic', () => {
       await producer.disconnect();
     }
 
-    const storageNode = dev!.processes.find((entry) => entry.role === 'storage-node')!;
-    await expect
-      .poll(
-        async () =>
-          sumOf(
-            [await scrape(storageNode.ports.metrics)],
-            'spool_log_cleaner_records_removed_total',
-          ) ?? 0,
-        { timeout: 20_000, interval: 200 },
-      )
-      .toBeGreaterThan(0);
+    const storageNodes = dev!.processes.filter((entry) => entry.role === 'storage-node');
+    expect(storageNodes).toHaveLength(2);
+    for (const node of storageNodes) {
+      await expect
+        .poll(
+          async () =>
+            sumOf([await scrape(node.ports.metrics)], 'spool_log_cleaner_records_removed_total') ??
+            0,
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBeGreaterThan(0);
+    }
 
-    // The cleaner's state reaches the controller with the next heartbeat.
-    await expect
-      .poll(
-        async () => {
-          const cleaner = (await describeJson(topic)).partitions[0]?.cleaner;
-          return cleaner === undefined ? 0n : BigInt(cleaner.firstDirtyOffset);
-        },
-        { timeout: 20_000, interval: 250 },
+    // Each replica's cleaner state reaches the controller with its node's next heartbeat.
+    const cleanedBrokers = async (): Promise<number[]> =>
+      (await describeJson(topic)).partitions[0]!.replicaCleaners.filter(
+        (cleaner) => BigInt(cleaner.firstDirtyOffset) > 0n,
       )
-      .toBeGreaterThan(0n);
-    const described = await describeJson(topic);
-    const cleaner = described.partitions[0]!.cleaner!;
-    expect(cleaner.dirtyRatio).toBeGreaterThanOrEqual(0);
-    expect(cleaner.dirtyRatio).toBeLessThanOrEqual(1);
-    expect(cleaner.uncleanableReason).toBeUndefined();
-    expect(BigInt(cleaner.firstDirtyOffset)).toBeLessThanOrEqual(
-      BigInt(sendCount * recordsPerSend),
-    );
+        .map((cleaner) => cleaner.brokerId)
+        .sort();
+    await expect
+      .poll(cleanedBrokers, { timeout: 20_000, interval: 250 })
+      .toEqual(storageNodes.map((node) => node.id).sort());
+    const described = (await describeJson(topic)).partitions[0]!;
+    // The leader's state first, and alone as the partition's `cleaner`.
+    expect(described.replicaCleaners[0]!.brokerId).toBe(described.leaderId);
+    expect(described.cleaner).toEqual(described.replicaCleaners[0]);
+    for (const cleaner of described.replicaCleaners) {
+      expect(cleaner.dirtyRatio).toBeGreaterThanOrEqual(0);
+      expect(cleaner.dirtyRatio).toBeLessThanOrEqual(1);
+      expect(cleaner.uncleanableReason).toBeUndefined();
+      expect(BigInt(cleaner.firstDirtyOffset)).toBeLessThanOrEqual(
+        BigInt(sendCount * recordsPerSend),
+      );
+    }
 
     const table = await runCli(['topic', 'describe', topic, '--gateway', dev!.gatewayAddress]);
     expect(table.exitCode, table.stderr).toBe(0);
     expect(table.stdout).toContain('log cleaner:');
-    expect(table.stdout).toMatch(/FIRST-DIRTY-OFFSET\s+DIRTY-RATIO\s+UNCLEANABLE-REASON/);
-    expect(table.stdout).toMatch(/\n0\s+\d+\s+[1-9]\d*\s+[01]\.\d{3}\s+-\s*\n/);
+    expect(table.stdout).toMatch(/ROLE\s+FIRST-DIRTY-OFFSET\s+DIRTY-RATIO\s+UNCLEANABLE-REASON/);
+    expect(table.stdout).toMatch(/\n0\s+\d+\s+leader\s+[1-9]\d*\s+[01]\.\d{3}\s+-\s*\n/);
+    expect(table.stdout).toMatch(/\n0\s+\d+\s+follower\s+[1-9]\d*\s+[01]\.\d{3}\s+-\s*\n/);
 
     // A delete-policy topic has no cleaner state.
+    expect((await describeJson('plain')).partitions[0]!).toMatchObject({ replicaCleaners: [] });
     expect((await describeJson('plain')).partitions[0]!.cleaner).toBeUndefined();
     const plain = await runCli(['topic', 'describe', 'plain', '--gateway', dev!.gatewayAddress]);
     expect(plain.stdout).not.toContain('log cleaner:');

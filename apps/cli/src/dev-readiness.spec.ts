@@ -30,6 +30,7 @@ const topic = (
     offline: partition.leaderId < 0,
     addingReplicas: [],
     removingReplicas: [],
+    replicaCleaners: [],
     ...partition,
   })),
 });

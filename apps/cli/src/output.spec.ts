@@ -20,7 +20,7 @@ const message: ConsumedMessage = {
   headers: [{ key: 'h', value: Buffer.from('x') }],
 };
 
-const notMoving = { addingReplicas: [], removingReplicas: [] };
+const notMoving = { addingReplicas: [], removingReplicas: [], replicaCleaners: [] };
 
 const topic: TopicDescription = {
   name: 't',
@@ -106,6 +106,31 @@ describe('topic describe', () => {
     expect(text).toContain('2          -1      4      2                offline');
     expect(text).toContain('configs: retention.ms=1000\n');
     expect(partitionState(topic.partitions[0]!)).toBe('online');
+    expect(text).not.toContain('log cleaner:');
+  });
+
+  it("tables a compacted topic's cleaner state on each replica that reported it", () => {
+    const cleaner = (brokerId: number, firstDirtyOffset: bigint, uncleanableReason?: string) => ({
+      brokerId,
+      firstDirtyOffset,
+      dirtyRatio: 0.25,
+      ...(uncleanableReason === undefined ? {} : { uncleanableReason }),
+    });
+    const [first, second] = topic.partitions;
+    const text = formatTopicDescription({
+      ...topic,
+      partitions: [
+        { ...first!, replicaCleaners: [cleaner(0, 40n), cleaner(2, 12n, 'thread crashed')] },
+        { ...second!, replicaCleaners: [cleaner(1, 9n)] },
+      ],
+    });
+    expect(text).toContain(
+      'log cleaner:\n' +
+        'PARTITION  BROKER  ROLE      FIRST-DIRTY-OFFSET  DIRTY-RATIO  UNCLEANABLE-REASON\n' +
+        '0          0       leader    40                  0.250        -\n' +
+        '0          2       follower  12                  0.250        thread crashed\n' +
+        '1          1       leader    9                   0.250        -\n',
+    );
   });
 });
 

@@ -99,7 +99,8 @@ const subcommands: AdminSubcommands = {
       summary:
         "A topic's partitions (leader, epoch, replicas, ISR, state, a reassignment in progress), " +
         'its configs set apart from the defaults, and for a compacted topic its log cleaner ' +
-        "state per partition (the leader's first dirty offset, dirty ratio, uncleanable reason).",
+        'state per partition and replica (each replica cleans its own log: its first dirty ' +
+        'offset, dirty ratio, uncleanable reason).',
       flags: {},
       examples: ['spool topic describe orders'],
     },
@@ -216,22 +217,26 @@ export function formatTopicDescription(topic: TopicDescription): string {
 }
 
 /**
- * A compacted topic's cleaner state per partition, as each leader last reported it: where the
- * dirty section starts, its share of the cleanable bytes, and why a log is uncleanable. Nothing
- * for a topic without reports (not compacted, or no heartbeat since the leader's cleaner looked).
+ * A compacted topic's cleaner state per partition and replica, as each replica last reported it
+ * (the leader's first): where the dirty section starts, its share of the cleanable bytes, and why
+ * a log is uncleanable. Nothing for a topic without reports (not compacted, or no heartbeat since
+ * a cleaner looked).
  */
 function formatCleanerStates(topic: TopicDescription): string {
-  const reported = topic.partitions.filter((partition) => partition.cleaner !== undefined);
-  if (reported.length === 0) return '';
-  const table = formatTable(
-    ['PARTITION', 'BROKER', 'FIRST-DIRTY-OFFSET', 'DIRTY-RATIO', 'UNCLEANABLE-REASON'],
-    reported.map(({ partition, cleaner }) => [
-      partition,
-      cleaner!.brokerId,
-      cleaner!.firstDirtyOffset.toString(),
-      cleaner!.dirtyRatio.toFixed(3),
-      cleaner!.uncleanableReason ?? '-',
+  const rows = topic.partitions.flatMap((partition) =>
+    partition.replicaCleaners.map((cleaner) => [
+      partition.partition,
+      cleaner.brokerId,
+      cleaner.brokerId === partition.leaderId ? 'leader' : 'follower',
+      cleaner.firstDirtyOffset.toString(),
+      cleaner.dirtyRatio.toFixed(3),
+      cleaner.uncleanableReason ?? '-',
     ]),
+  );
+  if (rows.length === 0) return '';
+  const table = formatTable(
+    ['PARTITION', 'BROKER', 'ROLE', 'FIRST-DIRTY-OFFSET', 'DIRTY-RATIO', 'UNCLEANABLE-REASON'],
+    rows,
   );
   return `log cleaner:\n${table}`;
 }

@@ -22,6 +22,27 @@ export class CleanerStateReports {
     this.byBroker.set(brokerId, report);
   }
 
+  /**
+   * A partition's last report from each of its replicas that sent one (every replica cleans its
+   * own log): the leader's first, then the others in the replica order.
+   */
+  ofReplicas(
+    topic: string,
+    partition: {
+      readonly partition: number;
+      readonly leaderId: number;
+      readonly replicas: readonly number[];
+      readonly offline: boolean;
+    },
+  ): PartitionCleanerState[] {
+    const leader = partition.offline ? [] : [partition.leaderId];
+    const followers = partition.replicas.filter((brokerId) => !leader.includes(brokerId));
+    return [...leader, ...followers].flatMap((brokerId) => {
+      const state = this.of(brokerId, topic, partition.partition);
+      return state === undefined ? [] : [state];
+    });
+  }
+
   /** `brokerId`'s last report for one partition, if it sent one. */
   of(brokerId: number, topic: string, partition: number): PartitionCleanerState | undefined {
     return this.byBroker.get(brokerId)?.get(partitionKey(topic, partition));

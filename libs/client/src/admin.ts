@@ -88,9 +88,14 @@ export interface PartitionDescription {
   readonly removingReplicas: readonly number[];
   /** A compacted partition's log cleaner, as its leader last reported it; absent otherwise. */
   readonly cleaner?: PartitionCleanerDescription;
+  /**
+   * A compacted partition's log cleaner on every replica that reported it (each replica cleans
+   * its own log), the leader's first; empty for a partition that is not compacted.
+   */
+  readonly replicaCleaners: readonly PartitionCleanerDescription[];
 }
 
-/** What the leader's log cleaner knows of a compacted partition (Kafka's LogCleanerManager). */
+/** What one replica's log cleaner knows of a compacted partition (Kafka's LogCleanerManager). */
 export interface PartitionCleanerDescription {
   /** The log is cleaned below this offset. */
   readonly firstDirtyOffset: bigint;
@@ -98,7 +103,7 @@ export interface PartitionCleanerDescription {
   readonly dirtyRatio: number;
   /** Why the cleaner gave up on the log; absent while it is cleanable. */
   readonly uncleanableReason?: string;
-  /** The broker that reported it (the leader). */
+  /** The broker that reported it: the replica it describes. */
   readonly brokerId: number;
 }
 
@@ -555,7 +560,12 @@ function toTopicDescription(
   topic: TopicMetadata,
   cleanerStates: readonly PartitionCleanerState[],
 ): TopicDescription {
-  const cleanerByPartition = new Map(cleanerStates.map((state) => [state.partition, state]));
+  const cleanersByPartition = new Map<number, PartitionCleanerDescription[]>();
+  for (const state of cleanerStates) {
+    const cleaners = cleanersByPartition.get(state.partition) ?? [];
+    cleaners.push(cleanerOf(state));
+    cleanersByPartition.set(state.partition, cleaners);
+  }
   return {
     name: topic.name,
     topicId: topic.topicId,
@@ -570,7 +580,8 @@ function toTopicDescription(
         offline: partition.offline,
         addingReplicas: partition.addingReplicas,
         removingReplicas: partition.removingReplicas,
-        ...cleanerOf(cleanerByPartition.get(partition.partition)),
+        ...leaderCleanerOf(partition.leaderId, cleanersByPartition.get(partition.partition)),
+        replicaCleaners: cleanersByPartition.get(partition.partition) ?? [],
       }))
       .sort((left, right) => left.partition - right.partition),
     configEntries: topic.configs.map(toConfigEntry),
@@ -604,16 +615,19 @@ function topicsError(
   );
 }
 
-function cleanerOf(state: PartitionCleanerState | undefined): {
-  cleaner?: PartitionCleanerDescription;
-} {
-  if (state === undefined) return {};
+function cleanerOf(state: PartitionCleanerState): PartitionCleanerDescription {
   return {
-    cleaner: {
-      firstDirtyOffset: state.firstDirtyOffset,
-      dirtyRatio: state.dirtyRatio,
-      ...(state.uncleanableReason === '' ? {} : { uncleanableReason: state.uncleanableReason }),
-      brokerId: state.brokerId,
-    },
+    firstDirtyOffset: state.firstDirtyOffset,
+    dirtyRatio: state.dirtyRatio,
+    ...(state.uncleanableReason === '' ? {} : { uncleanableReason: state.uncleanableReason }),
+    brokerId: state.brokerId,
   };
+}
+
+function leaderCleanerOf(
+  leaderId: number,
+  cleaners: readonly PartitionCleanerDescription[] | undefined,
+): { cleaner?: PartitionCleanerDescription } {
+  const cleaner = cleaners?.find((state) => state.brokerId === leaderId);
+  return cleaner === undefined ? {} : { cleaner };
 }

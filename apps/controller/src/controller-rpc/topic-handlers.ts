@@ -88,7 +88,7 @@ export function describeTopicsHandler(role: ControllerAccess) {
           : {
               error: undefined,
               topic: metadata,
-              cleanerStates: leaderCleanerStates(controller.cleanerStates, metadata),
+              cleanerStates: replicaCleanerStates(controller.cleanerStates, metadata),
             };
       }),
     };
@@ -145,14 +145,10 @@ export function alterConfigsHandler(role: ControllerAccess) {
   };
 }
 
-/** Each partition's cleaner state as its leader reported it; none for a leaderless partition. */
-function leaderCleanerStates(
+/** Each partition's cleaner state on each of its replicas that reported one, the leader's first. */
+function replicaCleanerStates(
   reports: CleanerStateReports,
   topic: TopicMetadata,
 ): PartitionCleanerState[] {
-  return topic.partitions.flatMap((partition) => {
-    if (partition.offline) return [];
-    const state = reports.of(partition.leaderId, topic.name, partition.partition);
-    return state === undefined ? [] : [state];
-  });
+  return topic.partitions.flatMap((partition) => reports.ofReplicas(topic.name, partition));
 }

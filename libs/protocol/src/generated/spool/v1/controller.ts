@@ -95,7 +95,10 @@ export interface PartitionCleanerState {
   dirtyRatio: number;
   /** Why the cleaner gave up on this log (Kafka's uncleanable partitions); empty while cleanable. */
   uncleanableReason: string;
-  /** The storage node that reported it: in DescribeTopics, the partition's leader. */
+  /**
+   * The storage node that reported it: in DescribeTopics, each replica of the partition (the
+   * leader's state first).
+   */
   brokerId: number;
 }
 
@@ -185,8 +188,8 @@ export interface TopicDescription {
     | TopicMetadata
     | undefined;
   /**
-   * For a compacted topic, each partition's cleaner state as its leader last reported it
-   * (BrokerHeartbeat); a partition whose leader has not reported yet is absent.
+   * For a compacted topic, each partition's cleaner state as each of its replicas last reported
+   * it (BrokerHeartbeat), the leader's first; a replica that has not reported yet is absent.
    */
   cleanerStates: PartitionCleanerState[];
 }
