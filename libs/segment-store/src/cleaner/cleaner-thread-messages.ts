@@ -40,5 +40,12 @@ export type CleanerThreadAnswer =
       readonly code: string | undefined;
     };
 
-/** The test hook's environment variable: the thread throws, uncaught, at this request's kind. */
+/**
+ * TEST HOOK, off by default: tests alone set this environment variable (log-cleaner.spec.ts, and
+ * test/compaction-thread-crash.spec.ts in a real storage node), to crash the cleaner's thread for
+ * real. Set to a request's kind (`beginPass`, `mapChunk`, `filterChunk`), the thread throws,
+ * uncaught, on every request of that kind, so the thread dies as on a bug or out of memory and
+ * the pass in flight is lost. The thread reads it once, as it starts; unset, its cost is one
+ * string comparison per request.
+ */
 export const cleanerThreadCrashEnvironmentVariable = 'SPOOL_TEST_CLEANER_THREAD_CRASH_AT';
