@@ -50,8 +50,18 @@ export interface ControllerLinkOptions {
 const controllerCallDeadlineMs = 5_000;
 /** Controlled shutdown tries a few controllers, then the node stops anyway. */
 const controlledShutdownAttempts = 3;
-/** Registration and ISR changes retry over the controllers for as long as it takes. */
-const controllerCallAttemptsMax = 1_000_000;
+/**
+ * Registration retries over the controllers for as long as it takes (Kafka's
+ * BrokerLifecycleManager does too): a node that cannot register serves nothing, and stop()
+ * ends the wait.
+ */
+const registrationAttemptsMax = 1_000_000;
+/**
+ * Attempts of one controller call over the controllers, NOT_CONTROLLER redirects included: a
+ * round over three controllers and a second one after a backoff. A caller that must go on
+ * retries on its own terms (IsrManager: until its change is moot, within its bounds).
+ */
+const controllerCallAttemptsMax = 6;
 
 export class ControllerLink {
   readonly incarnationId = randomUUID();
@@ -122,18 +132,20 @@ export class ControllerLink {
   }
 
   private async registerOnce(): Promise<void> {
-    const response = await this.channel.call((client) =>
-      callOnce(
-        client,
-        client.registerBroker,
-        {
-          brokerId: this.options.brokerId,
-          rack: this.options.rack,
-          endpoints: [...this.options.endpoints],
-          incarnationId: this.incarnationId,
-        },
-        { deadlineMs: controllerCallDeadlineMs },
-      ),
+    const response = await this.channel.call(
+      (client) =>
+        callOnce(
+          client,
+          client.registerBroker,
+          {
+            brokerId: this.options.brokerId,
+            rack: this.options.rack,
+            endpoints: [...this.options.endpoints],
+            incarnationId: this.incarnationId,
+          },
+          { deadlineMs: controllerCallDeadlineMs },
+        ),
+      { attempts: registrationAttemptsMax },
     );
     this.brokerEpochValue = response.brokerEpoch;
     this.logger.info(
@@ -192,7 +204,10 @@ export class ControllerLink {
     if (this.heartbeatAgain) void this.heartbeat();
   }
 
-  /** A leader's ISR change, through the active controller (used by replication). */
+  /**
+   * A leader's ISR change, through the active controller (used by replication): one request,
+   * over at most `controllerCallAttemptsMax` attempts; IsrManager decides whether to send it again.
+   */
   alterPartition(
     request: Omit<AlterPartitionRequest, 'brokerId' | 'brokerEpoch'>,
   ): Promise<AlterPartitionResponse> {

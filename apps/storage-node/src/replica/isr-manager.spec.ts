@@ -3,16 +3,20 @@
 // expansion and lost its answer (its lease ended after the write), the leader advanced the HW
 // without the joining replica, that replica was elected from the committed ISR and 4,800
 // acknowledged records were truncated. Drives an IsrManager and a PartitionReplica on a real
-// log, with an AlterPartition that never answers, refuses, or answers late.
+// log, with an AlterPartition that never answers, refuses, or answers late. Also proves the
+// bounds of a request's retries while no controller answers (Kafka's AlterPartitionManager):
+// sent again with the epochs it was asked at until answered, dropped once a newer epoch or a
+// lost leadership makes it moot, and given up after its attempts, a failure that is not
+// retriable or the node's stop, with a pending expansion still counted after giving up.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createLogger } from '@spool/common';
+import { createLogger, SpoolError } from '@spool/common';
 import type { AlterPartitionResponse } from '@spool/protocol';
 import { encodeRecordBatch } from '@spool/record-batch';
 import { Log } from '@spool/segment-store';
-import { afterEach, describe, expect, it } from 'vitest';
-import { IsrManager } from './isr-manager';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { IsrManager, type IsrManagerOptions } from './isr-manager';
 import { PartitionReplica } from './partition-replica';
 
 const logger = createLogger({ service: 'isr-manager-test', level: 'silent' });
@@ -185,5 +189,179 @@ describe('IsrManager', () => {
       [0, 1],
     ]);
     expect(sent[1]!.partitionEpoch).toBe(5);
+  });
+});
+
+describe('IsrManager retries', () => {
+  const inFlightOf = (manager: IsrManager): number => manager.partitionsInFlight;
+  const unavailable = () => new SpoolError('UNAVAILABLE', 'no controller answered');
+  type AlterPartition = IsrManagerOptions['alterPartition'];
+  type AlterPartitionRequest = Parameters<AlterPartition>[0];
+
+  function retryingManager(alterPartition: AlterPartition, attemptsMax = 1_000): IsrManager {
+    return new IsrManager({
+      brokerId: 0,
+      replicaLagTimeMaxMs: 30_000,
+      logger,
+      onShrink: () => {},
+      onExpand: () => {},
+      alterPartition,
+      retry: { attemptsMax, durationMsMax: 60_000, backoffMs: () => 1 },
+    });
+  }
+
+  /** Both followers at the log end (10): broker 2 is asked into the ISR by `manager`. */
+  async function askExpansion(
+    alterPartition: AlterPartition,
+    attemptsMax?: number,
+  ): Promise<{ replica: PartitionReplica; manager: IsrManager }> {
+    const replica = leader(await emptyLog());
+    const manager = retryingManager(alterPartition, attemptsMax);
+    appendRecords(replica, 10);
+    const nowMs = Date.now();
+    replica.recordFollowerFetch(1, 10n, nowMs);
+    replica.recordFollowerFetch(2, 10n, nowMs);
+    manager.maybeUpdate(replica, nowMs);
+    return { replica, manager };
+  }
+
+  const committed = (request: AlterPartitionRequest): AlterPartitionResponse =>
+    ({
+      topics: [
+        {
+          topic: 't',
+          partitions: [
+            {
+              partition: 0,
+              error: undefined,
+              partitionMetadata: {
+                partition: 0,
+                leaderId: 0,
+                leaderEpoch: 1,
+                partitionEpoch: request.topics[0]!.partitions[0]!.partitionEpoch + 1,
+                replicas: [0, 1, 2],
+                isr: request.topics[0]!.partitions[0]!.newIsr,
+              },
+            },
+          ],
+        },
+      ],
+    }) as unknown as AlterPartitionResponse;
+
+  it('asks again with the same change until a controller answers', async () => {
+    const requests: AlterPartitionRequest[] = [];
+    const { replica } = await askExpansion(async (request) => {
+      requests.push(request);
+      if (requests.length < 4) throw unavailable();
+      return committed(request);
+    });
+    await vi.waitFor(() => expect(replica.assignment.partitionEpoch).toBe(6), { timeout: 5_000 });
+    expect(requests).toHaveLength(4);
+    for (const request of requests) {
+      expect(request.topics[0]!.partitions[0]).toEqual({
+        partition: 0,
+        leaderEpoch: 1,
+        partitionEpoch: 5,
+        newIsr: [0, 1, 2],
+      });
+    }
+    expect(replica.assignment.isr).toEqual([0, 1, 2]);
+    expect(replica.isrExpansionPending).toBe(false);
+  });
+
+  it('stops asking once a newer partition epoch makes the change moot', async () => {
+    let attempts = 0;
+    const { replica, manager } = await askExpansion(async () => {
+      attempts += 1;
+      throw unavailable();
+    });
+    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+    // The expansion committed by an earlier attempt arrives on the metadata stream.
+    replica.applyAssignment(
+      { leaderId: 0, leaderEpoch: 1, partitionEpoch: 6, replicas: [0, 1, 2], isr: [0, 1, 2] },
+      Date.now(),
+    );
+    const settledAt = attempts;
+    // The request ends: the partition is out of flight, so a check may queue it again.
+    await vi.waitFor(
+      () => {
+        expect(attempts).toBeLessThanOrEqual(settledAt + 1);
+        expect(inFlightOf(manager)).toBe(0);
+      },
+      { timeout: 5_000 },
+    );
+    const endedAt = attempts;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(attempts).toBe(endedAt);
+    expect(replica.isrExpansionPending).toBe(false);
+  });
+
+  it('stops asking once this node no longer leads the partition', async () => {
+    let attempts = 0;
+    const { replica, manager } = await askExpansion(async () => {
+      attempts += 1;
+      throw unavailable();
+    });
+    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(1), { timeout: 5_000 });
+    replica.applyAssignment(
+      { leaderId: 1, leaderEpoch: 2, partitionEpoch: 6, replicas: [0, 1, 2], isr: [1, 2] },
+      Date.now(),
+    );
+    await vi.waitFor(() => expect(inFlightOf(manager)).toBe(0), { timeout: 5_000 });
+    const endedAt = attempts;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(attempts).toBe(endedAt);
+  });
+
+  it('gives up after its attempts, still counting the pending expansion, and asks again at the next check', async () => {
+    const requests: AlterPartitionRequest[] = [];
+    const { replica, manager } = await askExpansion(async (request) => {
+      requests.push(request);
+      throw unavailable();
+    }, 3);
+    await vi.waitFor(
+      () => {
+        expect(requests).toHaveLength(3);
+        expect(inFlightOf(manager)).toBe(0);
+      },
+      { timeout: 5_000 },
+    );
+    // The joining replica still counts for the HW: broker 1 alone does not move it.
+    appendRecords(replica, 20);
+    replica.recordFollowerFetch(1, 30n, Date.now());
+    expect(replica.isrExpansionPending).toBe(true);
+    expect(replica.highWatermark).toBe(10n);
+    manager.maybeUpdate(replica);
+    await vi.waitFor(() => expect(requests).toHaveLength(6), { timeout: 5_000 });
+  });
+
+  it('gives up at once on a failure that is not retriable, and after stop()', async () => {
+    let attempts = 0;
+    const { manager } = await askExpansion(async () => {
+      attempts += 1;
+      throw new SpoolError('INVALID_REQUEST', 'malformed');
+    });
+    await vi.waitFor(
+      () => {
+        expect(attempts).toBe(1);
+        expect(inFlightOf(manager)).toBe(0);
+      },
+      { timeout: 5_000 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(attempts).toBe(1);
+
+    let stoppedAttempts = 0;
+    const stopping = await askExpansion(async () => {
+      stoppedAttempts += 1;
+      throw unavailable();
+    });
+    await vi.waitFor(() => expect(stoppedAttempts).toBeGreaterThanOrEqual(1), { timeout: 5_000 });
+    stopping.manager.stop();
+    await vi.waitFor(() => expect(inFlightOf(stopping.manager)).toBe(0), { timeout: 5_000 });
+    const endedAt = stoppedAttempts;
+    stopping.manager.maybeUpdate(stopping.replica);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(stoppedAttempts).toBe(endedAt);
   });
 });

@@ -17,8 +17,20 @@
  * settles it (a stale-epoch refusal may answer a retry of the committed change), the leader keeps
  * asking, with a confirming request (the ISR as it is) once the joining replica fell behind, so
  * that the partition epoch moves past the pending change either way.
+ *
+ * A request the controllers could not answer (none reachable, a failover, a deadline) is sent
+ * again, as Kafka's AlterPartitionManager does, until it is answered or moot, and within bounds:
+ *   1. Before each attempt, a partition whose change is obsolete leaves the request: this node
+ *      no longer leads it, or its leader or partition epoch moved on the metadata stream (the
+ *      change, or another, was committed; the new state settles a pending expansion). A request
+ *      left with no partition ends.
+ *   2. A refusal (an answer with an error) and a failure that is not retriable end it at once.
+ *   3. Otherwise it is sent again after a capped backoff, at most `alterPartitionAttemptsMax`
+ *      times and for at most `alterPartitionRetryMsMax`; past either it ends with a warning
+ *      that says why. A pending expansion stays pending: the next ISR check asks again with the
+ *      partition's state then, in one request with the changes that waited behind this one.
  */
-import type { Logger } from '@spool/common';
+import { backoffMs, sleep, type Logger } from '@spool/common';
 import type { AlterPartitionResponse, PartitionMetadata } from '@spool/protocol';
 import type { PartitionReplica } from './partition-replica';
 
@@ -39,6 +51,41 @@ export interface IsrManagerOptions {
   readonly logger: Logger;
   readonly onShrink: () => void;
   readonly onExpand: () => void;
+  /** Bounds of the retries of one request (see the header); the defaults below if unset. */
+  readonly retry?: AlterPartitionRetry;
+}
+
+export interface AlterPartitionRetry {
+  readonly attemptsMax: number;
+  readonly durationMsMax: number;
+  /** The wait before attempt `attempt + 1`. */
+  readonly backoffMs: (attempt: number) => number;
+}
+
+/**
+ * How long one ISR change is asked for while no controller answers: a controller failover (a
+ * lease of about 2 s, then an election) several times over. Past it a controller that cannot be
+ * reached has fenced this node long ago (broker.session.timeout.ms), which ends its leaderships.
+ */
+export const alterPartitionRetryMsMax = 30_000;
+/** Attempts of one request within alterPartitionRetryMsMax, each over the controllers. */
+export const alterPartitionAttemptsMax = 60;
+/** The longest wait between two attempts: a new controller is found within about a second. */
+const alterPartitionBackoffMsMax = 1_000;
+
+const alterPartitionRetryDefault: AlterPartitionRetry = {
+  attemptsMax: alterPartitionAttemptsMax,
+  durationMsMax: alterPartitionRetryMsMax,
+  backoffMs: (attempt) => backoffMs(attempt, { backoffMaxMs: alterPartitionBackoffMsMax }),
+};
+
+/** One partition's change in a request, with the state it was asked at. */
+interface SentChange {
+  readonly replica: PartitionReplica;
+  readonly isr: readonly number[];
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly newIsr: number[];
 }
 
 /**
@@ -61,8 +108,22 @@ export class IsrManager {
   /** Partitions whose ISR should change, waiting for the next request, by name. */
   private readonly pending = new Map<string, PartitionReplica>();
   private sending = false;
+  private stopped = false;
+  private readonly retry: AlterPartitionRetry;
 
-  constructor(private readonly options: IsrManagerOptions) {}
+  constructor(private readonly options: IsrManagerOptions) {
+    this.retry = options.retry ?? alterPartitionRetryDefault;
+  }
+
+  /** Partitions of the request in flight: none once a request ended. */
+  get partitionsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  /** The node is stopping: a request being retried ends at its next attempt, none is sent. */
+  stop(): void {
+    this.stopped = true;
+  }
 
   /**
    * Whether the ISR may need a change: a replica outside it, or a member that lags. Allocates
@@ -152,7 +213,12 @@ export class IsrManager {
    * AlterPartition (sent at once when none is in flight).
    */
   maybeUpdate(replica: PartitionReplica, nowMs = Date.now()): void {
-    if (!replica.isLeader || this.inFlight.has(replica.name) || this.pending.has(replica.name)) {
+    if (
+      this.stopped ||
+      !replica.isLeader ||
+      this.inFlight.has(replica.name) ||
+      this.pending.has(replica.name)
+    ) {
       return;
     }
     if (this.proposedIsr(replica, nowMs) === undefined) return;
@@ -193,64 +259,86 @@ export class IsrManager {
   }
 
   private async send(batch: Array<{ replica: PartitionReplica; newIsr: number[] }>): Promise<void> {
-    const previous = new Map<
-      string,
-      { replica: PartitionReplica; isr: readonly number[]; partitionEpoch: number }
-    >();
-    const topics = new Map<
-      string,
-      Array<{ partition: number; leaderEpoch: number; partitionEpoch: number; newIsr: number[] }>
-    >();
+    const sent = new Map<string, SentChange>();
     for (const { replica, newIsr } of batch) {
       const assignment = replica.assignment;
-      previous.set(replica.name, {
+      sent.set(replica.name, {
         replica,
         isr: assignment.isr,
-        partitionEpoch: assignment.partitionEpoch,
-      });
-      this.inFlight.add(replica.name);
-      replica.markIsrExpansionPending(newIsr);
-      let partitions = topics.get(replica.topic);
-      if (partitions === undefined) {
-        partitions = [];
-        topics.set(replica.topic, partitions);
-      }
-      partitions.push({
-        partition: replica.partition,
         leaderEpoch: assignment.leaderEpoch,
         partitionEpoch: assignment.partitionEpoch,
         newIsr,
       });
+      this.inFlight.add(replica.name);
+      replica.markIsrExpansionPending(newIsr);
     }
+    const startedAtMs = Date.now();
     try {
-      const response = await this.options.alterPartition({
-        topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
-      });
-      if (response.error !== undefined) {
-        this.options.logger.info(
-          { partitions: batch.length, error: response.error.code, message: response.error.message },
-          'AlterPartition refused; waiting for newer metadata',
-        );
+      for (let attempt = 1; ; attempt++) {
+        // 1.
+        this.dropObsolete(sent);
+        if (sent.size === 0) return;
+        let response: AlterPartitionResponse;
+        try {
+          response = await this.options.alterPartition(requestOf(sent.values()));
+        } catch (error) {
+          // 3.
+          const givingUp = this.giveUpReason(error, attempt, Date.now() - startedAtMs);
+          if (givingUp !== undefined) {
+            this.options.logger.warn(
+              { err: error, partitions: sent.size, attempts: attempt, why: givingUp },
+              'AlterPartition failed; the next ISR check asks again',
+            );
+            return;
+          }
+          await sleep(this.retry.backoffMs(attempt));
+          continue;
+        }
+        // 2.
+        if (response.error !== undefined) {
+          this.options.logger.info(
+            { partitions: sent.size, error: response.error.code, message: response.error.message },
+            'AlterPartition refused; waiting for newer metadata',
+          );
+          return;
+        }
+        this.applyResults(response, sent);
         return;
       }
-      this.applyResults(response, previous);
-    } catch (error) {
-      this.options.logger.warn(
-        { err: error, partitions: batch.length },
-        'AlterPartition failed; the next ISR check asks again',
-      );
     } finally {
       for (const { replica } of batch) this.inFlight.delete(replica.name);
     }
   }
 
-  private applyResults(
-    response: AlterPartitionResponse,
-    previous: Map<
-      string,
-      { replica: PartitionReplica; isr: readonly number[]; partitionEpoch: number }
-    >,
-  ): void {
+  /** Step 1: takes out of `sent` (and out of flight) every change that is obsolete now. */
+  private dropObsolete(sent: Map<string, SentChange>): void {
+    const dropped: string[] = [];
+    for (const [name, change] of sent) {
+      const reason = obsoleteReasonOf(change);
+      if (reason === undefined) continue;
+      sent.delete(name);
+      this.inFlight.delete(name);
+      dropped.push(`${name}: ${reason}`);
+    }
+    if (dropped.length > 0) {
+      this.options.logger.info(
+        { dropped: dropped.length, sample: dropped.slice(0, 5), left: sent.size },
+        'ISR change no longer needed; not asking again',
+      );
+    }
+  }
+
+  /** Step 3: why a failed attempt is the last, or undefined to try again. */
+  private giveUpReason(error: unknown, attempt: number, elapsedMs: number): string | undefined {
+    if (this.stopped) return 'the node is stopping';
+    if ((error as { retriable?: unknown }).retriable !== true)
+      return 'the failure is not retriable';
+    if (attempt >= this.retry.attemptsMax) return `${attempt} attempts failed`;
+    if (elapsedMs >= this.retry.durationMsMax) return `no answer for ${elapsedMs} ms`;
+    return undefined;
+  }
+
+  private applyResults(response: AlterPartitionResponse, previous: Map<string, SentChange>): void {
     let shrunk = 0;
     let expanded = 0;
     const refused: string[] = [];
@@ -304,4 +392,31 @@ export class IsrManager {
       Date.now(),
     );
   }
+}
+
+/** Why a change asked at `change`'s epochs is moot now, or undefined while it still stands. */
+function obsoleteReasonOf(change: SentChange): string | undefined {
+  const { replica } = change;
+  if (!replica.isLeader) return 'no longer the leader';
+  if (replica.assignment.leaderEpoch !== change.leaderEpoch) return 'a newer leader epoch';
+  if (replica.assignment.partitionEpoch !== change.partitionEpoch) return 'a newer partition epoch';
+  return undefined;
+}
+
+function requestOf(
+  changes: Iterable<SentChange>,
+): Parameters<IsrManagerOptions['alterPartition']>[0] {
+  const topics = new Map<
+    string,
+    Array<{ partition: number; leaderEpoch: number; partitionEpoch: number; newIsr: number[] }>
+  >();
+  for (const { replica, leaderEpoch, partitionEpoch, newIsr } of changes) {
+    let partitions = topics.get(replica.topic);
+    if (partitions === undefined) {
+      partitions = [];
+      topics.set(replica.topic, partitions);
+    }
+    partitions.push({ partition: replica.partition, leaderEpoch, partitionEpoch, newIsr });
+  }
+  return { topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) };
 }

@@ -141,6 +141,7 @@ export function startReplication(
       logger.warn({ err: error }, 'controlled shutdown failed; stopping anyway');
     }
     clearInterval(isrTimer);
+    replication.isr?.stop();
     await replication.fetchers?.stop();
     link.stop();
     // Once the leaderships are gone: the gateways' append streams finish what they started
