@@ -18,6 +18,8 @@ export const kafkaToolMainClasses = {
   consumerGroups: 'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand',
   /** kafka-reassign-partitions.sh */
   reassignPartitions: 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand',
+  /** kafka-configs.sh (users' SCRAM credentials, topic and broker configs) */
+  configs: 'org.apache.kafka.tools.ConfigCommand',
   /** kafka-acls.sh */
   acls: 'org.apache.kafka.tools.AclCommand',
   /** kafka-get-offsets.sh */

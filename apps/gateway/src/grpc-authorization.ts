@@ -82,6 +82,7 @@ const needsByRpc: Record<string, (request: never) => readonly Need[]> = {
   describeCluster: () => [cluster(AclOperation.Describe)],
   alterPartitionReassignments: () => [cluster(AclOperation.Alter)],
   listPartitionReassignments: () => [cluster(AclOperation.Describe)],
+  describeUserScramCredentials: () => [cluster(AclOperation.Describe)],
   decommissionBroker: () => [cluster(AclOperation.Alter)],
   offsetCommit: (request: OffsetCommitRequest) => [
     group(AclOperation.Read, request.groupId),

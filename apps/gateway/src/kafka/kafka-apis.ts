@@ -29,6 +29,8 @@ import { offsetForLeaderEpochApi } from './kafka-offset-for-leader-epoch';
 import { metadataApi } from './kafka-metadata';
 import { partitionReassignmentApis } from './kafka-partition-reassignments';
 import { produceApi } from './kafka-produce';
+import { describeClientQuotasApi } from './kafka-describe-client-quotas';
+import { userScramCredentialApis } from './kafka-user-scram-credentials';
 import { type SaslSettings, saslApis } from './kafka-sasl';
 import { ClassicMemberTable } from './classic-member-table';
 import { classicGroupApis } from './kafka-classic-groups';
@@ -89,5 +91,7 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   for (const api of consumerGroupApis(view, coordinators)) dispatcher.register(api);
   for (const api of aclApis(acls)) dispatcher.register(api);
   dispatcher.register(offsetDeleteApi(coordinators));
+  for (const api of userScramCredentialApis(dependencies.offsets.link)) dispatcher.register(api);
+  dispatcher.register(describeClientQuotasApi());
   return dispatcher;
 }

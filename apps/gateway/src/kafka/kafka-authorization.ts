@@ -24,6 +24,7 @@ import { KafkaErrorNumber } from './kafka-errors';
 import { groupGates } from './kafka-group-gates';
 import { KafkaRequestRefused } from './kafka-request-frame';
 import { topicGates } from './kafka-topic-gates';
+import { alterUserScramCredentialsGate } from './kafka-user-scram-credentials';
 
 /** What a custom gate decides: a whole answer, or the request to serve and how to finish its answer. */
 export type GateOutcome<Request, Response> =
@@ -70,6 +71,11 @@ function gatesOf(view: KafkaClusterView): Map<number, Gate> {
     [ApiKey.AlterPartitionReassignments, { kind: 'cluster', operation: AclOperation.Alter }],
     [ApiKey.ListPartitionReassignments, { kind: 'cluster', operation: AclOperation.Describe }],
     [ApiKey.DescribeUserScramCredentials, { kind: 'cluster', operation: AclOperation.Describe }],
+    [ApiKey.DescribeClientQuotas, { kind: 'cluster', operation: AclOperation.DescribeConfigs }],
+    [
+      ApiKey.AlterUserScramCredentials,
+      { kind: 'custom', gate: erasedGate(alterUserScramCredentialsGate) },
+    ],
     [ApiKey.JoinGroup, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
     [ApiKey.SyncGroup, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
     [ApiKey.Heartbeat, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
