@@ -403,6 +403,21 @@ describe('gateway service', () => {
     expect(metrics).toContain('process_resident_memory_bytes{service="gateway"}');
   });
 
+  it('refuses to start with grpc.authentication=required on a plaintext gRPC port', async () => {
+    const started = startGateway({
+      argv: [
+        ...['--grpc-port', '0', '--metrics-port', '0', '--kafka-port', '0'],
+        ...['--log-level', 'silent', '--grpc-authentication', 'required'],
+        ...['--controller-addresses', `127.0.0.1:${controller.port}`],
+      ],
+      env: {},
+      handleSignals: false,
+    });
+    await expect(started).rejects.toThrow(
+      /grpc\.authentication: required needs TLS on the gRPC port, but security\.protocol is PLAINTEXT/,
+    );
+  });
+
   it('stops cleanly', async () => {
     await gateway.stop();
     await expect(fetch(`http://127.0.0.1:${gateway.metricsPort}/healthz`)).rejects.toThrow();

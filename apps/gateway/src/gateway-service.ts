@@ -195,7 +195,8 @@ export const gatewaySettings = {
     choices: grpcAuthentications,
     description:
       'none: gRPC calls are User:ANONYMOUS; required: each call carries a user and password ' +
-      "(the SDK's sasl option) checked against the users of `spool user`, else UNAUTHENTICATED.",
+      "(the SDK's sasl option) checked against the users of `spool user`, else UNAUTHENTICATED; " +
+      'needs security.protocol=SSL (the gateway refuses to start on a plaintext gRPC port).',
   },
   kafkaSaslEnabledMechanisms: {
     type: 'list',
@@ -240,6 +241,16 @@ export function startGateway(
       // Under TLS (security.protocol=SSL) every connection this gateway opens presents its
       // service certificate: to controllers, leaders' gRPC and data ports, coordinators.
       const security = context.transportSecurity;
+      // Credentials travel with every call and grpc-js sends them over TLS only, and a plaintext
+      // port sees no client certificate: required authentication there would refuse every call
+      // while looking secure. No override: there is no safe way to send a password in cleartext.
+      if (config.grpcAuthentication === 'required' && security === undefined) {
+        throw new ConfigError(
+          'invalid value for setting grpc.authentication: required needs TLS on the gRPC port, ' +
+            'but security.protocol is PLAINTEXT; set security.protocol=SSL with ' +
+            'ssl.certificate.location and ssl.key.location, or grpc.authentication=none',
+        );
+      }
       const link = createMetadataLink(
         config.controllerAddresses,
         logger.child({ component: 'metadata' }),
