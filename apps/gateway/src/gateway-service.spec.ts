@@ -418,6 +418,21 @@ describe('gateway service', () => {
     );
   });
 
+  it('refuses to start with kafka.ssl.client.auth on a listener without TLS', async () => {
+    const started = startGateway({
+      argv: [
+        ...['--grpc-port', '0', '--metrics-port', '0', '--kafka-port', '0'],
+        ...['--log-level', 'silent', '--kafka-ssl-client-auth', 'required'],
+        ...['--controller-addresses', `127.0.0.1:${controller.port}`],
+      ],
+      env: {},
+      handleSignals: false,
+    });
+    await expect(started).rejects.toThrow(
+      /kafka\.ssl\.client\.auth: required needs a TLS Kafka listener, but kafka\.security\.protocol is PLAINTEXT/,
+    );
+  });
+
   it('stops cleanly', async () => {
     await gateway.stop();
     await expect(fetch(`http://127.0.0.1:${gateway.metricsPort}/healthz`)).rejects.toThrow();

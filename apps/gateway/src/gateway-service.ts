@@ -189,6 +189,17 @@ export const gatewaySettings = {
       'authentication against the users of `spool user`. Empty: PLAINTEXT, or SSL when ' +
       'security.protocol is SSL.',
   },
+  kafkaSslClientAuth: {
+    type: 'string',
+    default: 'none',
+    choices: ['none', 'requested', 'required'],
+    description:
+      "Client certificates on an SSL or SASL_SSL Kafka listener (Kafka's ssl.client.auth): " +
+      'required refuses a client without one that verifies against ssl.ca.location at the TLS ' +
+      'handshake; requested asks, refuses one that does not verify, and serves a client ' +
+      'without one as User:ANONYMOUS; a verified certificate is User:<its subject, RFC 2253> ' +
+      "(Kafka's default ssl.principal.mapping.rules), e.g. User:CN=alice,OU=payments,O=Example.",
+  },
   grpcAuthentication: {
     type: 'string',
     default: 'none',

@@ -96,6 +96,8 @@ export interface KafkaConnectionOptions {
   readonly connectionsMaxIdleMs: number;
   /** A SASL listener: the session starts unauthenticated (kafka-session.ts). */
   readonly authenticationRequired?: boolean;
+  /** The verified client certificate's principal, on a TLS listener that asks for one. */
+  readonly certificatePrincipal?: string | undefined;
   /** Called once per request taken off the wire, and once per refusal, with the reason. */
   readonly onRequest?: (frame: KafkaRequestFrame) => void;
   readonly onRefused?: (reason: string) => void;
@@ -131,6 +133,7 @@ export class KafkaConnection {
     this.logger = options.logger.child({ peer: this.peer });
     this.session = KafkaSession.forPeer(socket.remoteAddress, {
       authenticationRequired: options.authenticationRequired === true,
+      certificatePrincipal: options.certificatePrincipal,
     });
     this.splitter = new FrameSplitter({
       direction: 'request',

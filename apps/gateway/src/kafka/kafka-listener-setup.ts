@@ -4,8 +4,9 @@
  * shutdown, before gRPC drains, so Kafka clients move to another gateway as gRPC clients do.
  *
  * Its security protocol (kafka.security.protocol, Kafka's names): PLAINTEXT; SSL (TLS with the
- * process's certificate, clients not asked for one, as Kafka's ssl.client.auth=none); and
- * SASL_PLAINTEXT and SASL_SSL, the same with SASL authentication first (kafka-sasl.ts).
+ * process's certificate; client certificates as kafka.ssl.client.auth says, none by default,
+ * kafka-ssl-client-auth.ts); and SASL_PLAINTEXT and SASL_SSL, the same with SASL
+ * authentication first (kafka-sasl.ts).
  */
 import { ConfigError, type Logger, type TransportSecurity } from '@spool/common';
 import { saslMechanisms, type SaslMechanism } from '../security/client-authenticator';
@@ -13,6 +14,7 @@ import type { Registry } from 'prom-client';
 import type { KafkaRequestHandler } from './kafka-connection';
 import { KafkaListener } from './kafka-listener';
 import { KafkaListenerMetrics } from './kafka-listener-metrics';
+import { kafkaSslClientAuths, type KafkaSslClientAuth } from './kafka-ssl-client-auth';
 
 /** How long open Kafka connections get at shutdown to receive the answers in flight. */
 const kafkaDrainTimeoutMs = 5_000;
@@ -25,6 +27,7 @@ export interface KafkaListenerSettings {
   readonly kafkaQueuedMaxRequestBytes: number;
   readonly kafkaSecurityProtocol: string;
   readonly kafkaSaslEnabledMechanisms: readonly string[];
+  readonly kafkaSslClientAuth: string;
 }
 
 export type KafkaSecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
@@ -34,11 +37,16 @@ export interface KafkaListenerSecurity {
   /** TLS material for SSL and SASL_SSL. */
   readonly tls: TransportSecurity | undefined;
   readonly saslMechanisms: readonly SaslMechanism[];
+  /** Client certificates on SSL and SASL_SSL; always none on the others. */
+  readonly sslClientAuth: KafkaSslClientAuth;
 }
 
 /** The listener's protocol from the settings, checked once at start-up (ConfigError). */
 export function kafkaListenerSecurityOf(
-  config: Pick<KafkaListenerSettings, 'kafkaSecurityProtocol' | 'kafkaSaslEnabledMechanisms'>,
+  config: Pick<
+    KafkaListenerSettings,
+    'kafkaSecurityProtocol' | 'kafkaSaslEnabledMechanisms' | 'kafkaSslClientAuth'
+  >,
   transportSecurity: TransportSecurity | undefined,
 ): KafkaListenerSecurity {
   const protocol = (config.kafkaSecurityProtocol ||
@@ -48,6 +56,19 @@ export function kafkaListenerSecurityOf(
     throw new ConfigError(
       `kafka.security.protocol=${protocol} needs TLS material: set security.protocol=SSL and ` +
         'ssl.certificate.location, ssl.key.location',
+    );
+  }
+  const sslClientAuth = kafkaSslClientAuths.find((known) => known === config.kafkaSslClientAuth);
+  if (sslClientAuth === undefined) {
+    throw new ConfigError(
+      `invalid value for setting kafka.ssl.client.auth: ${config.kafkaSslClientAuth}; expected ` +
+        kafkaSslClientAuths.join(', '),
+    );
+  }
+  if (sslClientAuth !== 'none' && !usesTls) {
+    throw new ConfigError(
+      `invalid value for setting kafka.ssl.client.auth: ${sslClientAuth} needs a TLS Kafka ` +
+        `listener, but kafka.security.protocol is ${protocol}; use SSL or SASL_SSL`,
     );
   }
   const mechanisms: SaslMechanism[] = [];
@@ -71,6 +92,7 @@ export function kafkaListenerSecurityOf(
     protocol,
     tls: usesTls ? transportSecurity : undefined,
     saslMechanisms: usesSasl ? mechanisms : [],
+    sslClientAuth,
   };
 }
 
@@ -101,6 +123,7 @@ export async function startKafkaListener(
     inFlightRequestsMax: config.kafkaInFlightRequestsMax,
     queuedBytesMax: config.kafkaQueuedMaxRequestBytes,
     tls: services.security.tls,
+    sslClientAuth: services.security.sslClientAuth,
     authenticationRequired: services.security.saslMechanisms.length > 0,
   });
   holder.listener = listener;
@@ -111,6 +134,7 @@ export async function startKafkaListener(
     {
       kafkaPort: port,
       securityProtocol: services.security.protocol,
+      sslClientAuth: services.security.sslClientAuth,
       saslMechanisms: services.security.saslMechanisms,
     },
     'Kafka listener listening',

@@ -11,6 +11,11 @@ import net from 'node:net';
 import * as tls from 'node:tls';
 import { KafkaConnection, type KafkaRequestHandler } from './kafka-connection';
 import type { KafkaListenerMetrics } from './kafka-listener-metrics';
+import {
+  acceptanceOf,
+  sslClientAuthServerOptions,
+  type KafkaSslClientAuth,
+} from './kafka-ssl-client-auth';
 
 /** Kafka's connections.max.idle.ms default: 10 minutes. */
 export const kafkaConnectionsMaxIdleMsDefault = 600_000;
@@ -33,11 +38,12 @@ export interface KafkaListenerOptions {
   /** A SASL listener: connections start unauthenticated (kafka-session.ts). */
   readonly authenticationRequired?: boolean;
   /**
-   * TLS (SSL, SASL_SSL): the process's certificate, reloaded when it changes; clients are not
-   * asked for a certificate (Kafka's ssl.client.auth=none). A client speaking plaintext to it
-   * fails the handshake and is dropped before any request is read.
+   * TLS (SSL, SASL_SSL): the process's certificate, reloaded when it changes. A client speaking
+   * plaintext to it fails the handshake and is dropped before any request is read.
    */
   readonly tls?: TransportSecurity;
+  /** Kafka's ssl.client.auth on a TLS listener (kafka-ssl-client-auth.ts); none by default. */
+  readonly sslClientAuth?: KafkaSslClientAuth;
 }
 
 export class KafkaListener {
@@ -54,8 +60,11 @@ export class KafkaListener {
       this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     } else {
       const server = tls.createServer(
-        { ...security.tlsServerOptions(), requestCert: false, rejectUnauthorized: false },
-        (socket) => this.accept(socket),
+        {
+          ...security.tlsServerOptions(),
+          ...sslClientAuthServerOptions(options.sslClientAuth ?? 'none'),
+        },
+        (socket) => this.acceptTls(socket),
       );
       server.on('tlsClientError', (error, socket) => {
         options.metrics.connectionsRefused.inc();
@@ -104,7 +113,23 @@ export class KafkaListener {
     return this.closing;
   }
 
-  private accept(socket: net.Socket): void {
+  /** A TLS connection whose handshake is done: refused, or served as its certificate's principal. */
+  private acceptTls(socket: tls.TLSSocket): void {
+    const acceptance = acceptanceOf(socket, this.options.sslClientAuth ?? 'none');
+    if (!acceptance.accepted) {
+      this.options.metrics.connectionsRefused.inc();
+      // Counted, and logged at debug as a failed handshake is: a client may retry in a loop.
+      this.logger.debug(
+        { peer: `${socket.remoteAddress}:${socket.remotePort}`, reason: acceptance.reason },
+        'a Kafka client certificate was refused',
+      );
+      socket.destroy();
+      return;
+    }
+    this.accept(socket, acceptance.principal);
+  }
+
+  private accept(socket: net.Socket, certificatePrincipal?: string): void {
     if (this.closing !== undefined) {
       socket.destroy();
       return;
@@ -119,6 +144,7 @@ export class KafkaListener {
       connectionsMaxIdleMs: this.options.connectionsMaxIdleMs ?? kafkaConnectionsMaxIdleMsDefault,
       onRefused: () => metrics.connectionsRefused.inc(),
       authenticationRequired: this.options.authenticationRequired === true,
+      certificatePrincipal,
     });
     this.connections.add(connection);
     metrics.connectionsAccepted.inc();

@@ -24,6 +24,12 @@ export const KafkaSessionState = {
 
 export type KafkaSessionState = (typeof KafkaSessionState)[keyof typeof KafkaSessionState];
 
+export interface KafkaSessionOptions {
+  readonly authenticationRequired: boolean;
+  /** The verified client certificate's principal (kafka-ssl-client-auth.ts); SASL replaces it. */
+  readonly certificatePrincipal?: string | undefined;
+}
+
 export class KafkaSession {
   private stateValue: KafkaSessionState;
   private principalValue: string;
@@ -33,18 +39,15 @@ export class KafkaSession {
   constructor(
     /** The client's IP address, without its port (what Kafka's ACLs call the host). */
     readonly clientHost: string,
-    options: { readonly authenticationRequired: boolean },
+    options: KafkaSessionOptions,
   ) {
     this.stateValue = options.authenticationRequired
       ? KafkaSessionState.Authenticating
       : KafkaSessionState.Authenticated;
-    this.principalValue = anonymousPrincipal;
+    this.principalValue = options.certificatePrincipal ?? anonymousPrincipal;
   }
 
-  static forPeer(
-    remoteAddress: string | undefined,
-    options: { readonly authenticationRequired: boolean },
-  ): KafkaSession {
+  static forPeer(remoteAddress: string | undefined, options: KafkaSessionOptions): KafkaSession {
     return new KafkaSession(hostOfPeer(remoteAddress ?? 'unknown'), options);
   }
 
@@ -68,7 +71,7 @@ export class KafkaSession {
     return this.stateValue === KafkaSessionState.Authenticated;
   }
 
-  /** User:ANONYMOUS until SASL authenticates someone. */
+  /** User:ANONYMOUS (or the client certificate's principal) until SASL authenticates someone. */
   get principal(): string {
     return this.principalValue;
   }
