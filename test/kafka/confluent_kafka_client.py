@@ -14,8 +14,9 @@ exits 1. Every wait is bounded by --timeout seconds.
       {"records": [{"key", "value", "headers", "partition", "offset", "timestamp"}, ...]}
   produce-paced BOOTSTRAP TOPIC COUNT RECORDS_PER_SECOND
       an idempotent producer (acks=all, retries left to librdkafka) sends values 0..COUNT-1 to
-      partition 0 at about RECORDS_PER_SECOND, printing "progress N" on stderr every 100 records,
-      then flushes: {"delivered": N, "lastOffset": offset, "errors": [...]}
+      partition 0 at about RECORDS_PER_SECOND, printing "progress N" on stderr every 100 records
+      handed over and "acknowledged N" every 100 acknowledged, then flushes:
+      {"delivered": N, "lastOffset": offset, "errors": [...]}
   rebalance BOOTSTRAP TOPIC GROUP PARTITIONS
       one member joins and is assigned every partition; a second joins and the group splits them;
       the second leaves and the first has them all again: {"alone": N, "split": [N1, N2],
@@ -98,6 +99,8 @@ def produce_paced(bootstrap, topic, count, records_per_second):
             errors.append(str(error))
         else:
             delivered.append(message.offset())
+            if len(delivered) % 100 == 0:
+                print(f"acknowledged {len(delivered)}", file=sys.stderr, flush=True)
 
     interval = 1.0 / float(records_per_second)
     started = time.monotonic()

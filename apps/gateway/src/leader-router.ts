@@ -14,6 +14,19 @@
  *    metadata did not move.
  * 5. At most attemptsMax rounds, all before the deadline; what is still pending then is answered
  *    with the last error it got, which is retriable.
+ * 6. An item the caller marks sentOnce (an idempotent Kafka producer's batch) is routed in the
+ *    first round only: if that round leaves it pending, it is answered NOT_LEADER_OR_FOLLOWER,
+ *    retriable, after point 4's wait for newer metadata (so that the client's resend routes by
+ *    it), and never sent again by the gateway. The client keeps up to five requests of a
+ *    partition in flight and the leader takes its batches in sequence order only: had the
+ *    gateway sent an earlier batch again in a later round, a later batch of the same producer,
+ *    routed in its own request's first round, could reach the new leader before it and be
+ *    refused OUT_OF_ORDER_SEQUENCE_NUMBER, which a client that has meanwhile seen the earlier
+ *    batch acknowledged takes for records the broker lost (librdkafka stops with a fatal
+ *    "sequence desynchronization"). A Kafka broker never retries for the client either: it
+ *    answers NOT_LEADER_OR_FOLLOWER, and the client drains its in-flight requests and resends
+ *    them in order; a batch the old leader did write is then answered by the new one as a
+ *    duplicate, from the producer state it rebuilt from the replicated log.
  */
 import { SpoolError, backoffMs, sleep, wireErrorOf } from '@spool/common';
 import type { ProtoError } from '@spool/protocol';
@@ -33,6 +46,8 @@ export interface LeaderCall<Item, Result> {
   readonly send: (leaderId: number, items: Item[], remainingMs: number) => Promise<Result[]>;
   readonly errorOf: (result: Result) => ProtoError | undefined;
   readonly failed: (item: Item, error: ProtoError) => Result;
+  /** Point 6: whether the item may reach a leader once only. Unset: none. */
+  readonly sentOnce?: (item: Item) => boolean;
 }
 
 export async function sendToLeaders<
@@ -69,6 +84,9 @@ export async function sendToLeaders<
     }
     // Point 4.
     const moved = await link.waitForNewerVersion(version, Math.min(remainingMs, metadataWaitMsMax));
+    // Point 6.
+    pending = routing.answerSentOnce(pending);
+    if (pending.length === 0) break;
     if (!moved) {
       const backoffDelayMs = backoffMs(attempt, { backoffMaxMs: roundBackoffMsMax });
       await sleep(Math.min(backoffDelayMs, Math.max(0, deadlineMs - Date.now())));
@@ -185,9 +203,30 @@ class LeaderRouting<Item extends TopicPartitionKey, Result extends TopicPartitio
     }
   }
 
+  /** Point 6: answers the pending items that are sent once; returns the others. */
+  answerSentOnce(pending: readonly number[]): number[] {
+    const others: number[] = [];
+    for (const position of pending) {
+      const item = this.items[position]!;
+      if (this.call.sentOnce?.(item) !== true) {
+        others.push(position);
+        continue;
+      }
+      const error = this.lastError.get(position)!;
+      this.answered[position] = this.call.failed(item, {
+        code: 'NOT_LEADER_OR_FOLLOWER',
+        message:
+          `${error.message} (${error.code}); an idempotent producer's batch is not sent again ` +
+          'by the gateway: the producer resends it in sequence order',
+        retriable: true,
+      });
+    }
+    return others;
+  }
+
   /** Point 5: what is still pending gets its last error. */
   giveUp(pending: readonly number[], attempts: number): void {
-    for (const position of pending) {
+    for (const position of this.answerSentOnce(pending)) {
       const error = this.lastError.get(position)!;
       // Every reroute code is retriable in Kafka's terms (a storage node may call its own
       // FENCED_LEADER_EPOCH final): the client's retry may find the new leader.

@@ -19,6 +19,8 @@
  * 3. The valid partitions go to their leaders (sendToLeaders: grouped, concurrent, re-routed
  *    after NOT_LEADER_OR_FOLLOWER once newer metadata arrives), within the request's timeout,
  *    each leader's share as one message on that leader's append stream (append-pipeline.ts).
+ *    The Kafka listener has the batches of idempotent producers sent once (sentOnce): their
+ *    clients resend them in sequence order themselves (leader-router.ts, point 6).
  */
 import { SpoolError, wireErrorOf, type Logger } from '@spool/common';
 import {
@@ -47,6 +49,11 @@ export interface ProduceDependencies {
   readonly appendPipeline: (brokerId: number) => AppendPipeline | undefined;
   readonly admission: ProduceAdmission;
   readonly logger: Logger;
+}
+
+export interface ProduceOptions {
+  /** Partitions whose batches may reach a leader once only (leader-router.ts, point 6). */
+  readonly sentOnce?: (partition: PartitionBatches) => boolean;
 }
 
 export function failedResult(
@@ -101,6 +108,7 @@ export async function handleProduce(
   request: ProduceRequest,
   peer: string,
   dependencies: ProduceDependencies,
+  options: ProduceOptions = {},
 ): Promise<ProduceResponse> {
   const { link, admission } = dependencies;
   // Point 1.
@@ -143,6 +151,7 @@ export async function handleProduce(
         },
         errorOf: (result) => result.error,
         failed: failedResult,
+        sentOnce: options.sentOnce,
       },
     );
     valid.forEach((entry, index) => (results[entry.position] = appended[index]));

@@ -8,6 +8,10 @@
  *    INVALID_REQUIRED_ACKS for every partition, nothing written.
  * 2. From version 13 topics are named by id; an id the cluster does not know is UNKNOWN_TOPIC_ID.
  * 3. With acks=0 no response is sent, as Kafka sends none; errors are only logged.
+ * 4. A partition's batches from an idempotent producer (a producer id in the first batch's
+ *    header, read without decoding the records) are sent to a leader once: after a stale route
+ *    they are answered NOT_LEADER_OR_FOLLOWER and the client resends them in sequence order, as
+ *    it would to a Kafka broker (leader-router.ts, point 6).
  */
 import type { Logger } from '@spool/common';
 import {
@@ -20,6 +24,12 @@ import {
   writeProduceResponse,
 } from '@spool/kafka-protocol';
 import { Acks, type PartitionBatches } from '@spool/protocol';
+import {
+  magicPosition,
+  magicValueV2,
+  producerIdPosition,
+  recordBatchHeaderSizeBytes,
+} from '@spool/record-batch';
 import { type ProduceDependencies, handleProduce } from '../produce-handler';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import type { KafkaClusterView } from './kafka-cluster-view';
@@ -66,6 +76,8 @@ export function produceApi(
         },
         context.peer,
         dependencies,
+        // Point 4.
+        { sentOnce: (partition) => isIdempotentBatch(partition.records) },
       );
       const results = new Map(sendable.map((entry, index) => [entry, answered.results[index]!]));
       if (acks === Acks.ACKS_NONE) {
@@ -120,4 +132,16 @@ export function produceApi(
       };
     },
   };
+}
+
+/**
+ * Point 4: whether records start with a RecordBatch v2 of an idempotent producer. Anything
+ * else (too short, another magic) is the leader's to refuse, and is routed as usual.
+ */
+export function isIdempotentBatch(records: Buffer): boolean {
+  return (
+    records.length >= recordBatchHeaderSizeBytes &&
+    records[magicPosition] === magicValueV2 &&
+    records.readBigInt64BE(producerIdPosition) >= 0n
+  );
 }
