@@ -3,6 +3,11 @@
 Each command prints one JSON object on stdout and exits 0, or prints the error on stderr and
 exits 1. Every wait is bounded by --timeout seconds.
 
+With SPOOL_KAFKA_CLIENT_PROPERTIES naming a client.properties file (what `spool dev --secure`
+writes), every client takes librdkafka's security settings from it: security.protocol,
+sasl.mechanism, sasl.username, sasl.password and the ssl.*.location files; the Java-only keys
+(sasl.jaas.config, ssl.truststore.*, ssl.keystore.*) are left out, as librdkafka refuses them.
+
   create-topic BOOTSTRAP TOPIC PARTITIONS REPLICATION
       AdminClient.create_topics, then list_topics: {"partitions": N}
   produce BOOTSTRAP TOPIC FROM TO
@@ -24,13 +29,53 @@ exits 1. Every wait is bounded by --timeout seconds.
 """
 
 import json
+import os
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+import confluent_kafka
+import confluent_kafka.admin
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import NewTopic
 
 TIMEOUT_SECONDS = 30
+
+LIBRDKAFKA_SECURITY_KEYS = {
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.username",
+    "sasl.password",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+}
+
+
+def security_settings():
+    """librdkafka's keys of the client.properties SPOOL_KAFKA_CLIENT_PROPERTIES names, if any."""
+    location = os.environ.get("SPOOL_KAFKA_CLIENT_PROPERTIES")
+    if not location:
+        return {}
+    settings = {}
+    with open(location, encoding="utf-8") as properties:
+        for line in properties:
+            line = line.strip()
+            if line == "" or line.startswith("#") or "=" not in line:
+                continue
+            key, value = line.split("=", 1)
+            if key in LIBRDKAFKA_SECURITY_KEYS:
+                settings[key] = value
+    return settings
+
+
+def secured(client_class):
+    """The client class, each instance created with the security settings added."""
+    return lambda config, **options: client_class({**config, **security_settings()}, **options)
+
+
+Consumer = secured(confluent_kafka.Consumer)
+Producer = secured(confluent_kafka.Producer)
+AdminClient = secured(confluent_kafka.admin.AdminClient)
 
 
 def create_topic(bootstrap, topic, partitions, replication):

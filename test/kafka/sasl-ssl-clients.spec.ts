@@ -6,10 +6,14 @@
 // iterations, deletion of a credential the user lacks and a caller without ALTER on the cluster,
 // and writes nothing refused; the new user then logs in with SCRAM-SHA-256 in the console
 // producer once an ACL lets it write, a wrong password is refused, and the console consumer as
-// the admin user (SCRAM-SHA-512, the file as written) reads the records back.
+// the admin user (SCRAM-SHA-512, the file as written) reads the records back. confluent-kafka
+// (librdkafka) with the same file's security settings (SASL_SSL, SCRAM-SHA-512, ssl.ca.location)
+// creates a topic, produces idempotently and consumes in a group; with a wrong password it fails
+// and writes nothing.
 //
 // One cluster, one storage node; JVM start-ups dominate this file's time, each run bounded.
 import { readClientProperties, Spool } from '@spool/client';
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -19,6 +23,8 @@ import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-proces
 
 /** A JVM tool's run on a loaded machine: start-up is seconds, the work is small. */
 const toolTimeoutMs = 45_000;
+const workspaceRoot = path.resolve(__dirname, '..', '..');
+const pythonClientScript = path.join(__dirname, 'confluent_kafka_client.py');
 
 let dev: SpoolDevProcess;
 let adminProperties: string;
@@ -92,6 +98,36 @@ beforeAll(async () => {
   const gateway = dev.processes.find((entry) => entry.role === 'gateway')!;
   bootstrap = `localhost:${(gateway.ports as { kafka?: number }).kafka!}`;
 }, 60_000);
+
+/**
+ * One command of test/kafka/confluent_kafka_client.py with the security settings of
+ * `properties`; resolves with its JSON answer, rejects with its standard error.
+ */
+function confluentKafka<T>(
+  properties: string,
+  command: string,
+  args: readonly (string | number)[],
+): Promise<T> {
+  const python = execFileSync(
+    'bash',
+    [path.join(workspaceRoot, 'test/support/ensure-python-kafka.sh')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 300_000 },
+  ).trim();
+  return new Promise((resolve, reject) => {
+    execFile(
+      python,
+      [pythonClientScript, command, bootstrap, ...args.map(String)],
+      {
+        timeout: toolTimeoutMs,
+        env: { ...process.env, SPOOL_KAFKA_CLIENT_PROPERTIES: properties },
+      },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout) as T);
+      },
+    );
+  });
+}
 
 afterAll(async () => {
   await dev?.stop();
@@ -202,5 +238,44 @@ describe("Kafka's tools over SASL_SSL on spool dev --secure", () => {
     ]);
     expect(consumed.exitCode, describeRun(consumed)).toBe(0);
     expect(consumed.stdout.split('\n').filter((line) => line.startsWith('value-'))).toEqual(lines);
+  });
+
+  it('serves confluent-kafka over SASL_SSL with the settings of client.properties', async () => {
+    const created = await confluentKafka<{ partitions: number }>(adminProperties, 'create-topic', [
+      'python-secure',
+      3,
+      1,
+    ]);
+    expect(created.partitions).toBe(3);
+    const { delivered } = await confluentKafka<{ delivered: { key: string }[] }>(
+      adminProperties,
+      'produce',
+      ['python-secure', 0, 30],
+    );
+    expect(delivered).toHaveLength(30);
+    const { records } = await confluentKafka<{ records: { key: string; value: string }[] }>(
+      adminProperties,
+      'consume',
+      ['python-secure', 'python-secure-group', 30],
+    );
+    expect(records.map((record) => record.value).sort()).toEqual(
+      Array.from({ length: 30 }, (_, index) => `value-${index}`).sort(),
+    );
+
+    const wrongFile = path.join(dev.dataDirectory, 'client-wrong-password.properties');
+    writeFileSync(
+      wrongFile,
+      readFileSync(adminProperties, 'utf8').replace(/^sasl\.password=.*$/m, 'sasl.password=wrong'),
+    );
+    await expect(confluentKafka(wrongFile, 'produce', ['python-secure', 30, 31])).rejects.toThrow(
+      /undelivered|Authentication/,
+    );
+    const spool = new Spool({ ...readClientProperties(adminProperties), logLevel: 'silent' });
+    try {
+      const offsets = await spool.admin().fetchTopicOffsets('python-secure');
+      expect(offsets.reduce((sum, entry) => sum + Number(entry.high), 0)).toBe(30);
+    } finally {
+      await spool.close();
+    }
   });
 });
