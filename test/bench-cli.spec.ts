@@ -16,6 +16,8 @@ interface BenchLine {
   records: number;
   bytes: number;
   elapsedMs: number;
+  startedAtEpochMs: number;
+  endedAtEpochMs: number;
   recordsPerSec: number;
   mbPerSec: number;
   avgMs: number;
@@ -50,6 +52,12 @@ function expectConsistent(line: BenchLine, mode: string, records: number): void 
   expect(line.mode).toBe(mode);
   expect(line.records).toBe(records);
   expect(line.elapsedMs).toBeGreaterThan(0);
+  // The measured interval on the wall clock (what bench/ charges the servers' CPU over): it
+  // ended before the command's answer was read and lasted elapsedMs (each end rounded to 1 ms).
+  expect(line.endedAtEpochMs).toBeLessThanOrEqual(Date.now());
+  expect(
+    Math.abs(line.endedAtEpochMs - line.startedAtEpochMs - line.elapsedMs),
+  ).toBeLessThanOrEqual(1);
   // elapsedMs is printed to 0.1 ms, recordsPerSec from the exact time: equal within 1 %.
   const recordsPerSec = records / (line.elapsedMs / 1000);
   expect(Math.abs(line.recordsPerSec - recordsPerSec)).toBeLessThanOrEqual(recordsPerSec / 100 + 1);

@@ -12,9 +12,13 @@
  * path's cost (the listener) reads against the gRPC path's (the SDK) in the same cluster; Kafka's
  * rows carry its brokers' CPU seconds per GB in the storage column. The comparisons (Kafka's tools
  * on Spool vs on Kafka, Spool's CPU per GB on the Kafka path vs the gRPC path) are in the report.
+ * Every row's CPU is charged over the interval its client measured its records in (measureRun's
+ * cpuWindow `records`): a JVM's start and a consumer group's join took 5-10 s on a loaded
+ * machine against a Node.js command's second, and the idle cluster's CPU over them made up most
+ * of the Kafka path's consume cost at the counts `--quick` runs.
  */
 import { kafkaBootstrapAddress, log, startCluster, type BenchCluster } from './cluster';
-import { createTopic, runKafkaTool, startKafkaCluster } from './kafka-tools';
+import { createTopic, runKafkaToolTimed, startKafkaCluster, type TimedOutput } from './kafka-tools';
 import type { BenchOptions } from './options';
 import {
   measure,
@@ -57,16 +61,19 @@ export interface KafkaComparison {
 
 /**
  * ProducerPerformance's summary line: "N records sent, R records/sec (M MB/sec), A ms avg
- * latency, X ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
+ * latency, X ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th." The tool
+ * prints it as it ends, its rate being N over the time from its first send to then: the
+ * measured interval is that long and ends when the line arrived.
  */
-export function producerPerformanceFigures(stdout: string): BenchFigures {
-  const match =
-    /^(\d+) records sent, ([\d.]+) records\/sec \(([\d.]+) MB\/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th\.$/m.exec(
-      stdout,
-    );
-  if (match === null)
-    throw new Error(`no ProducerPerformance summary in:\n${stdout.slice(-2_000)}`);
-  const [records, rate, mbPerSec, avgMs, maxMs, p50Ms, p95Ms, p99Ms, p999Ms] = match
+export function producerPerformanceFigures(output: TimedOutput): BenchFigures {
+  const pattern =
+    /^(\d+) records sent, ([\d.]+) records\/sec \(([\d.]+) MB\/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th\.$/;
+  const line = output.lines.find(({ text }) => pattern.test(text));
+  if (line === undefined) {
+    throw new Error(`no ProducerPerformance summary in:\n${output.stdout.slice(-2_000)}`);
+  }
+  const [records, rate, mbPerSec, avgMs, maxMs, p50Ms, p95Ms, p99Ms, p999Ms] = pattern
+    .exec(line.text)!
     .slice(1)
     .map(Number) as [number, number, number, number, number, number, number, number, number];
   return {
@@ -80,14 +87,33 @@ export function producerPerformanceFigures(stdout: string): BenchFigures {
     p99Ms,
     p999Ms,
     maxMs,
+    startedAtEpochMs: Math.round(line.atEpochMs - (records / rate) * 1000),
+    endedAtEpochMs: line.atEpochMs,
   };
+}
+
+/** ConsumerPerformance's times: "yyyy-MM-dd HH:mm:ss:SSS" in the JVM's (and so this) time zone. */
+function consumerPerformanceTime(text: string): number {
+  const match = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}):(\d{3})$/.exec(text);
+  if (match === null) throw new Error(`ConsumerPerformance printed the time "${text}"`);
+  const [year, month, day, hours, minutes, seconds, milliseconds] = match.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return new Date(year, month - 1, day, hours, minutes, seconds, milliseconds).getTime();
 }
 
 /**
  * ConsumerPerformance's line: "start.time, end.time, data.consumed.in.MB, MB.sec,
  * data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec,
  * fetch.nMsg.sec". The rates are the fetch rates (the group's join excluded), as the tool's
- * fetch.* columns give them; it measures no latency.
+ * fetch.* columns give them, and so is the measured interval: from start.time plus the join's
+ * rebalance.time.ms to end.time. It measures no latency.
  */
 export function consumerPerformanceFigures(stdout: string): BenchFigures & { rebalanceMs: number } {
   const line = stdout
@@ -98,6 +124,7 @@ export function consumerPerformanceFigures(stdout: string): BenchFigures & { reb
   if (line === undefined) throw new Error(`no ConsumerPerformance figures in:\n${stdout}`);
   const fields = line.split(', ');
   const records = Number(fields[4]);
+  const rebalanceMs = Number(fields[6]);
   return {
     mode: 'consume',
     bytes: records * recordSizeBytes,
@@ -109,14 +136,16 @@ export function consumerPerformanceFigures(stdout: string): BenchFigures & { reb
     p99Ms: null,
     p999Ms: null,
     maxMs: null,
-    rebalanceMs: Number(fields[6]),
+    rebalanceMs,
+    startedAtEpochMs: consumerPerformanceTime(fields[0]!) + rebalanceMs,
+    endedAtEpochMs: consumerPerformanceTime(fields[1]!),
   };
 }
 
 function producerPerformance(bootstrap: string, topic: string, records: number, acks: string) {
   return async (): Promise<BenchFigures> =>
     producerPerformanceFigures(
-      await runKafkaTool('producerPerformance', [
+      await runKafkaToolTimed('producerPerformance', [
         '--topic',
         topic,
         '--num-records',
@@ -136,16 +165,18 @@ function producerPerformance(bootstrap: string, topic: string, records: number, 
 function consumerPerformance(bootstrap: string, topic: string, records: number) {
   return async (): Promise<BenchFigures> => {
     const figures = consumerPerformanceFigures(
-      await runKafkaTool('consumerPerformance', [
-        '--bootstrap-server',
-        bootstrap,
-        '--topic',
-        topic,
-        '--num-records',
-        String(records),
-        '--timeout',
-        String(consumerIdleTimeoutMs),
-      ]),
+      (
+        await runKafkaToolTimed('consumerPerformance', [
+          '--bootstrap-server',
+          bootstrap,
+          '--topic',
+          topic,
+          '--num-records',
+          String(records),
+          '--timeout',
+          String(consumerIdleTimeoutMs),
+        ])
+      ).stdout,
     );
     if (figures.bytes !== records * recordSizeBytes) {
       throw new Error(`ConsumerPerformance read ${figures.bytes / recordSizeBytes} of ${records}`);
@@ -182,27 +213,29 @@ async function onSpool(
         '--record-size',
         String(recordSizeBytes),
       ],
+      'records',
     );
-    const sdkConsume = await measure(cluster, scenario, `SDK consume ${setting.name}`, [
-      'consume',
-      '--topic',
-      'kafka-sdk',
-      '--records',
-      String(records),
-      '--from-beginning',
-    ]);
+    const sdkConsume = await measure(
+      cluster,
+      scenario,
+      `SDK consume ${setting.name}`,
+      ['consume', '--topic', 'kafka-sdk', '--records', String(records), '--from-beginning'],
+      'records',
+    );
     await createTopic(kafkaBootstrapAddress, 'kafka-tools', partitions, setting.replicationFactor);
     const spoolProduce = await measureRun(
       cluster,
       scenario,
       `ProducerPerformance on Spool ${setting.name}`,
       producerPerformance(kafkaBootstrapAddress, 'kafka-tools', records, setting.acks),
+      'records',
     );
     const spoolConsume = await measureRun(
       cluster,
       scenario,
       `ConsumerPerformance on Spool ${setting.name}`,
       consumerPerformance(kafkaBootstrapAddress, 'kafka-tools', records),
+      'records',
     );
     return [sdkProduce, sdkConsume, spoolProduce, spoolConsume];
   } finally {
@@ -228,12 +261,14 @@ async function onKafka(
       scenario,
       `ProducerPerformance on Apache Kafka 4.4.0 ${setting.name}`,
       producerPerformance(kafka.bootstrap, 'kafka-tools', records, setting.acks),
+      'records',
     );
     const consume = await measureRun(
       kafka,
       scenario,
       `ConsumerPerformance on Apache Kafka 4.4.0 ${setting.name}`,
       consumerPerformance(kafka.bootstrap, 'kafka-tools', records),
+      'records',
     );
     return [produce, consume];
   } finally {
@@ -298,7 +333,8 @@ export function kafkaMarkdown(comparisons: readonly KafkaComparison[]): string[]
     "## Scenario 9: Kafka's tools on Spool's Kafka listener and on Apache Kafka 4.4.0",
     '',
     "Throughput: Kafka's tools against Spool divided by the same tools against Apache Kafka (target at least 1x). " +
-      "CPU: Spool's storage nodes and gateway, CPU seconds per GB, Kafka's tools (the Kafka path) divided by the SDK (the gRPC path) (target at most 1.3x).",
+      "CPU: Spool's storage nodes and gateway, CPU seconds per GB, Kafka's tools (the Kafka path) divided by the SDK (the gRPC path) (target at most 1.3x), " +
+      "each over the interval its client measured its records in (not the JVM's start or the group's join).",
     '',
     '| setting | produce records/s Spool / Kafka | consume records/s Spool / Kafka | produce CPU s/GB Kafka path / gRPC path | consume CPU s/GB Kafka path / gRPC path |',
     '|---|---|---|---|---|',

@@ -38,22 +38,47 @@ function kafkaClasspath(): string {
   return classpath;
 }
 
-/** Runs one of Kafka's tools to its end; resolves with its stdout, rejects naming the failure. */
-export function runKafkaTool(
+/** A tool's stdout, and when each of its lines arrived (milliseconds since the epoch). */
+export interface TimedOutput {
+  readonly stdout: string;
+  readonly lines: readonly { readonly text: string; readonly atEpochMs: number }[];
+}
+
+/**
+ * Runs one of Kafka's tools to its end; resolves with its stdout and each line's arrival time
+ * (the tools flush a line as they print it), rejects naming the failure.
+ */
+export function runKafkaToolTimed(
   tool: Exclude<keyof typeof mainClasses, 'broker'>,
   args: readonly string[],
-): Promise<string> {
+): Promise<TimedOutput> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const lines: { text: string; atEpochMs: number }[] = [];
+    let partial = '';
+    const child = execFile(
       'java',
       ['-cp', kafkaClasspath(), mainClasses[tool], ...args],
       { timeout: toolTimeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
       (error, stdout, stderr) =>
         error
           ? reject(new Error(`${tool} ${args.join(' ')} failed: ${error.message}\n${stderr}`))
-          : resolve(stdout),
+          : resolve({ stdout, lines }),
     );
+    child.stdout?.on('data', (chunk: string) => {
+      const atEpochMs = Date.now();
+      const parts = (partial + chunk).split('\n');
+      partial = parts.pop()!;
+      for (const text of parts) lines.push({ text, atEpochMs });
+    });
   });
+}
+
+/** Runs one of Kafka's tools to its end; resolves with its stdout, rejects naming the failure. */
+export async function runKafkaTool(
+  tool: Exclude<keyof typeof mainClasses, 'broker'>,
+  args: readonly string[],
+): Promise<string> {
+  return (await runKafkaToolTimed(tool, args)).stdout;
 }
 
 /** kafka-topics --create, on Spool's Kafka listener or on Kafka. */

@@ -160,6 +160,9 @@ async function measureRecordApi(
     p999Ms: at(0.999),
     maxMs: at(1),
     cpuSeconds,
+    cpuWindow: 'run',
+    cpuWindowSeconds: Math.round(elapsedMs) / 1000,
+    runSeconds: Math.round(elapsedMs) / 1000,
     storageCpuSecondsPerGb: Math.round((storageSeconds / gigabytes) * 10) / 10,
     gatewayCpuSecondsPerGb: Math.round((cpuSeconds.gateway! / gigabytes) * 10) / 10,
   };

@@ -44,13 +44,34 @@ export interface BenchFigures {
   readonly p99Ms: number | null;
   readonly p999Ms: number | null;
   readonly maxMs: number | null;
+  /**
+   * The interval the load generator measured its records over, in milliseconds since the epoch
+   * (`spool bench` prints it; Kafka's tools' own timings give it in kafka-scenario.ts): from its
+   * first record to its last, without its process's start, connection or group join.
+   */
+  readonly startedAtEpochMs?: number;
+  readonly endedAtEpochMs?: number;
 }
+
+/**
+ * Which interval a row's CPU seconds cover: the whole load generator's run (`run`: its start,
+ * connection and group join included, as every scenario but 9 measures), or only the interval it
+ * measured its records over (`records`: scenario 9, which sets clients beside each other whose
+ * start-up differs by seconds, a JVM's and a group's join against a Node.js command's).
+ */
+export type CpuWindow = 'run' | 'records';
 
 /** One measured scenario: its figures and what the services' processes spent on it. */
 export interface ScenarioResult extends BenchFigures {
   readonly scenario: number;
   readonly label: string;
   readonly cpuSeconds: Record<string, number>;
+  readonly cpuWindow: CpuWindow;
+  /** How long the interval the CPU seconds cover lasted, and the load generator's whole run. */
+  readonly cpuWindowSeconds: number;
+  readonly runSeconds: number;
+  /** With cpuWindow `records`: each process's CPU seconds over the whole run, for comparison. */
+  readonly runCpuSeconds?: Record<string, number>;
   readonly storageCpuSecondsPerGb: number | null;
   readonly gatewayCpuSecondsPerGb: number | null;
 }
@@ -75,9 +96,50 @@ export function measure(
   scenario: number,
   label: string,
   args: readonly string[],
+  cpuWindow: CpuWindow = 'run',
 ): Promise<ScenarioResult> {
-  return measureRun(cluster, scenario, label, async () =>
-    lastJsonLine<BenchFigures>(await runSpool(['bench', ...args])),
+  return measureRun(
+    cluster,
+    scenario,
+    label,
+    async () => lastJsonLine<BenchFigures>(await runSpool(['bench', ...args])),
+    cpuWindow,
+  );
+}
+
+/** How often measureRun reads the processes' CPU while a load runs with cpuWindow `records`. */
+const cpuSampleIntervalMs = 50;
+
+interface CpuSample {
+  readonly atEpochMs: number;
+  readonly cpuSeconds: Record<string, number>;
+}
+
+/**
+ * Each process's CPU seconds at `atEpochMs`, interpolated between the samples around it (linearly:
+ * the error is at most the CPU of one sample interval at each end of the window).
+ */
+function cpuSecondsAt(samples: readonly CpuSample[], atEpochMs: number): Record<string, number> {
+  const first = samples[0]!;
+  const last = samples.at(-1)!;
+  if (
+    atEpochMs < first.atEpochMs - cpuSampleIntervalMs ||
+    atEpochMs > last.atEpochMs + cpuSampleIntervalMs
+  ) {
+    throw new Error(
+      `the load's measured interval reaches ${new Date(atEpochMs).toISOString()}, outside its run ` +
+        `(${new Date(first.atEpochMs).toISOString()} to ${new Date(last.atEpochMs).toISOString()})`,
+    );
+  }
+  const after = samples.findIndex((sample) => sample.atEpochMs >= atEpochMs);
+  if (after <= 0) return after === 0 ? first.cpuSeconds : last.cpuSeconds;
+  const [left, right] = [samples[after - 1]!, samples[after]!];
+  const fraction = (atEpochMs - left.atEpochMs) / (right.atEpochMs - left.atEpochMs);
+  return Object.fromEntries(
+    Object.keys(right.cpuSeconds).map((name) => [
+      name,
+      left.cpuSeconds[name]! + (right.cpuSeconds[name]! - left.cpuSeconds[name]!) * fraction,
+    ]),
   );
 }
 
@@ -85,24 +147,50 @@ export function measure(
  * Runs `load` (a bench command, or another client's load generator) and returns its figures with
  * the CPU each of `cluster`'s processes used meanwhile: storage CPU per GB sums the storage nodes
  * (or Apache Kafka's brokers, `kafka-broker-N`), gateway CPU per GB is the gateway's (null where
- * there is none).
+ * there is none). With cpuWindow `records` the processes' CPU is sampled every 50 ms during the
+ * run and charged over the interval the load measured its records in only (its figures must give
+ * startedAtEpochMs and endedAtEpochMs); with `run` (the default) over the whole run.
  */
 export async function measureRun(
   cluster: Pick<BenchCluster, 'cpuSeconds'>,
   scenario: number,
   label: string,
   load: () => Promise<BenchFigures>,
+  cpuWindow: CpuWindow = 'run',
 ): Promise<ScenarioResult> {
   log(`scenario ${scenario}: ${label}`);
-  const before = cluster.cpuSeconds();
-  const result = await load();
-  const after = cluster.cpuSeconds();
-  const cpuSeconds = Object.fromEntries(
-    Object.keys(after).map((name) => [
-      name,
-      Math.round((after[name]! - before[name]!) * 100) / 100,
-    ]),
-  );
+  const samples: CpuSample[] = [];
+  const sample = (): void => {
+    samples.push({ atEpochMs: Date.now(), cpuSeconds: cluster.cpuSeconds() });
+  };
+  sample();
+  const sampler = cpuWindow === 'records' ? setInterval(sample, cpuSampleIntervalMs) : undefined;
+  let result: BenchFigures;
+  try {
+    result = await load();
+  } finally {
+    clearInterval(sampler);
+  }
+  sample();
+  const runStart = samples[0]!;
+  const runEnd = samples.at(-1)!;
+  let [before, after] = [runStart, runEnd];
+  if (cpuWindow === 'records') {
+    const { startedAtEpochMs, endedAtEpochMs } = result;
+    if (startedAtEpochMs === undefined || endedAtEpochMs === undefined) {
+      throw new Error(`${label}: the load gave no measured interval to charge the CPU over`);
+    }
+    before = { atEpochMs: startedAtEpochMs, cpuSeconds: cpuSecondsAt(samples, startedAtEpochMs) };
+    after = { atEpochMs: endedAtEpochMs, cpuSeconds: cpuSecondsAt(samples, endedAtEpochMs) };
+  }
+  const difference = (from: CpuSample, to: CpuSample): Record<string, number> =>
+    Object.fromEntries(
+      Object.keys(to.cpuSeconds).map((name) => [
+        name,
+        Math.round((to.cpuSeconds[name]! - from.cpuSeconds[name]!) * 100) / 100,
+      ]),
+    );
+  const cpuSeconds = difference(before, after);
   const storageCpuSeconds = Object.entries(cpuSeconds)
     .filter(([name]) => name.startsWith('storage-node') || name.startsWith('kafka-broker'))
     .reduce((sum, [, seconds]) => sum + seconds, 0);
@@ -112,11 +200,17 @@ export async function measureRun(
     (result.mode === 'produce' || result.mode === 'consume') && seconds !== undefined
       ? Math.round((seconds / gigabytes) * 10) / 10
       : null;
+  const seconds = (from: CpuSample, to: CpuSample): number =>
+    Math.round(to.atEpochMs - from.atEpochMs) / 1000;
   return {
     scenario,
     label,
     ...result,
     cpuSeconds,
+    cpuWindow,
+    cpuWindowSeconds: seconds(before, after),
+    runSeconds: seconds(runStart, runEnd),
+    ...(cpuWindow === 'records' ? { runCpuSeconds: difference(runStart, runEnd) } : {}),
     storageCpuSecondsPerGb: perGb(storageCpuSeconds),
     gatewayCpuSecondsPerGb: perGb(cpuSeconds.gateway),
   };

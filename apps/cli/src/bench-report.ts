@@ -14,6 +14,13 @@ export interface BenchResult extends LatencySummary {
   readonly records: number;
   readonly bytes: number;
   readonly elapsedMs: number;
+  /**
+   * When the measured interval began and ended, in milliseconds since the epoch: a benchmark
+   * that samples the servers' CPU meanwhile charges them this interval only, not the command's
+   * start and connection (bench/src/scenarios.ts).
+   */
+  readonly startedAtEpochMs: number;
+  readonly endedAtEpochMs: number;
   readonly recordsPerSec: number;
   readonly mbPerSec: number;
   /** What the latency figures measure, in words, since each mode measures something else. */
@@ -88,6 +95,8 @@ export class BenchTally {
       records: this.records,
       bytes: this.bytes,
       elapsedMs: round(elapsedMs, 1),
+      startedAtEpochMs: Math.round(performance.timeOrigin + this.startedAtMs),
+      endedAtEpochMs: Math.round(performance.timeOrigin + this.startedAtMs + elapsedMs),
       recordsPerSec: Math.round(this.records / seconds),
       mbPerSec: round(this.bytes / bytesPerMegabyte / seconds, 2),
       ...roundSummary(this.latency.summary()),
