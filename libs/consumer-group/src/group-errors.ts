@@ -14,6 +14,7 @@ export const GroupErrorCode = {
   UnsupportedAssignor: 'UNSUPPORTED_ASSIGNOR',
   NonEmptyGroup: 'NON_EMPTY_GROUP',
   InvalidRequest: 'INVALID_REQUEST',
+  InvalidRegularExpression: 'INVALID_REGULAR_EXPRESSION',
 } as const;
 
 export function invalidGroupRequest(field: string, problem: string): SpoolError {

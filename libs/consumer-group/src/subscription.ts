@@ -1,12 +1,16 @@
-import { invalidGroupRequest } from './group-errors';
+import { SpoolError } from '@spool/common';
+import { GroupErrorCode, invalidGroupRequest } from './group-errors';
 import type { TopicPartitionCounts } from './group-settings';
 
 /**
  * What a member subscribes to, and which existing topics that means. A regex subscription follows
  * Kafka's (KIP-848) RE2 semantics as far as a JavaScript RegExp allows: the pattern must match
  * the whole topic name, and constructs RE2 refuses (backreferences, lookaround) are refused here
- * too, which also keeps a client's pattern from backtracking without bound. Internal topics
- * (names starting with "__", such as __consumer_offsets) never match a regex.
+ * too, which also keeps a client's pattern from backtracking without bound. A pattern refused
+ * either way is INVALID_REGULAR_EXPRESSION, as Kafka 4 answers what RE2J cannot compile; a
+ * JavaScript RegExp that takes the rest is an approximation of RE2J's syntax (a few constructs
+ * differ in the details, such as the \Q...\E quoting RE2J has and JavaScript lacks). Internal
+ * topics (names starting with "__", such as __consumer_offsets) never match a regex.
  */
 
 const internalTopicPrefix = '__';
@@ -15,7 +19,10 @@ export function isInternalTopic(topic: string): boolean {
   return topic.startsWith(internalTopicPrefix);
 }
 
-/** Compiles a subscribedRegex, or throws INVALID_REQUEST naming the field. */
+/**
+ * Compiles a subscribedRegex, or throws naming the field: INVALID_REGULAR_EXPRESSION for a
+ * pattern RE2 would refuse, INVALID_REQUEST for one past Spool's length bound.
+ */
 export function compileSubscribedRegex(pattern: string, lengthMax: number): RegExp {
   if (pattern.length > lengthMax) {
     throw invalidGroupRequest(
@@ -25,19 +32,21 @@ export function compileSubscribedRegex(pattern: string, lengthMax: number): RegE
   }
   const unsupported = unsupportedConstruct(pattern);
   if (unsupported !== undefined) {
-    throw invalidGroupRequest(
-      'subscribedRegex',
-      `'${pattern}' uses ${unsupported}, which RE2 does not support`,
-    );
+    throw invalidRegularExpression(`'${pattern}' uses ${unsupported}, which RE2 does not support`);
   }
   try {
     return new RegExp(`^(?:${pattern})$`);
   } catch (error) {
-    throw invalidGroupRequest(
-      'subscribedRegex',
+    throw invalidRegularExpression(
       `'${pattern}' is not a valid regular expression (${(error as Error).message})`,
     );
   }
+}
+
+function invalidRegularExpression(problem: string): SpoolError {
+  return new SpoolError(GroupErrorCode.InvalidRegularExpression, `subscribedRegex: ${problem}`, {
+    details: { field: 'subscribedRegex' },
+  });
 }
 
 /** The first construct in `pattern` that RE2 lacks, or undefined. Escaped characters are skipped. */

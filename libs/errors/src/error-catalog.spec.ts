@@ -28,6 +28,7 @@ describe('error catalog', () => {
     ['INVALID_RECORD', 87, false],
     ['FENCED_MEMBER_EPOCH', 110, false],
     ['STALE_MEMBER_EPOCH', 113, false],
+    ['INVALID_REGULAR_EXPRESSION', 128, false],
   ] as const)('holds %s as Kafka does: code %i, retriable %s', (code, kafkaCode, retriable) => {
     expect(errorCatalog[code]).toMatchObject({ kafkaCode, retriable });
     expect(errorCodeOfKafkaCode(kafkaCode)).toBe(code);

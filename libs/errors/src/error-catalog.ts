@@ -231,6 +231,8 @@ const definitions = {
     'The member epoch is stale. The member must retry after receiving its updated member epoch ' +
       'via the ConsumerGroupHeartbeat API.',
   ),
+  // A subscribed topic regex that RE2J, which Kafka 4 compiles it with, refuses.
+  INVALID_REGULAR_EXPRESSION: kafka(128, false, 'The regular expression is not valid.'),
 
   // Spool's own errors of the runtime and the transport.
   // A peer could not be reached (gRPC UNAVAILABLE); another attempt may reach it or another one.

@@ -2,7 +2,8 @@
 // fake coordinator (the real consumer-group state machine): Kafka's incremental heartbeats are
 // filled in from what the gateway remembers, topics go by the ids Metadata gives, two members
 // split a topic through a revocation, a gateway that remembers nothing asks for a full heartbeat
-// (COORDINATOR_LOAD_IN_PROGRESS), bad requests are INVALID_REQUEST naming the field, fencing and
+// (COORDINATOR_LOAD_IN_PROGRESS), bad requests are INVALID_REQUEST naming the field (a regex RE2
+// refuses is INVALID_REGULAR_EXPRESSION, 128, as in Kafka 4), fencing and
 // leaving are Kafka's codes, ConsumerGroupDescribe shows members as Kafka 4 does, and OffsetCommit
 // answers a KIP-848 member's stale epoch STALE_MEMBER_EPOCH from v9 (ILLEGAL_GENERATION before).
 import { FakeCoordinator } from '@spool/client/testing';
@@ -205,6 +206,26 @@ describe('ConsumerGroupHeartbeat', () => {
     const generated = await heartbeat(join(''), 0);
     expect(generated.errorCode).toBe(0);
     expect(generated.memberId).not.toBe('');
+  });
+
+  it('refuses a subscribed regex RE2 refuses with INVALID_REGULAR_EXPRESSION', async () => {
+    const { heartbeat } = gateway();
+    for (const pattern of ['orders-(', 'orders(?=-eu)', '(o)\\1']) {
+      const refused = await heartbeat({
+        ...join('m'),
+        subscribedTopicNames: null,
+        subscribedTopicRegex: pattern,
+      });
+      expect(refused.errorCode, pattern).toBe(128);
+      expect(refused.errorMessage, pattern).toContain(`subscribedRegex: '${pattern}'`);
+    }
+    const accepted = await heartbeat({
+      ...join('m'),
+      subscribedTopicNames: null,
+      subscribedTopicRegex: 'ord.*',
+    });
+    expect(accepted.errorCode).toBe(0);
+    expect(partitionsOf(accepted)).toEqual([0, 1, 2, 3]);
   });
 
   it("answers Kafka's codes for fenced, unknown, unreleased and leaving members", async () => {

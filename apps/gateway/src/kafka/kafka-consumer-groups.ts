@@ -18,7 +18,8 @@
  *    an owned partition of a topic id the cluster no longer has is dropped.
  * 4. The coordinator's answer goes back with Kafka's error codes (FENCED_MEMBER_EPOCH,
  *    UNKNOWN_MEMBER_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
- *    INVALID_REQUEST with the coordinator's message naming the field). A member that leaves, is
+ *    INVALID_REQUEST with the coordinator's message naming the field, INVALID_REGULAR_EXPRESSION
+ *    for a subscribed regex RE2 refuses). A member that leaves, is
  *    fenced or unknown is forgotten.
  * 5. ConsumerGroupDescribe shows each group as Kafka 4 does: state, epochs, assignor, and each
  *    member's subscription, assignment, target assignment, client id and host, and its type
