@@ -8,7 +8,8 @@ import type { HistoryEventInput, MilestoneKind } from './history';
  * process logged it; outages.ts cuts the outages at them. The lines, by process:
  *
  * - controller: `broker fenced: <reason>` (electionMs), `coordinators removed` (electionMs),
- *   `this controller is now active`, `leaders elected`;
+ *   `this controller is now active` (or `... active again`, resumed after a suspended lease),
+ *   `leaders elected`;
  * - storage node: `ISR changed` with shrunk > 0 (a leader dropping a lagging follower) or
  *   expanded > 0 (taking one back), `replica role changed` to leader;
  * - gateway: `metadata applied` that moved a leader epoch, a broker or a shard, and `metadata
@@ -74,6 +75,9 @@ export function milestoneOf(
       return make('coordinators-removed', String(entry['coordinators']), entry['electionMs']);
     case 'this controller is now active':
       return make('controller-active', '');
+    case 'controller lease renewed by etcd: this controller is active again':
+      // A suspended controller that kept its leadership through an etcd leader election.
+      return make('controller-active', 'resumed');
     case 'leaders elected':
       return make('leaders-elected', `${String(entry['partitions'])} partitions`);
     case 'ISR changed':

@@ -250,6 +250,12 @@ describe('milestoneOf', () => {
         'client',
       ),
     ).toMatchObject({ kind: 'produce-retry', durationMs: 90 });
+    expect(
+      milestoneOf(
+        { time: at, msg: 'controller lease renewed by etcd: this controller is active again' },
+        'controller-1',
+      ),
+    ).toMatchObject({ kind: 'controller-active', source: 'controller-1 resumed' });
     expect(milestoneOf({ time: at, msg: 'something else' }, 's')).toBe(undefined);
     expect(milestoneOf({ msg: 'leaders elected' }, 's')).toBe(undefined);
   });

@@ -47,6 +47,11 @@ export class ControllerEventQueue {
     return result;
   }
 
+  /** Resolves once every command enqueued so far has ended, whichever way. */
+  drained(): Promise<void> {
+    return this.tail.then(() => undefined);
+  }
+
   /** Refuses new commands; those already queued fail with NOT_CONTROLLER as they come up. */
   close(): void {
     this.closed = true;

@@ -5,7 +5,20 @@
  * NOT_CONTROLLER with the active one's address. An active controller steps down when its lease
  * is lost or a guarded write proves another controller has taken over, then campaigns again.
  *
- *   Starting → Standby → Active → Standby → … → Stopped
+ * A lease whose renewals go unanswered past its TTL is suspended (etcd-lease.ts, step 5): etcd
+ * may have expired it, or may still hold it while it elects a leader of its own. The active
+ * controller then suspends: it serves nothing (NOT_CONTROLLER, its metadata streams ended, its
+ * command queue closed) but keeps its election key, its view and the view's watch. If the lease
+ * resumes (etcd renewed it, so it never expired and no other controller can have won: a
+ * standby wins only once this key is deleted) and the key still holds its fencing token, it
+ * serves again with a new ActiveController on the same view, once the old one's last command
+ * has ended; a lost lease ends the leadership as before. Fencing does not rest on this: every
+ * write is guarded by the key's create revision, so a controller that believed itself active a
+ * moment too long could write nothing. Suspending rather than resigning spares the cluster a
+ * failover (waiting out the lease, a new campaign, reading the whole prefix) at every etcd
+ * leader election.
+ *
+ *   Starting → Standby → Active ⇄ Suspended → Standby → … → Stopped
  */
 import { randomUUID } from 'node:crypto';
 import { SpoolError, type Logger } from '@spool/common';
@@ -20,6 +33,8 @@ export enum ControllerRoleState {
   Starting = 'starting',
   Standby = 'standby',
   Active = 'active',
+  /** Active, but its lease is suspended: serving nothing until it resumes or is lost. */
+  Suspended = 'suspended',
   Stopped = 'stopped',
 }
 
@@ -30,6 +45,10 @@ export class ControllerRole {
   private roleState = ControllerRoleState.Starting;
   private active:
     | { controller: ActiveController; state: ClusterState; leadership: Leadership; watch: Watch }
+    | undefined;
+  /** What the leadership in progress serves with; kept while suspended. */
+  private serving:
+    | { state: ClusterState; writer: MetadataWriter; controller: ActiveController; watch: Watch }
     | undefined;
   private readonly abort = new AbortController();
   private stepDown: (() => void) | undefined;
@@ -78,6 +97,14 @@ export class ControllerRole {
   async requireActive(): Promise<{ controller: ActiveController; state: ClusterState }> {
     if (this.active !== undefined && this.roleState === ControllerRoleState.Active)
       return this.active;
+    if (this.roleState === ControllerRoleState.Suspended) {
+      // No hint: the election still names this controller, and a caller sent back here at once
+      // would spend its attempts without a pause.
+      throw new SpoolError(
+        'NOT_CONTROLLER',
+        'this controller lost touch with the metadata store and serves nothing until it is back; retry shortly',
+      );
+    }
     const leader = await this.store.leader(this.keys.controller()).catch(() => undefined);
     throw new SpoolError(
       'NOT_CONTROLLER',
@@ -128,6 +155,13 @@ export class ControllerRole {
         resolve();
       });
     });
+    leadership.lease.onSuspended(() => this.suspend());
+    leadership.lease.onResumed((suspendedMs) => {
+      this.resume(leadership, suspendedMs).catch((error: unknown) => {
+        this.logger.warn({ err: error }, 'controller could not resume; stepping down');
+        this.stepDown?.();
+      });
+    });
     const state = new ClusterState(this.keys, (key, error) =>
       this.logger.error({ key, err: error }, 'ignoring a metadata record that does not decode'),
     );
@@ -149,14 +183,8 @@ export class ControllerRole {
       () => this.stepDown?.(),
       pauseAfterChunk > 0 ? { pauseAfterChunk, logger: this.logger } : undefined,
     );
-    const controller = new ActiveController(
-      state,
-      writer,
-      this.logger,
-      this.metrics,
-      this.settings,
-      this.isBrokerWatching,
-    );
+    const controller = this.newActiveController(state, writer);
+    this.serving = { state, writer, controller, watch };
     try {
       if (state.clusterId === '') {
         await writer.commit(
@@ -182,6 +210,8 @@ export class ControllerRole {
       );
       controller.start();
       this.notify();
+      // Suspended before this controller could listen: act on it now.
+      if (leadership.lease.suspended) this.suspend();
       await Promise.race([
         deposed,
         new Promise((resolve) => this.abort.signal.addEventListener('abort', resolve)),
@@ -195,15 +225,86 @@ export class ControllerRole {
           'this controller stopped leading before its write was applied; retry with the new one',
         ),
       );
-      controller.stop();
+      this.serving.controller.stop();
+      this.serving = undefined;
       this.active = undefined;
       await watch.cancel().catch(() => {});
-      if (this.roleState === ControllerRoleState.Active) {
-        this.transitionTo([ControllerRoleState.Active], ControllerRoleState.Standby);
+      if (
+        this.roleState === ControllerRoleState.Active ||
+        this.roleState === ControllerRoleState.Suspended
+      ) {
+        this.transitionTo(
+          [ControllerRoleState.Active, ControllerRoleState.Suspended],
+          ControllerRoleState.Standby,
+        );
       }
       this.notify();
       await leadership.resign().catch(() => {});
     }
+  }
+
+  private newActiveController(state: ClusterState, writer: MetadataWriter): ActiveController {
+    return new ActiveController(
+      state,
+      writer,
+      this.logger,
+      this.metrics,
+      this.settings,
+      this.isBrokerWatching,
+    );
+  }
+
+  /** The lease is suspended: serve nothing, keep the key, the view and its watch. */
+  private suspend(): void {
+    if (this.roleState !== ControllerRoleState.Active || this.serving === undefined) return;
+    this.transitionTo([ControllerRoleState.Active], ControllerRoleState.Suspended);
+    this.logger.warn(
+      'controller lease unconfirmed past its TTL (etcd unreachable or electing a leader): ' +
+        'serving nothing until etcd renews it or it is lost',
+    );
+    this.serving.controller.stop();
+    this.active = undefined;
+    this.notify();
+  }
+
+  /**
+   * The lease resumed: etcd held it all along. Serves again once the election key is read back
+   * with this leadership's fencing token and the suspended controller's last command has ended
+   * (its queue is closed, but a command it was running may still be writing).
+   */
+  private async resume(leadership: Leadership, suspendedMs: number): Promise<void> {
+    if (this.roleState !== ControllerRoleState.Suspended || this.serving === undefined) return;
+    const suspended = this.serving;
+    await suspended.controller.queue.drained();
+    const key = await this.store.get(leadership.guard.key);
+    if (key?.createRevision !== leadership.fencingToken) {
+      this.logger.warn('controller lease resumed without its election key; stepping down');
+      this.stepDown?.();
+      return;
+    }
+    // Suspended again, lost, or stopped meanwhile: nothing to resume.
+    if (
+      this.roleState !== ControllerRoleState.Suspended ||
+      this.serving !== suspended ||
+      leadership.lease.suspended ||
+      !leadership.lease.alive
+    ) {
+      return;
+    }
+    const controller = this.newActiveController(suspended.state, suspended.writer);
+    this.serving = { ...suspended, controller };
+    this.active = { controller, state: suspended.state, leadership, watch: suspended.watch };
+    this.transitionTo([ControllerRoleState.Suspended], ControllerRoleState.Active);
+    this.logger.info(
+      {
+        suspendedMs,
+        fencingToken: leadership.fencingToken,
+        metadataVersion: suspended.state.revision,
+      },
+      'controller lease renewed by etcd: this controller is active again',
+    );
+    controller.start();
+    this.notify();
   }
 
   private notify(): void {
@@ -215,7 +316,12 @@ export class ControllerRole {
     this.stepDown?.();
     if (this.roleState !== ControllerRoleState.Stopped) {
       this.transitionTo(
-        [ControllerRoleState.Standby, ControllerRoleState.Active, ControllerRoleState.Starting],
+        [
+          ControllerRoleState.Standby,
+          ControllerRoleState.Active,
+          ControllerRoleState.Suspended,
+          ControllerRoleState.Starting,
+        ],
         ControllerRoleState.Stopped,
       );
     }

@@ -7,13 +7,19 @@
  *    at most, and a member killed or paused under the stream cost the lease.)
  * 2. etcd answers with the TTL it granted again. The lease then lives on the server until at least
  *    `sent time + TTL`, because etcd reset its clock after the request left. That instant is our
- *    local expiry: a lease is reported lost no later than etcd could have expired it.
+ *    local expiry.
  * 3. An answer of TTL ≤ 0 means etcd no longer knows the lease (expired, or revoked by someone
  *    else): lost at once.
  * 4. A broken stream is reopened at once (after `reopenDelayMs`), and a keepalive unanswered for
  *    two intervals drops its stream and reopens it the same way: the pool opens the new stream on
- *    a member that answers its health probe (etcd-member-health.ts). Nothing is retried past the
- *    local expiry: when it passes, the lease is lost and its keys are gone.
+ *    a member that answers its health probe (etcd-member-health.ts).
+ * 5. When the local expiry passes unanswered, the lease is suspended, no later than etcd could
+ *    have expired it: its holder must act as if its keys were gone. But they may not be: while
+ *    etcd elects a leader nothing renews a lease, and the new leader renews every lease it takes
+ *    over for a TTL and an election timeout (etcd's lessor Promote). So keepalives go on, and an
+ *    answer with TTL > 0 resumes the lease: a lease ID is never granted twice, so etcd held it,
+ *    and the keys bound to it, all along. An answer of TTL ≤ 0 (step 3), or
+ *    `suspendedTtlsMax` TTLs suspended, loses it.
  */
 import type {
   ILeaseKeepAliveRequest,
@@ -31,11 +37,20 @@ const keepAliveIntervalMsMin = 100;
 const keepAlivesPerTtl = 6;
 /** Step 4: how long after a break the stream is opened again (a break may repeat at once). */
 const reopenDelayMs = 50;
+/**
+ * Step 5: TTLs a lease stays suspended before it is lost: an etcd leader election on a loaded
+ * machine (seconds), not a member cut off for good.
+ */
+export const suspendedTtlsMax = 5;
 
 export class EtcdLease implements Lease {
   readonly ttlMs: number;
   private aliveValue = true;
   private listeners: (() => void)[] = [];
+  /** Step 5: when the lease was suspended; undefined while renewals are answered. */
+  private suspendedAtMs: number | undefined;
+  private suspendedListeners: (() => void)[] = [];
+  private resumedListeners: ((suspendedMs: number) => void)[] = [];
   private stream: KeepAliveStream | undefined;
   private streamOpening = false;
   private keepAliveSentAtMs: number | undefined;
@@ -82,6 +97,18 @@ export class EtcdLease implements Lease {
     else queueMicrotask(listener);
   }
 
+  get suspended(): boolean {
+    return this.suspendedAtMs !== undefined;
+  }
+
+  onSuspended(listener: () => void): void {
+    this.suspendedListeners.push(listener);
+  }
+
+  onResumed(listener: (suspendedMs: number) => void): void {
+    this.resumedListeners.push(listener);
+  }
+
   /**
    * Stops the keepalives and revokes the lease in etcd, which deletes its keys at once. The
    * lease counts as lost even if etcd cannot be reached: without keepalives it expires within
@@ -103,6 +130,8 @@ export class EtcdLease implements Lease {
     this.dropStream(this.stream);
     const listeners = this.listeners;
     this.listeners = [];
+    this.suspendedListeners = [];
+    this.resumedListeners = [];
     for (const listener of listeners) queueMicrotask(listener);
     this.onEnd(this);
   }
@@ -144,7 +173,10 @@ export class EtcdLease implements Lease {
           stream.cancel();
           return;
         }
-        stream.on('data', (response) => this.onKeepAliveResponse(response));
+        // An answer on a stream dropped since is not the current keepalive's.
+        stream.on('data', (response) => {
+          if (stream === this.stream) this.onKeepAliveResponse(response);
+        });
         this.stream = stream;
         this.keepAlive();
       },
@@ -175,13 +207,38 @@ export class EtcdLease implements Lease {
     }
     if (sentAtMs === undefined) return;
     this.expiresAtMs = Math.max(this.expiresAtMs, sentAtMs + ttlSeconds * 1000);
+    // Step 5: renewed by etcd, so it never expired; resumed while the renewal still runs.
+    const suspendedAtMs = this.suspendedAtMs;
+    const resumed = suspendedAtMs !== undefined && this.expiresAtMs > Date.now();
+    if (resumed) this.suspendedAtMs = undefined;
     this.armExpiryTimer();
+    if (resumed) {
+      const suspendedMs = Date.now() - suspendedAtMs;
+      for (const listener of this.resumedListeners) queueMicrotask(() => listener(suspendedMs));
+    }
   }
 
   private armExpiryTimer(): void {
     if (this.expiryTimer !== undefined) clearTimeout(this.expiryTimer);
+    const suspendedAtMs = this.suspendedAtMs;
+    if (suspendedAtMs !== undefined) {
+      // Step 5: lost once suspended for too long.
+      this.expiryTimer = setTimeout(
+        () => this.end(),
+        Math.max(0, suspendedAtMs + suspendedTtlsMax * this.ttlMs - Date.now()),
+      );
+      return;
+    }
     this.expiryTimer = setTimeout(
-      () => (Date.now() >= this.expiresAtMs ? this.end() : this.armExpiryTimer()),
+      () => {
+        if (Date.now() < this.expiresAtMs) {
+          this.armExpiryTimer();
+          return;
+        }
+        this.suspendedAtMs = Date.now();
+        this.armExpiryTimer();
+        for (const listener of this.suspendedListeners) queueMicrotask(listener);
+      },
       Math.max(0, this.expiresAtMs - Date.now()),
     );
   }

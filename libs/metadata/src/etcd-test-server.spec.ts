@@ -2,9 +2,10 @@
 // through member failures: with one member of three down at a time (SIGKILL, restart, then the
 // next), writes go on (retrying retriable errors, as a controller does) and a watch, which must
 // reconnect when its member dies, sees exactly the revisions a replay from history sees; and with
-// every member down, a lease is reported lost within its TTL.
+// every member down, a lease is suspended within its TTL and lost suspendedTtlsMax TTLs later.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMetadataStoreError } from './errors';
+import { suspendedTtlsMax } from './etcd-lease';
 import { EtcdMetadataStore } from './etcd-metadata-store';
 import { startEtcdCluster, type EtcdTestCluster } from './testing';
 
@@ -88,22 +89,30 @@ describe('startEtcdCluster', () => {
   });
 
   // Last: it takes the whole cluster down.
-  it('reports a lease lost once etcd could not renew it for its TTL', async () => {
+  it('suspends a lease once etcd could not renew it for its TTL, then reports it lost', async () => {
     const store = await EtcdMetadataStore.connect({ endpoints: cluster.endpoints });
     try {
       const lease = await store.grantLease(1_000);
+      let suspendedAtMs: number | undefined;
       let lostAtMs: number | undefined;
+      lease.onSuspended(() => (suspendedAtMs = Date.now()));
       lease.onLost(() => (lostAtMs = Date.now()));
       await Promise.all(cluster.members.map((member) => member.stop('SIGKILL')));
       const stoppedAtMs = Date.now();
+      await eventually(() => suspendedAtMs !== undefined);
+      // Suspended no later than etcd itself could have expired it: one TTL after the last renewal.
+      expect(suspendedAtMs! - stoppedAtMs).toBeLessThanOrEqual(lease.ttlMs);
+      expect(lease).toMatchObject({ suspended: true, alive: true });
+      // With no etcd to renew it, lost after suspendedTtlsMax TTLs.
       await eventually(() => lostAtMs !== undefined);
       expect(lease.alive).toBe(false);
-      // Lost no later than etcd itself could have expired it: one TTL after the last renewal.
-      expect(lostAtMs! - stoppedAtMs).toBeLessThanOrEqual(lease.ttlMs);
+      expect(lostAtMs! - suspendedAtMs!).toBeGreaterThanOrEqual(
+        suspendedTtlsMax * lease.ttlMs - 50,
+      );
     } finally {
       await store.close();
     }
-  });
+  }, 30_000);
 });
 
 /** Retries a call while its error is retriable, as a controller would (bounded). */

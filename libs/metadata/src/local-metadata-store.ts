@@ -401,6 +401,13 @@ class LocalLease implements Lease {
     else this.listeners.push(listener);
   }
 
+  /** The store is in this process: its leases are renewed by its own clock, never unanswered. */
+  readonly suspended = false;
+
+  onSuspended(): void {}
+
+  onResumed(): void {}
+
   revoke(): Promise<void> {
     return this.revokeInStore(this);
   }

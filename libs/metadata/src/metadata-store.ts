@@ -72,10 +72,23 @@ export interface WatchHandlers {
 export interface Lease {
   readonly id: bigint;
   readonly ttlMs: number;
-  /** Whether the lease is still believed alive by this process. */
+  /** Whether the lease is still believed alive by this process (suspended included). */
   readonly alive: boolean;
-  /** Called once when renewal fails past the TTL or the lease is revoked: keys bound to it are gone. */
+  /**
+   * Called once when the lease is over: the store says it is gone, it was revoked, or it stayed
+   * suspended too long. Keys bound to it are gone.
+   */
   onLost(listener: () => void): void;
+  /**
+   * Whether renewals have gone unanswered past the TTL (etcd-lease.ts, step 5): the store may
+   * have expired the lease, or may still hold it (etcd electing a leader renews nothing). Its
+   * holder must act as if its keys were gone until the lease resumes or is lost.
+   */
+  readonly suspended: boolean;
+  /** Called each time the lease becomes suspended. */
+  onSuspended(listener: () => void): void;
+  /** Called each time a renewal answered proves a suspended lease alive, with how long it was. */
+  onResumed(listener: (suspendedMs: number) => void): void;
   revoke(): Promise<void>;
 }
 
