@@ -373,6 +373,33 @@ describe('group coordinator', () => {
     shards.stop();
   });
 
+  it('checks the member an offset fetch names: unknown, stale, or at its epoch', async () => {
+    const { groups, shards } = startCoordinator(new FakeLeaders(), [shard], 1);
+    await loaded(shards, 1);
+    const joined = await groups.heartbeat(join);
+    await groups.offsetCommit({
+      groupId,
+      memberId: joined.memberId,
+      memberEpoch: joined.memberEpoch,
+      offsets: [{ topic: 'orders', partition: 0, offset: 40n, metadata: '', leaderEpoch: -1 }],
+    });
+    const partitions = [{ topic: 'orders', partition: 0 }];
+    const fetched = (member: { memberId?: string; memberEpoch?: number }) =>
+      groups.offsetFetch({ groupId, partitions, ...member });
+    const atEpoch = await fetched({ memberId: joined.memberId, memberEpoch: joined.memberEpoch });
+    expect(atEpoch.error).toBeUndefined();
+    expect(atEpoch.offsets.map((offset) => offset.offset)).toEqual([40n]);
+    const stale = await fetched({ memberId: joined.memberId, memberEpoch: joined.memberEpoch - 1 });
+    expect(stale).toMatchObject({ error: { code: 'STALE_MEMBER_EPOCH', retriable: true } });
+    expect(stale.offsets).toEqual([]);
+    expect((await fetched({ memberId: 'ghost', memberEpoch: 1 })).error?.code).toBe(
+      'UNKNOWN_MEMBER_ID',
+    );
+    // A fetch that names no member is not checked.
+    expect((await fetched({})).offsets.map((offset) => offset.offset)).toEqual([40n]);
+    shards.stop();
+  });
+
   it('rebuilds the same offsets after a takeover and ignores the fenced owner', async () => {
     const leaders = new FakeLeaders();
     const first = startCoordinator(leaders, [shard], 1);

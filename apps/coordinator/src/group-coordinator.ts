@@ -189,6 +189,13 @@ export class GroupCoordinator {
   async offsetFetch(request: OffsetFetchRequest): Promise<OffsetFetchResponse> {
     try {
       const shard = this.shardOf(request.groupId);
+      // A fetch that names a member is checked against the group, if there is one; Kafka answers
+      // a group it does not know with no offsets, not with an unknown member.
+      if (request.memberId !== undefined) {
+        shard.groups
+          .get(request.groupId)
+          ?.validateOffsetFetch(request.memberId, request.memberEpoch ?? -1);
+      }
       const committed = new Map(
         shard
           .committedOffsets(request.groupId)

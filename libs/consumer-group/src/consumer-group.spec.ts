@@ -584,7 +584,7 @@ describe('subscriptions and topics', () => {
   });
 });
 
-describe('offset commit validation', () => {
+describe('offset commit and fetch validation', () => {
   it('accepts the current member epoch only', () => {
     const client = harness.client();
     client.heartbeat();
@@ -598,6 +598,17 @@ describe('offset commit validation', () => {
 
   it('accepts a simple commit (no member) only while the group has no members', () => {
     expect(() => harness.group.validateOffsetCommit('', -1)).not.toThrow();
+  });
+
+  it('fetches for a member at its current epoch only, even in an empty group', () => {
+    expect(codeOf(() => harness.group.validateOffsetFetch('ghost', 1))).toBe('UNKNOWN_MEMBER_ID');
+    const client = harness.client();
+    client.heartbeat();
+    expect(() => harness.group.validateOffsetFetch(client.memberId, 1)).not.toThrow();
+    expect(codeOf(() => harness.group.validateOffsetFetch(client.memberId, 2))).toBe(
+      'STALE_MEMBER_EPOCH',
+    );
+    expect(codeOf(() => harness.group.validateOffsetFetch('', -1))).toBe('UNKNOWN_MEMBER_ID');
   });
 });
 

@@ -217,6 +217,19 @@ export class ConsumerGroup {
 
   validateOffsetCommit(memberId: string, memberEpoch: number): void {
     if (memberId === '' && memberEpoch === leaveGroupEpoch && this.model.members.size === 0) return;
+    this.validateMemberAtEpoch(memberId, memberEpoch);
+  }
+
+  /**
+   * Kafka's ConsumerGroup.validateOffsetFetch for a fetch that names a member (OffsetFetch v9+):
+   * the member must be in the group (UNKNOWN_MEMBER_ID) at this epoch (STALE_MEMBER_EPOCH, which
+   * the client retries after its next heartbeat). A fetch that names none is not checked.
+   */
+  validateOffsetFetch(memberId: string, memberEpoch: number): void {
+    this.validateMemberAtEpoch(memberId, memberEpoch);
+  }
+
+  private validateMemberAtEpoch(memberId: string, memberEpoch: number): void {
     const member = this.model.members.get(memberId);
     if (member === undefined) throw unknownMember(this.groupId, memberId);
     if (memberEpoch !== member.memberEpoch) {

@@ -4,8 +4,10 @@
 // split a topic through a revocation, a gateway that remembers nothing asks for a full heartbeat
 // (COORDINATOR_LOAD_IN_PROGRESS), bad requests are INVALID_REQUEST naming the field (a regex RE2
 // refuses is INVALID_REGULAR_EXPRESSION, 128, as in Kafka 4), fencing and
-// leaving are Kafka's codes, ConsumerGroupDescribe shows members as Kafka 4 does, and OffsetCommit
-// answers a KIP-848 member's stale epoch STALE_MEMBER_EPOCH from v9 (ILLEGAL_GENERATION before).
+// leaving are Kafka's codes, ConsumerGroupDescribe shows members as Kafka 4 does, OffsetCommit
+// answers a KIP-848 member's stale epoch STALE_MEMBER_EPOCH from v9 (ILLEGAL_GENERATION before),
+// and OffsetFetch from v9 checks the member it names: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, none
+// for a fetch that names no member (null, -1) or a group that does not exist.
 import { FakeCoordinator } from '@spool/client/testing';
 import {
   type ConsumerGroupDescribeResponse,
@@ -13,8 +15,11 @@ import {
   type ConsumerGroupHeartbeatResponse,
   type OffsetCommitRequest,
   type OffsetCommitResponse,
+  type OffsetFetchRequest,
+  type OffsetFetchResponse,
   defaultConsumerGroupHeartbeatRequest,
   defaultOffsetCommitRequest,
+  defaultOffsetFetchRequest,
 } from '@spool/kafka-protocol';
 import type { TopicMetadata } from '@spool/protocol';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -24,7 +29,7 @@ import { KafkaClusterView } from './kafka-cluster-view';
 import { consumerGroupApis } from './kafka-consumer-groups';
 import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
 import { ClassicMemberTable } from './classic-member-table';
-import { offsetCommitApi } from './kafka-offsets';
+import { offsetCommitApi, offsetFetchApi } from './kafka-offsets';
 
 const topicId = '6f1c2a4e-9b3d-4c5e-8f70-112233445566';
 const topicIdBytes = Buffer.from(topicId.replace(/-/g, ''), 'hex');
@@ -337,5 +342,65 @@ describe('OffsetCommit of a KIP-848 member', () => {
     );
     // Before v9 a client only knows generations: the classic protocol's ILLEGAL_GENERATION.
     expect(await errorOf(joined.memberEpoch + 5, 8)).toBe(22);
+  });
+});
+
+describe('OffsetFetch of a KIP-848 member', () => {
+  it('answers the member at its epoch, refuses an unknown member and a stale epoch from v9', async () => {
+    const joined = await gateway().heartbeat(join('member-a'));
+    coordinator.offsetCommit({
+      groupId,
+      memberId: 'member-a',
+      memberEpoch: joined.memberEpoch,
+      offsets: [{ topic: 'orders', partition: 0, offset: 7n, metadata: '', leaderEpoch: -1 }],
+    });
+    const fetchApi = offsetFetchApi(view, {
+      offsetCommit: async (request) => coordinator.offsetCommit(request),
+      offsetFetch: async (request) => coordinator.offsetFetch(request),
+    }) as KafkaApi<OffsetFetchRequest, OffsetFetchResponse>;
+    const fetched = async (
+      member: { memberId: string | null; memberEpoch: number },
+      version = 9,
+      group = groupId,
+    ) => {
+      const response = await fetchApi.serve(
+        {
+          ...defaultOffsetFetchRequest(),
+          groups: [
+            {
+              groupId: group,
+              ...member,
+              topics: [{ name: 'orders', topicId: topicIdBytes, partitionIndexes: [0] }],
+            },
+          ],
+        },
+        version,
+        context,
+      );
+      const answered = response!.groups[0]!;
+      return [answered.errorCode, answered.topics[0]?.partitions[0]?.committedOffset];
+    };
+    const memberA = { memberId: 'member-a', memberEpoch: joined.memberEpoch };
+    expect(await fetched(memberA)).toEqual([0, 7n]);
+    expect(await fetched(memberA, 10)).toEqual([0, 7n]);
+    expect(await fetched({ ...memberA, memberEpoch: joined.memberEpoch + 1 })).toEqual([
+      kafkaErrorNumberOf('STALE_MEMBER_EPOCH'),
+      undefined,
+    ]);
+    expect(await fetched({ memberId: 'ghost', memberEpoch: 1 })).toEqual([
+      kafkaErrorNumberOf('UNKNOWN_MEMBER_ID'),
+      undefined,
+    ]);
+    // A null member id with an epoch is no member either, as in Kafka.
+    expect((await fetched({ memberId: null, memberEpoch: 1 }))[0]).toBe(
+      kafkaErrorNumberOf('UNKNOWN_MEMBER_ID'),
+    );
+    // Not checked: a fetch that names no member, one before v9, a group that does not exist.
+    expect(await fetched({ memberId: null, memberEpoch: -1 })).toEqual([0, 7n]);
+    expect(await fetched({ memberId: 'ghost', memberEpoch: 1 }, 8)).toEqual([0, 7n]);
+    expect(await fetched({ memberId: 'ghost', memberEpoch: 1 }, 9, 'no-such-group')).toEqual([
+      0,
+      -1n,
+    ]);
   });
 });

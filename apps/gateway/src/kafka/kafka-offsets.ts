@@ -12,6 +12,12 @@
  *    client retries after its next heartbeat; a classic member's is ILLEGAL_GENERATION.
  * 2. OffsetFetch before version 8 asks for one group, from 8 for several; topics null means
  *    every committed partition. From version 10 topics are named by id.
+ * 3. From OffsetFetch version 9 (KIP-848) a fetch may name a member and its epoch (the Java
+ *    client's group.protocol=consumer does): the coordinator checks them as Kafka's
+ *    ConsumerGroup.validateOffsetFetch does, and the group's error is Kafka's own,
+ *    UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH (the client retries the latter after its next
+ *    heartbeat), with no topics. A null member id with epoch -1 (librdkafka, the classic Java consumer, admin
+ *    clients) is not checked.
  */
 import {
   type OffsetCommitRequest,
@@ -48,6 +54,8 @@ const fetchTopicIdsVersion = 10;
 const commitMemberEpochVersion = 9;
 /** The first OffsetFetch version with a list of groups (KIP-709). */
 const fetchGroupsVersion = 8;
+/** The first OffsetFetch version that names the member fetching (KIP-848). */
+const fetchMemberVersion = 9;
 
 export interface OffsetCoordinators {
   readonly offsetCommit: (request: SpoolOffsetCommitRequest) => Promise<SpoolOffsetCommitResponse>;
@@ -137,6 +145,7 @@ export function offsetFetchApi(
     groupId: string,
     topics: Array<{ name: string; topicId: Buffer; partitionIndexes: number[] }> | null,
     byId: boolean,
+    member?: { memberId: string; memberEpoch: number },
   ): Promise<{ errorCode: number; topics: FetchedTopic[] }> => {
     const named =
       topics?.map((topic) => ({
@@ -145,6 +154,7 @@ export function offsetFetchApi(
       })) ?? null;
     const answer = await coordinators.offsetFetch({
       groupId,
+      ...member,
       partitions:
         named === null
           ? []
@@ -154,7 +164,13 @@ export function offsetFetchApi(
                 topic.partitionIndexes.map((partition) => ({ topic: name!, partition })),
               ),
     });
-    const errorCode = classicErrorNumberOf(answer.error);
+    // Point 3.
+    const errorCode =
+      member === undefined
+        ? classicErrorNumberOf(answer.error)
+        : kafkaErrorNumberOf(answer.error?.code);
+    // Kafka answers a refused member with the group's error alone, no topics.
+    if (member !== undefined && answer.error !== undefined) return { errorCode, topics: [] };
     const byTopic = new Map<string, OffsetFetchResponsePartition[]>();
     for (const committed of answer.offsets) {
       const list = byTopic.get(committed.topic) ?? [];
@@ -215,10 +231,25 @@ export function offsetFetchApi(
       const groups = await Promise.all(
         request.groups.map(async (group) => ({
           groupId: group.groupId,
-          ...(await fetchGroup(group.groupId, group.topics, version >= fetchTopicIdsVersion)),
+          ...(await fetchGroup(
+            group.groupId,
+            group.topics,
+            version >= fetchTopicIdsVersion,
+            memberOf(group, version),
+          )),
         })),
       );
       return { ...defaultOffsetFetchResponse(), groups };
     },
   };
+}
+
+/** Point 3: the member a group's fetch names, or undefined for a fetch that names none. */
+function memberOf(
+  group: { memberId: string | null; memberEpoch: number },
+  version: number,
+): { memberId: string; memberEpoch: number } | undefined {
+  if (version < fetchMemberVersion) return undefined;
+  if (group.memberId === null && group.memberEpoch < 0) return undefined;
+  return { memberId: group.memberId ?? '', memberEpoch: group.memberEpoch };
 }

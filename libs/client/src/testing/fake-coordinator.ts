@@ -173,6 +173,15 @@ export class FakeCoordinator {
   }
 
   offsetFetch(request: OffsetFetchRequest): OffsetFetchResponse {
+    if (request.memberId !== undefined) {
+      try {
+        this.groups
+          .get(request.groupId)
+          ?.validateOffsetFetch(request.memberId, request.memberEpoch ?? -1);
+      } catch (refusal) {
+        return { error: wireErrorOf(refusal), offsets: [] };
+      }
+    }
     const committed = this.offsets.get(request.groupId);
     const partitions =
       request.partitions.length > 0

@@ -103,6 +103,13 @@ export interface OffsetFetchRequest {
   groupId: string;
   /** Empty means every partition with a committed offset. */
   partitions: TopicPartition[];
+  /**
+   * Set by a member that fetches as a member (Kafka's OffsetFetch v9+, KIP-848): the group, if
+   * it exists, must have this member at member_epoch, else UNKNOWN_MEMBER_ID or
+   * STALE_MEMBER_EPOCH. Unset: no check (an admin client, an assign-only or classic consumer).
+   */
+  memberId?: string | undefined;
+  memberEpoch?: number | undefined;
 }
 
 export interface OffsetFetchResponse {
@@ -1379,7 +1386,7 @@ export const PartitionResult: MessageFns<PartitionResult> = {
 };
 
 function createBaseOffsetFetchRequest(): OffsetFetchRequest {
-  return { groupId: "", partitions: [] };
+  return { groupId: "", partitions: [], memberId: undefined, memberEpoch: undefined };
 }
 
 export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
@@ -1389,6 +1396,12 @@ export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
     }
     for (const v of message.partitions) {
       TopicPartition.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.memberId !== undefined) {
+      writer.uint32(26).string(message.memberId);
+    }
+    if (message.memberEpoch !== undefined) {
+      writer.uint32(32).int32(message.memberEpoch);
     }
     return writer;
   },
@@ -1422,6 +1435,22 @@ export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
             message.partitions.push(TopicPartition.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.memberEpoch = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1444,6 +1473,16 @@ export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
       partitions: globalThis.Array.isArray(object?.partitions)
         ? object.partitions.map((e: any) => TopicPartition.fromJSON(e))
         : [],
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : undefined,
+      memberEpoch: isSet(object.memberEpoch)
+        ? globalThis.Number(object.memberEpoch)
+        : isSet(object.member_epoch)
+        ? globalThis.Number(object.member_epoch)
+        : undefined,
     };
   },
 
@@ -1455,6 +1494,12 @@ export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
     if (message.partitions?.length) {
       obj.partitions = message.partitions.map((e) => TopicPartition.toJSON(e));
     }
+    if (message.memberId !== undefined) {
+      obj.memberId = message.memberId;
+    }
+    if (message.memberEpoch !== undefined) {
+      obj.memberEpoch = Math.round(message.memberEpoch);
+    }
     return obj;
   },
 
@@ -1465,6 +1510,8 @@ export const OffsetFetchRequest: MessageFns<OffsetFetchRequest> = {
     const message = createBaseOffsetFetchRequest();
     message.groupId = object.groupId ?? "";
     message.partitions = object.partitions?.map((e) => TopicPartition.fromPartial(e)) || [];
+    message.memberId = object.memberId ?? undefined;
+    message.memberEpoch = object.memberEpoch ?? undefined;
     return message;
   },
 };
