@@ -2,8 +2,8 @@
 // (the Kafka listener SASL_SSL, gRPC with required credentials, --authorizer acl): for a
 // representative API of each resource type, on the Kafka listener (on the wire, one connection
 // per principal: Produce, Fetch, Metadata, CreateTopics, DeleteTopics, JoinGroup, OffsetCommit,
-// DescribeConfigs, CreateAcls) and on gRPC (the SDK: produce, createTopics, deleteTopics,
-// describeConfigs, createAcls), each of: no credentials, a wrong password, a valid user without
+// DescribeConfigs, CreateAcls) and on gRPC (the SDK: Produce, ListOffsets, CreateTopics,
+// DeleteTopics, ResetOffsets, DescribeConfigs, CreateAcls), each of: no credentials, a wrong password, a valid user without
 // an ACL, a user with LITERAL ACLs, the same ALLOWs with a DENY, a user with PREFIXED ACLs on
 // a resource under the prefix and on one outside it. Every refused call gets Kafka's code
 // (SASL_AUTHENTICATION_FAILED, TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED; a request before
@@ -100,6 +100,10 @@ const names = (prefix: string) => ({
   /** OffsetCommit's group: JoinGroup leaves a member in `group`, which a simple commit may not. */
   commits: `${prefix}commits`,
   aclMade: `${prefix}acl-made`,
+  grpcCreated: `${prefix}grpc-created`,
+  grpcDoomed: `${prefix}grpc-doomed`,
+  grpcCommits: `${prefix}grpc-commits`,
+  grpcAclMade: `${prefix}grpc-acl-made`,
 });
 
 /** One API on the Kafka listener: its call, what it needs, and the effect it leaves. */
@@ -345,6 +349,101 @@ const kafkaApis: readonly KafkaApiCase[] = [
   },
 ];
 
+/** One gateway gRPC call through the SDK: what it needs, its refusal code, its effect. */
+interface GrpcApiCase {
+  readonly api: string;
+  readonly refused: string;
+  readonly needs: (prefix: string) => ReadonlyArray<readonly [number, string, number]>;
+  readonly call: (spool: Spool, prefix: string) => Promise<unknown>;
+  readonly effect?: (prefix: string) => Promise<unknown>;
+}
+
+const grpcApis: readonly GrpcApiCase[] = [
+  {
+    api: 'Produce',
+    refused: 'TOPIC_AUTHORIZATION_FAILED',
+    needs: (prefix) => [[resourceType.topic, names(prefix).data, operation.write]],
+    call: async (spool, prefix) => {
+      // Bounded: a client whose TLS handshake is refused sees UNAVAILABLE, which it retries.
+      const producer = spool.producer({
+        retries: 0,
+        enableIdempotence: false,
+        maxBlockMs: 5_000,
+        requestTimeoutMs: 5_000,
+        deliveryTimeoutMs: 10_000,
+      });
+      try {
+        await producer.send({ topic: names(prefix).data, messages: [{ value: 'grpc' }] });
+      } finally {
+        await producer.close();
+      }
+    },
+    effect: (prefix) => endOffset(names(prefix).data),
+  },
+  {
+    api: 'ListOffsets',
+    refused: 'TOPIC_AUTHORIZATION_FAILED',
+    needs: (prefix) => [[resourceType.topic, names(prefix).data, operation.describe]],
+    call: (spool, prefix) => spool.admin().fetchTopicOffsets(names(prefix).data),
+  },
+  {
+    api: 'CreateTopics',
+    refused: 'TOPIC_AUTHORIZATION_FAILED',
+    needs: (prefix) => [[resourceType.topic, names(prefix).grpcCreated, operation.create]],
+    call: (spool, prefix) =>
+      spool.admin().createTopics({
+        topics: [{ topic: names(prefix).grpcCreated, numPartitions: 1, replicationFactor: 1 }],
+      }),
+    effect: (prefix) => topicExists(names(prefix).grpcCreated),
+  },
+  {
+    api: 'DeleteTopics',
+    refused: 'TOPIC_AUTHORIZATION_FAILED',
+    needs: (prefix) => [[resourceType.topic, names(prefix).grpcDoomed, operation.delete]],
+    call: (spool, prefix) => spool.admin().deleteTopics({ topics: [names(prefix).grpcDoomed] }),
+    effect: (prefix) => topicExists(names(prefix).grpcDoomed),
+  },
+  {
+    api: 'ResetOffsets',
+    refused: 'GROUP_AUTHORIZATION_FAILED',
+    needs: (prefix) => [
+      [resourceType.group, names(prefix).grpcCommits, operation.read],
+      [resourceType.topic, names(prefix).data, operation.read],
+    ],
+    call: (spool, prefix) =>
+      spool.admin().resetOffsets(names(prefix).grpcCommits, {
+        strategy: 'offset',
+        offset: 1n,
+        partitions: [{ topic: names(prefix).data, partition: 0 }],
+      }),
+    effect: (prefix) => committedOffset(names(prefix).grpcCommits, names(prefix).data),
+  },
+  {
+    api: 'DescribeConfigs',
+    refused: 'TOPIC_AUTHORIZATION_FAILED',
+    needs: (prefix) => [[resourceType.topic, names(prefix).data, operation.describeConfigs]],
+    call: (spool, prefix) => spool.admin().describeConfigs({ topics: [names(prefix).data] }),
+  },
+  {
+    api: 'CreateAcls',
+    refused: 'CLUSTER_AUTHORIZATION_FAILED',
+    needs: () => [[resourceType.cluster, 'kafka-cluster', operation.alter]],
+    call: (spool, prefix) =>
+      spool.admin().createAcls([
+        {
+          resourceType: resourceType.topic,
+          resourceName: names(prefix).grpcAclMade,
+          patternType: pattern.literal,
+          principal: 'User:nobody',
+          host: '*',
+          operation: operation.read,
+          permissionType: permission.allow,
+        },
+      ]),
+    effect: (prefix) => aclsOn(names(prefix).grpcAclMade),
+  },
+];
+
 async function endOffset(topic: string): Promise<bigint> {
   const [partition] = await admin.admin().fetchTopicOffsets(topic);
   return BigInt(partition!.high);
@@ -374,8 +473,9 @@ async function aclsOn(topic: string): Promise<number> {
 
 /** The ACLs each user holds: the LITERAL grants, the same with a DENY, the PREFIXED ones. */
 function aclsOfUsers() {
+  const everyApi = [...kafkaApis, ...grpcApis];
   const literal = (principal: string, prefix: string, permissionType: number) =>
-    kafkaApis.flatMap((api) =>
+    everyApi.flatMap((api) =>
       api.needs(prefix).map(([type, name, op]) => ({
         resourceType: type,
         resourceName: name,
@@ -386,7 +486,7 @@ function aclsOfUsers() {
         permissionType,
       })),
     );
-  const denied = kafkaApis.map((api) => ({
+  const denied = everyApi.map((api) => ({
     ...literal('User:m-denied', 'm-denied-', permission.deny).find(
       (acl) =>
         acl.resourceName === api.needs('m-denied-')[0]![1] &&
@@ -442,6 +542,49 @@ function expectedKafkaOutcome(testCase: Case, api: KafkaApiCase): number | 'clos
   return api.refused;
 }
 
+/** The code a case's principal gets for a gRPC call: 'OK' or the SpoolError's code. */
+async function grpcOutcome(testCase: Case, api: GrpcApiCase): Promise<string> {
+  const spool = new Spool({
+    brokers: adminConfig.brokers!,
+    // Without credentials the client presents no certificate either (the admin's would
+    // authenticate it as User:admin).
+    ssl: testCase.user === undefined ? { ca: caPem } : adminConfig.ssl!,
+    ...(testCase.user === undefined
+      ? {}
+      : {
+          sasl: {
+            mechanism: 'scram-sha-256' as const,
+            username: testCase.user.name,
+            password: testCase.user.password,
+          },
+        }),
+    logLevel: 'silent',
+  });
+  try {
+    await api.call(spool, testCase.prefix);
+    return 'OK';
+  } catch (error) {
+    const { code } = error as { code?: string };
+    if (code === undefined) throw error;
+    return code;
+  } finally {
+    await spool.close();
+  }
+}
+
+function expectedGrpcOutcome(testCase: Case, api: GrpcApiCase): string | string[] {
+  // No credentials and no certificate: the TLS handshake (client certificates are required on
+  // gRPC) or the call's authentication refuses it; the producer retries a gateway it cannot
+  // reach until maxBlockMs, so it reports REQUEST_TIMED_OUT.
+  if (testCase.user === undefined) {
+    return ['SASL_AUTHENTICATION_FAILED', 'UNAVAILABLE', 'REQUEST_TIMED_OUT'];
+  }
+  if (testCase.user.password !== password) return 'SASL_AUTHENTICATION_FAILED';
+  const clusterOnly = api.needs(testCase.prefix)[0]![0] === resourceType.cluster;
+  if (testCase.allowed && !(clusterOnly && testCase.prefix === 'm-prefixed-')) return 'OK';
+  return api.refused;
+}
+
 beforeAll(async () => {
   dev = await startSpoolDev(['--secure', '--nodes', '1']);
   const propertiesFile = path.join(dev.dataDirectory, 'client.properties');
@@ -464,7 +607,7 @@ beforeAll(async () => {
   const prefixes = [...new Set(cases.map((each) => each.prefix))];
   await spoolAdmin.createTopics({
     topics: prefixes.flatMap((prefix) =>
-      [names(prefix).data, names(prefix).doomed].map((topic) => ({
+      [names(prefix).data, names(prefix).doomed, names(prefix).grpcDoomed].map((topic) => ({
         topic,
         numPartitions: 1,
         replicationFactor: 1,
@@ -506,6 +649,27 @@ describe('the security matrix on the Kafka listener', () => {
         const wrote = api.effect !== undefined && outcome === errorNumber.none;
         outcomes[`${testCase.name}: changed`] = String(before) !== String(after);
         expected[`${testCase.name}: changed`] = wrote;
+      }
+      expect(outcomes).toEqual(expected);
+    });
+  }
+});
+
+describe('the security matrix on the gateway gRPC API', () => {
+  for (const api of grpcApis) {
+    it(`${api.api}: every principal gets its code, and a refused call changes nothing`, async () => {
+      const outcomes: Record<string, unknown> = {};
+      const expected: Record<string, unknown> = {};
+      for (const testCase of cases) {
+        const before = await api.effect?.(testCase.prefix);
+        const outcome = await grpcOutcome(testCase, api);
+        const after = await api.effect?.(testCase.prefix);
+        const wanted = expectedGrpcOutcome(testCase, api);
+        outcomes[testCase.name] =
+          Array.isArray(wanted) && wanted.includes(outcome) ? wanted : outcome;
+        expected[testCase.name] = wanted;
+        outcomes[`${testCase.name}: changed`] = String(before) !== String(after);
+        expected[`${testCase.name}: changed`] = api.effect !== undefined && outcome === 'OK';
       }
       expect(outcomes).toEqual(expected);
     });
