@@ -98,9 +98,12 @@ const needsByRpc: Record<string, (request: never) => readonly Need[]> = {
     group(AclOperation.Read, request.groupId),
     ...request.partitions.map((partition) => topic(AclOperation.Read, partition.topic)),
   ],
+  // Kafka's rule: the subscribed topics must be visible to the member (DESCRIBE).
   consumerGroupHeartbeat: (request: ConsumerGroupHeartbeatRequest) => [
     group(AclOperation.Read, request.groupId),
+    ...request.subscribedTopics.map((name) => topic(AclOperation.Describe, name)),
   ],
+
   // The ACL calls check the cluster themselves (acl-handlers.ts); InitProducerId below.
   createAcls: () => [],
   describeAcls: () => [],

@@ -80,8 +80,6 @@ function gatesOf(view: KafkaClusterView): Map<number, Gate> {
     [ApiKey.SyncGroup, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
     [ApiKey.Heartbeat, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
     [ApiKey.LeaveGroup, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
-    [ApiKey.ConsumerGroupHeartbeat, { kind: 'group', operation: AclOperation.Read, groupIdOf }],
-    [ApiKey.OffsetDelete, { kind: 'group', operation: AclOperation.Delete, groupIdOf }],
   ]);
   for (const [apiKey, gate] of [...topicGates(view), ...groupGates()]) {
     gates.set(apiKey, { kind: 'custom', gate });
@@ -97,6 +95,11 @@ export class KafkaAuthorization {
     view: KafkaClusterView,
   ) {
     this.gates = gatesOf(view);
+  }
+
+  /** Whether the API has a rule of its own (point 5 closes the others to ordinary users). */
+  hasRule(apiKey: number): boolean {
+    return this.gates.has(apiKey);
   }
 
   /** The request to serve and how to finish its answer, or the whole answer when refused. */

@@ -7,7 +7,11 @@
  *   "every topic" answer, refused by name otherwise); FindCoordinator DESCRIBE on each group or
  *   transactional id; DescribeGroups and ConsumerGroupDescribe DESCRIBE and DeleteGroups DELETE
  *   on each group; ListGroups
- *   every group with DESCRIBE on the cluster, else the groups the caller may DESCRIBE.
+ *   every group with DESCRIBE on the cluster, else the groups the caller may DESCRIBE;
+ *   OffsetDelete DELETE on the group (refused: GROUP_AUTHORIZATION_FAILED at the top) and READ
+ *   on each topic (refused: its partitions TOPIC_AUTHORIZATION_FAILED); ConsumerGroupHeartbeat
+ *   READ on the group and DESCRIBE on every subscribed topic name, else the whole heartbeat is
+ *   refused with GROUP_ or TOPIC_AUTHORIZATION_FAILED, as Kafka's KafkaApis answers them.
  * The read-only APIs are filtered after the handler answered; the others never reach it with a
  * refused group or topic.
  */
@@ -15,6 +19,12 @@ import { AclOperation, ResourceType, type RequestAuthorizer, type Caller } from 
 import {
   ApiKey,
   type ConsumerGroupDescribeRequest,
+  type ConsumerGroupHeartbeatRequest,
+  type ConsumerGroupHeartbeatResponse,
+  defaultConsumerGroupHeartbeatResponse,
+  defaultOffsetDeleteResponse,
+  type OffsetDeleteRequest,
+  type OffsetDeleteResponse,
   type ConsumerGroupDescribeResponse,
   type DeleteGroupsRequest,
   type DeleteGroupsResponse,
@@ -233,8 +243,62 @@ const deleteGroupsGate: CustomGate<DeleteGroupsRequest, DeleteGroupsResponse> = 
 };
 
 /** The group gates by API key. */
+const offsetDeleteGate: CustomGate<OffsetDeleteRequest, OffsetDeleteResponse> = (
+  request,
+  _version,
+  context,
+  authorizer,
+) => {
+  if (!allowsGroup(authorizer, context, AclOperation.Delete, request.groupId)) {
+    return { refused: { ...defaultOffsetDeleteResponse(), errorCode: groupDenied } };
+  }
+  const denied = request.topics.filter(
+    (topic) => !authorizer.authorize(context, AclOperation.Read, ResourceType.Topic, topic.name),
+  );
+  return {
+    request: { ...request, topics: request.topics.filter((topic) => !denied.includes(topic)) },
+    complete: (response) => ({
+      ...response,
+      topics: [
+        ...response.topics,
+        ...denied.map((topic) => ({
+          name: topic.name,
+          partitions: topic.partitions.map((partition) => ({
+            partitionIndex: partition.partitionIndex,
+            errorCode: topicDenied,
+          })),
+        })),
+      ],
+    }),
+  };
+};
+
+const consumerGroupHeartbeatGate: CustomGate<
+  ConsumerGroupHeartbeatRequest,
+  ConsumerGroupHeartbeatResponse
+> = (request, _version, context, authorizer) => {
+  const refused = (errorCode: number, errorMessage: string) => ({
+    refused: { ...defaultConsumerGroupHeartbeatResponse(), errorCode, errorMessage },
+  });
+  if (!allowsGroup(authorizer, context, AclOperation.Read, request.groupId)) {
+    return refused(groupDenied, `${context.principal} may not READ group ${request.groupId}`);
+  }
+  const hidden = [...new Set(request.subscribedTopicNames ?? [])].filter(
+    (name) => !authorizer.authorize(context, AclOperation.Describe, ResourceType.Topic, name),
+  );
+  if (hidden.length > 0) {
+    return refused(
+      topicDenied,
+      `${context.principal} may not DESCRIBE the subscribed topics ${hidden.join(', ')}`,
+    );
+  }
+  return { request, complete: (response) => response };
+};
+
 export function groupGates(): Array<[number, CustomGate<unknown, unknown>]> {
   return [
+    [ApiKey.OffsetDelete, erasedGate(offsetDeleteGate)],
+    [ApiKey.ConsumerGroupHeartbeat, erasedGate(consumerGroupHeartbeatGate)],
     [ApiKey.OffsetCommit, erasedGate(offsetCommitGate)],
     [ApiKey.OffsetFetch, erasedGate(offsetFetchGate)],
     [ApiKey.FindCoordinator, erasedGate(findCoordinatorGate)],
