@@ -5,15 +5,19 @@
 // metrics count incremental fetches, which name only what changed); kafka-get-offsets finds
 // each partition's record with the largest timestamp (ListOffsets v7) and the earliest local
 // offset (v8); kafka-consumer-groups --delete-offsets removes an empty group's commits (OffsetDelete);
-// kafka-topics creates, lists and describes a topic;
+// kafka-topics creates, lists and describes a topic with its real leaders, replicas and ISR (the
+// storage brokers);
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
-// ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition to
-// the other storage node (AlterPartitionReassignments), --verify sees it complete and --list
-// (ListPartitionReassignments) finds nothing left, and --cancel with nothing moving finds nothing
-// active.
+// ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition
+// from storage broker 1 to broker 2 (AlterPartitionReassignments; the tool accepts the brokers
+// DescribeCluster lists), --verify sees it complete and --list (ListPartitionReassignments) finds
+// nothing left, and --cancel with nothing moving finds nothing active; kafka-configs sets,
+// describes and deletes a broker's and the cluster default's leader.replication.throttled.rate
+// (BROKER config resources), which reaches the storage node, and is refused an unknown name and a
+// static setting.
 //
-// One cluster (two storage nodes, so a partition can move; JVM start-up dominates this file's
-// time), every tool run bounded by a timeout.
+// One cluster (three storage nodes, so a partition can move between two that are not broker 0;
+// JVM start-up dominates this file's time), every tool run bounded by a timeout.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -95,7 +99,7 @@ async function consumeConsole(
 }
 
 beforeAll(async () => {
-  dev = await startSpoolDev(['--nodes', '2']);
+  dev = await startSpoolDev(['--nodes', '3']);
   const gateway = dev.processes.find((entry) => entry.role === 'gateway')!;
   const kafkaPort = (gateway.ports as { kafka?: number }).kafka!;
   expect(kafkaPort).toBeGreaterThan(0);
@@ -147,9 +151,14 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     expect(describeTopic.stdout).toMatch(
       new RegExp(`Topic: from-kafka-topics\\s+TopicId: \\S+\\s+PartitionCount: ${partitionCount}`),
     );
-    for (let partition = 0; partition < partitionCount; partition++) {
-      expect(describeTopic.stdout).toMatch(
-        new RegExp(`Partition: ${partition}\\s+Leader: 0\\s+Replicas: \\d+\\s+Isr: \\d+`),
+    // Each partition as the SDK describes it: the storage brokers that lead and hold it.
+    const [described] = await admin.describeTopics({ topics: ['from-kafka-topics'] });
+    for (const partition of described!.partitions) {
+      expect(describeTopic.stdout, describeRun(describeTopic)).toMatch(
+        new RegExp(
+          `Partition: ${partition.partition}\\s+Leader: ${partition.leaderId}\\s+` +
+            `Replicas: ${partition.replicas.join(',')}\\s+Isr: ${partition.isr.join(',')}`,
+        ),
       );
     }
   });
@@ -330,18 +339,17 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     expect(Number(figures[4]), describeRun(consume)).toBe(records);
   });
 
-  it('kafka-reassign-partitions moves a partition, verifies it and lists nothing left', async () => {
-    // kafka-reassign-partitions refuses a target broker that DescribeCluster does not list
-    // ("Unknown broker id 1"), and the listener lists the gateway alone, as node 0: so the move
-    // goes from broker 1 to broker 0, with the partition that placement put on broker 1.
+  it('kafka-reassign-partitions moves a partition from broker 1 to broker 2, verifies it and lists nothing left', async () => {
+    // The tool refuses a target broker that DescribeCluster does not list: it lists the storage
+    // brokers, so the move is between two of them, neither of which is broker 0.
     await admin.createTopics({
-      topics: [{ topic: 'moving', numPartitions: 2, replicationFactor: 1 }],
+      topics: [{ topic: 'moving', numPartitions: 3, replicationFactor: 1 }],
     });
     const [described] = await admin.describeTopics({ topics: ['moving'] });
     const onBrokerOne = described!.partitions.find((entry) => entry.replicas[0] === 1);
-    expect(onBrokerOne, 'placement put one of two partitions on broker 1').toBeDefined();
+    expect(onBrokerOne, 'placement put one of three partitions on broker 1').toBeDefined();
     const movingPartition = onBrokerOne!.partition;
-    const to = 0;
+    const to = 2;
     const folder = mkdtempSync(path.join(tmpdir(), 'spool-reassign-tool-'));
     const plan = path.join(folder, 'plan.json');
     writeFileSync(
@@ -385,7 +393,9 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       expect(listed.exitCode, describeRun(listed)).toBe(0);
       expect(listed.stdout, describeRun(listed)).toContain('No partition reassignments found');
       // Nothing is moving: the cancel is answered NO_REASSIGNMENT_IN_PROGRESS, which the tool
-      // reports as nothing active (throttles preserved: broker configs are not served here).
+      // reports as nothing active. Throttles are preserved: clearing them deletes the topics'
+      // *.replication.throttled.replicas and replica.alter.log.dirs.io.max.bytes.per.second,
+      // which Spool does not have (it throttles reassignments per broker only).
       const cancelled = await tool('reassignPartitions', [
         '--cancel',
         '--preserve-throttles',
@@ -400,4 +410,105 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       rmSync(folder, { recursive: true, force: true });
     }
   }, 150_000);
+
+  it("kafka-configs sets, describes and deletes brokers' dynamic configs, which reach the storage node", async () => {
+    const configs = (args: readonly string[]) =>
+      tool('configs', ['--entity-type', 'brokers', ...args]);
+    const storageNode = dev!.processes.find(
+      (entry) => entry.role === 'storage-node' && entry.id === 1,
+    )!;
+    /** Broker 1's replication throttles in effect, by side, from its own metrics. */
+    const throttlesOfBrokerOne = async () => {
+      const scraped = await scrape(storageNode.ports.metrics);
+      return Object.fromEntries(
+        ['leader', 'follower'].map((side) => [
+          side,
+          sumOf([scraped], 'spool_replication_throttled_rate_bytes', { side }),
+        ]),
+      );
+    };
+
+    const setOwn = await configs([
+      '--entity-name',
+      '1',
+      '--alter',
+      '--add-config',
+      'leader.replication.throttled.rate=1000000',
+    ]);
+    expect(setOwn.exitCode, describeRun(setOwn)).toBe(0);
+    expect(setOwn.stdout, describeRun(setOwn)).toContain('Completed updating config for broker 1.');
+    const setDefault = await configs([
+      '--entity-default',
+      '--alter',
+      '--add-config',
+      'follower.replication.throttled.rate=2000000',
+    ]);
+    expect(setDefault.exitCode, describeRun(setDefault)).toBe(0);
+
+    const describedOwn = await configs(['--entity-name', '1', '--describe']);
+    expect(describedOwn.exitCode, describeRun(describedOwn)).toBe(0);
+    expect(describedOwn.stdout, describeRun(describedOwn)).toContain(
+      'Dynamic configs for broker 1 are:\n  leader.replication.throttled.rate=1000000 ' +
+        'sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=1000000}',
+    );
+    const describedDefault = await configs(['--entity-default', '--describe']);
+    expect(describedDefault.exitCode, describeRun(describedDefault)).toBe(0);
+    expect(describedDefault.stdout, describeRun(describedDefault)).toContain(
+      'follower.replication.throttled.rate=2000000 sensitive=false ' +
+        'synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:follower.replication.throttled.rate=2000000}',
+    );
+    // The storage node applies its own value and the default within a heartbeat or so.
+    await vi.waitFor(
+      async () =>
+        expect(await throttlesOfBrokerOne()).toEqual({ leader: 1_000_000, follower: 2_000_000 }),
+      { timeout: 20_000, interval: 300 },
+    );
+
+    // An unknown name is INVALID_CONFIG naming it; a static setting is refused as Kafka refuses
+    // a config it cannot update dynamically. Neither changes anything.
+    const unknown = await configs([
+      '--entity-name',
+      '1',
+      '--alter',
+      '--add-config',
+      'no.such.config=1',
+    ]);
+    expect(unknown.exitCode, describeRun(unknown)).not.toBe(0);
+    expect(`${unknown.stdout}${unknown.stderr}`).toMatch(
+      /InvalidConfigurationException.*no\.such\.config/,
+    );
+    const readOnly = await configs([
+      '--entity-name',
+      '1',
+      '--alter',
+      '--add-config',
+      'log.dirs=/elsewhere',
+    ]);
+    expect(readOnly.exitCode, describeRun(readOnly)).not.toBe(0);
+    expect(`${readOnly.stdout}${readOnly.stderr}`).toMatch(
+      /InvalidRequestException.*Cannot update these configs dynamically: log\.dirs/,
+    );
+
+    const deletedOwn = await configs([
+      '--entity-name',
+      '1',
+      '--alter',
+      '--delete-config',
+      'leader.replication.throttled.rate',
+    ]);
+    expect(deletedOwn.exitCode, describeRun(deletedOwn)).toBe(0);
+    const deletedDefault = await configs([
+      '--entity-default',
+      '--alter',
+      '--delete-config',
+      'follower.replication.throttled.rate',
+    ]);
+    expect(deletedDefault.exitCode, describeRun(deletedDefault)).toBe(0);
+    const describedAfter = await configs(['--entity-name', '1', '--describe']);
+    expect(describedAfter.stdout, describeRun(describedAfter)).not.toContain('throttled');
+    await vi.waitFor(
+      async () => expect(await throttlesOfBrokerOne()).toEqual({ leader: 0, follower: 0 }),
+      { timeout: 20_000, interval: 300 },
+    );
+  }, 120_000);
 });

@@ -1,5 +1,6 @@
 // Proves that unmodified Kafka clients work against the gateway's Kafka listener on a `spool dev`
-// cluster (3 storage nodes): kcat (librdkafka) lists the cluster and topic, produces keyed
+// cluster (3 storage nodes): kcat (librdkafka) lists the cluster (the storage brokers, each at a
+// port of the gateway's own) and the topic with its real leaders, produces keyed
 // records and consumes them back; a KafkaJS idempotent producer's records (key, value, headers,
 // timestamp) are read by the SDK at the offsets KafkaJS was told, and records the SDK produced
 // are read by kcat with the same key, value, headers, timestamp and offset. Groups (the classic
@@ -105,7 +106,7 @@ beforeAll(async () => {
   await waitForTopics(specTopics);
 });
 
-/** Every topic of the spec, with a leader for each partition in the gateway's Metadata. */
+/** Every topic of the spec, with a leader (a storage broker) for each partition in Metadata. */
 async function waitForTopics(topics: readonly string[]): Promise<void> {
   await vi.waitFor(
     async () => {
@@ -113,7 +114,7 @@ async function waitForTopics(topics: readonly string[]): Promise<void> {
       for (const topic of topics) {
         expect(listing).toContain(`topic "${topic}" with ${partitionCount} partitions:`);
       }
-      expect(listing.match(/, leader 0,/g)?.length ?? 0).toBeGreaterThanOrEqual(
+      expect(listing.match(/, leader \d+,/g)?.length ?? 0).toBeGreaterThanOrEqual(
         topics.length * partitionCount,
       );
     },
@@ -130,13 +131,24 @@ afterAll(async () => {
 });
 
 describe('Kafka clients against the gateway', () => {
-  it('kcat lists the cluster: the gateway as broker 0, the topic with its partitions', async () => {
+  it('kcat lists the cluster: the storage brokers, each at a port of the gateway, and the real leaders', async () => {
     const listing = await kcat(['-L', '-t', 'kcat']);
-    expect(listing).toContain(`1 brokers:\n  broker 0 at 127.0.0.1:${kafkaPort}`);
+    const brokers = [...listing.matchAll(/^ {2}broker (\d+) at 127\.0\.0\.1:(\d+)/gm)];
+    expect(
+      brokers.map((match) => Number(match[1])),
+      listing,
+    ).toEqual([0, 1, 2]);
+    const ports = new Set(brokers.map((match) => Number(match[2])));
+    expect(ports.size, listing).toBe(3);
+    expect(ports.has(kafkaPort), listing).toBe(false);
+    expect(listing).toMatch(/broker 0 at \S+ \(controller\)/);
     expect(listing).toContain(`topic "kcat" with ${partitionCount} partitions:`);
-    for (let partition = 0; partition < partitionCount; partition++) {
-      expect(listing).toMatch(
-        new RegExp(`partition ${partition}, leader 0, replicas: \\d,\\d,\\d`),
+    // Each partition as the SDK describes it: leader, replicas and ISR are the storage brokers.
+    const [described] = await admin.describeTopics({ topics: ['kcat'] });
+    for (const partition of described!.partitions) {
+      expect(listing).toContain(
+        `partition ${partition.partition}, leader ${partition.leaderId}, ` +
+          `replicas: ${partition.replicas.join(',')}, isrs: ${partition.isr.join(',')}`,
       );
     }
   });

@@ -2,7 +2,8 @@
 // registered brokers: the cluster default and a broker's own value are described and reach the
 // broker in its heartbeat answers (its own over the default), a broker keeps its values when it
 // registers again, deleting gives the default back, and a bad name, value or resource is refused
-// on its own resource with an error naming it while the others apply.
+// on its own resource with an error naming it while the others apply (a storage node's static
+// setting as Kafka refuses a config it cannot update dynamically).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -128,6 +129,7 @@ describe('dynamic broker configs', () => {
         { broker: '7', set: [entry('leader.replication.throttled.rate', '5')], delete: [] },
         { broker: 'x', set: [], delete: ['leader.replication.throttled.rate'] },
         { broker: '0', set: [entry('leader.replication.throttled.rate', '500')], delete: [] },
+        { broker: '0', set: [entry('log.dirs', '/elsewhere')], delete: [] },
       ],
       validateOnly: false,
     });
@@ -139,6 +141,9 @@ describe('dynamic broker configs', () => {
     expect(errors[2]).toMatchObject({ code: 'BROKER_ID_NOT_REGISTERED' });
     expect(errors[3]).toMatchObject({ code: 'INVALID_REQUEST' });
     expect(errors[4]).toBeUndefined();
+    // A static setting of the storage node is refused as Kafka refuses a read-only config.
+    expect(errors[5]).toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(errors[5]!.message).toMatch(/Cannot update these configs dynamically: log\.dirs/);
     expect((await heartbeatConfigs(0))['leader.replication.throttled.rate']).toBe('500');
   });
 });

@@ -22,6 +22,33 @@ const brokerConfigChecks: Readonly<Record<string, (value: string) => string | un
 
 export const dynamicBrokerConfigNames: readonly string[] = Object.keys(brokerConfigChecks);
 
+/**
+ * Kafka broker configs that are a storage node's static settings (its command line or file) or
+ * have no meaning in Spool's own processes: a change needs a restart, so it is refused as Kafka
+ * refuses a config that cannot be updated dynamically (INVALID_REQUEST), not as an unknown name.
+ */
+const staticBrokerConfigNames: ReadonlySet<string> = new Set([
+  'advertised.listeners',
+  'broker.heartbeat.interval.ms',
+  'broker.id',
+  'broker.rack',
+  'listeners',
+  'log.cleaner.backoff.ms',
+  'log.cleaner.dedupe.buffer.size',
+  'log.cleaner.enable',
+  'log.cleaner.io.max.bytes.per.second',
+  'log.dir',
+  'log.dirs',
+  'log.retention.check.interval.ms',
+  'node.id',
+  'process.roles',
+  'producer.id.expiration.check.interval.ms',
+  'producer.id.expiration.ms',
+  'replica.fetch.max.bytes',
+  'replica.fetch.wait.max.ms',
+  'replica.lag.time.max.ms',
+]);
+
 function nonNegativeInteger(value: string): string | undefined {
   if (!/^\d{1,15}$/.test(value)) return 'must be a non-negative integer (bytes per second)';
   return undefined;
@@ -138,7 +165,17 @@ function changedConfigs(
 ): Record<string, string> {
   const resource = change.broker === '' ? 'the cluster default' : `broker ${change.broker}`;
   const next: Record<string, string> = { ...current };
-  for (const name of [...change.set.map((entry) => entry.name), ...change.delete]) {
+  const names = [...change.set.map((entry) => entry.name), ...change.delete];
+  const staticNames = names.filter((name) => staticBrokerConfigNames.has(name));
+  if (staticNames.length > 0) {
+    // Kafka's words (DynamicBrokerConfig), so tools and people who know them recognise it.
+    throw new SpoolError(
+      'INVALID_REQUEST',
+      `${resource}: Cannot update these configs dynamically: ${staticNames.join(', ')} ` +
+        "(a storage node's static settings: change them where it starts, then restart it)",
+    );
+  }
+  for (const name of names) {
     if (brokerConfigChecks[name] === undefined) {
       throw new SpoolError(
         'INVALID_CONFIG',

@@ -67,6 +67,11 @@ export class BrokerLifecycle {
     }
   }
 
+  /** Whether the broker's heartbeats last said its data directory is offline. */
+  isLogDirOffline(brokerId: number): boolean {
+    return this.sessions.get(brokerId)?.logDirOffline === true;
+  }
+
   isLive(brokerId: number): boolean {
     const broker = this.context.state.brokers.get(brokerId);
     const session = this.sessions.get(brokerId);

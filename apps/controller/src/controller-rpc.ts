@@ -12,6 +12,7 @@ import {
 import { alterPartitionHandler } from './controller-rpc/alter-partition-handler';
 import {
   alterBrokerConfigsHandler,
+  describeLogDirsHandler,
   describeBrokerConfigsHandler,
 } from './controller-rpc/broker-config-handlers';
 import {
@@ -75,6 +76,7 @@ export function controllerHandlers(role: ControllerAccess, publisher: MetadataPu
     deleteAcls: deleteAclsHandler(role),
     describeBrokerConfigs: describeBrokerConfigsHandler(role),
     alterBrokerConfigs: alterBrokerConfigsHandler(role),
+    describeLogDirs: describeLogDirsHandler(role),
     alterUserScramCredentials: alterUserScramCredentialsHandler(role),
     describeUserScramCredentials: describeUserScramCredentialsHandler(role),
   };

@@ -36,6 +36,26 @@ export class ReplicaSizeReports {
     return total;
   }
 
+  /** The broker's last report, replica by replica, sorted; undefined before its first. */
+  replicasOf(brokerId: number): PartitionReplicaSize[] | undefined {
+    const report = this.byBroker.get(brokerId);
+    if (report === undefined) return undefined;
+    return [...report]
+      .map(([key, bytes]) => {
+        const separator = key.lastIndexOf('\u0000');
+        return {
+          topic: key.slice(0, separator),
+          partition: Number(key.slice(separator + 1)),
+          sizeBytes: BigInt(bytes),
+        };
+      })
+      .sort((left, right) =>
+        left.topic === right.topic
+          ? left.partition - right.partition
+          : left.topic.localeCompare(right.topic),
+      );
+  }
+
   forget(brokerId: number): void {
     this.byBroker.delete(brokerId);
   }

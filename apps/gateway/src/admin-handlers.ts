@@ -10,6 +10,8 @@
  */
 import { callOnce } from '@spool/common';
 import type {
+  AlterBrokerConfigsRequest,
+  AlterBrokerConfigsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionReassignmentsRequest,
@@ -22,8 +24,12 @@ import type {
   DecommissionBrokerResponse,
   DeleteTopicsRequest,
   DeleteTopicsResponse,
+  DescribeBrokerConfigsRequest,
+  DescribeBrokerConfigsResponse,
   DescribeClusterRequest,
   DescribeClusterResponse,
+  DescribeLogDirsRequest,
+  DescribeLogDirsResponse,
   DescribeConfigsRequest,
   DescribeConfigsResponse,
   DescribeTopicsRequest,
@@ -127,6 +133,29 @@ export function adminHandlers(link: MetadataLink, metadataWaitMs = metadataPropa
     alterConfigs: (request: AlterConfigsRequest): Promise<AlterConfigsResponse> =>
       link.channel.call((client) =>
         callOnce(client, client.alterConfigs, request, { deadlineMs: controllerCallDeadlineMs }),
+      ),
+
+    describeBrokerConfigs: (
+      request: DescribeBrokerConfigsRequest,
+    ): Promise<DescribeBrokerConfigsResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.describeBrokerConfigs, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
+      ),
+
+    alterBrokerConfigs: (request: AlterBrokerConfigsRequest): Promise<AlterBrokerConfigsResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.alterBrokerConfigs, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
+      ),
+
+    describeLogDirs: (request: DescribeLogDirsRequest): Promise<DescribeLogDirsResponse> =>
+      link.channel.call((client) =>
+        callOnce(client, client.describeLogDirs, request, {
+          deadlineMs: controllerCallDeadlineMs,
+        }),
       ),
 
     describeCluster: (request: DescribeClusterRequest): Promise<DescribeClusterResponse> =>

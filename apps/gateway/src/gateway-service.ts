@@ -24,6 +24,7 @@ import { groupHandlers } from './group-handlers';
 import { authorizedHandlers } from './grpc-authorization';
 import { createKafkaApis } from './kafka/kafka-apis';
 import { createKafkaFetchSessions } from './kafka/kafka-fetch-sessions';
+import { KafkaBrokerPorts } from './kafka/kafka-broker-ports';
 import { KafkaClusterView } from './kafka/kafka-cluster-view';
 import { kafkaListenerSecurityOf, startKafkaListener } from './kafka/kafka-listener-setup';
 import { ClientAuthenticator } from './security/client-authenticator';
@@ -134,12 +135,23 @@ export const gatewaySettings = {
       "Host Kafka clients are told to connect to (Kafka's advertised.listeners): the name of " +
       'the Service or load balancer in front of the gateways; empty means advertised.host.',
   },
-  kafkaAdvertisedPort: {
+  kafkaBrokerPortBase: {
     type: 'integer',
     default: 0,
     min: 0,
     max: 65535,
-    description: 'Port Kafka clients are told to connect to; 0 means the bound kafka.port.',
+    description:
+      'Kafka clients see each storage broker at a port of its own on every gateway: broker N ' +
+      'at this base + N; 0 picks a free port per broker (one host, as spool dev).',
+  },
+  kafkaAdvertisedBrokerPortBase: {
+    type: 'integer',
+    default: 0,
+    min: 0,
+    max: 65535,
+    description:
+      'Kafka clients are told broker N is at this base + N (a load balancer or node ports ' +
+      'that map ports); 0 means the bound port of each broker.',
   },
   kafkaSocketRequestMaxBytes: {
     type: 'integer',
@@ -362,12 +374,11 @@ export function startGateway(
       );
 
       // The Kafka listener: the same routes, leaders and coordinators as the gRPC calls above.
-      let kafkaBoundPort = 0;
-      const kafkaView = new KafkaClusterView(link, () => ({
-        host:
-          config.kafkaAdvertisedHost !== '' ? config.kafkaAdvertisedHost : context.advertisedHost,
-        port: config.kafkaAdvertisedPort !== 0 ? config.kafkaAdvertisedPort : kafkaBoundPort,
-      }));
+      const kafkaBrokerAddresses: { current?: KafkaBrokerPorts } = {};
+      const kafkaView = new KafkaClusterView(link, {
+        addressOf: (brokerId) => kafkaBrokerAddresses.current?.addressOf(brokerId),
+        ensure: async (brokerIds) => kafkaBrokerAddresses.current?.ensure(brokerIds),
+      });
       const storageClient = (brokerId: number) => storageClients.get(brokerId)?.client;
       const kafkaSecurity = kafkaListenerSecurityOf(config, security);
       const kafka = await startKafkaListener(config, {
@@ -396,7 +407,13 @@ export function startGateway(
           sasl: { authenticator, enabledMechanisms: kafkaSecurity.saslMechanisms },
         }),
       });
-      kafkaBoundPort = kafka.port;
+      kafkaBrokerAddresses.current = new KafkaBrokerPorts(
+        kafka.listener,
+        config,
+        () =>
+          config.kafkaAdvertisedHost !== '' ? config.kafkaAdvertisedHost : context.advertisedHost,
+        logger.child({ component: 'kafka' }),
+      );
 
       // The record-level API runs the SDK inside the gateway, connected to the gateway itself
       // once it listens: its partitioner, batching, idempotent producer and group membership

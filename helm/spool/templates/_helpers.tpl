@@ -229,12 +229,16 @@ gateway Service's name inside the cluster. */}}
 {{- end -}}
 {{- end -}}
 
-{{/* The port Kafka clients are told to connect to: gateway.kafka.advertisedPort, else the
-Service's Kafka port. */}}
-{{- define "spool.kafkaAdvertisedPort" -}}
-{{- if .Values.gateway.kafka.advertisedPort -}}
-{{- .Values.gateway.kafka.advertisedPort -}}
+{{/* The port base Kafka clients are told storage broker N is at (base + N):
+gateway.kafka.advertisedBrokerPortBase, else the Service's broker node port base when it has
+one, else gateway.kafka.brokerPortBase (the Service's ports are the pods' ports). */}}
+{{- define "spool.kafkaAdvertisedBrokerPortBase" -}}
+{{- $service := .Values.gateway.service -}}
+{{- if .Values.gateway.kafka.advertisedBrokerPortBase -}}
+{{- .Values.gateway.kafka.advertisedBrokerPortBase -}}
+{{- else if and (ne $service.type "ClusterIP") $service.kafkaBrokerNodePortBase -}}
+{{- $service.kafkaBrokerNodePortBase -}}
 {{- else -}}
-{{- .Values.gateway.service.kafkaPort -}}
+{{- .Values.gateway.kafka.brokerPortBase -}}
 {{- end -}}
 {{- end -}}

@@ -119,6 +119,9 @@ export {
   AlterBrokerConfigsResponse,
   DescribeBrokerConfigsRequest,
   DescribeBrokerConfigsResponse,
+  DescribeLogDirsRequest,
+  DescribeLogDirsResponse,
+  BrokerLogDir,
 } from './generated/spool/v1/controller';
 export {
   Assignment,

@@ -1,9 +1,13 @@
-// DescribeBrokerConfigs and AlterBrokerConfigs: the dynamic broker configs, per resource.
+// DescribeBrokerConfigs and AlterBrokerConfigs: the dynamic broker configs, per resource; and
+// DescribeLogDirs: each broker's replicas and their sizes, as its heartbeats last reported them.
+import { SpoolError } from '@spool/common';
 import type {
   AlterBrokerConfigsRequest,
   AlterBrokerConfigsResponse,
   DescribeBrokerConfigsRequest,
   DescribeBrokerConfigsResponse,
+  DescribeLogDirsRequest,
+  DescribeLogDirsResponse,
 } from '@spool/protocol';
 import { alterBrokerConfigs, describeBrokerConfigs } from '../broker-configs';
 import { protoError, type ControllerAccess } from './controller-access';
@@ -41,6 +45,35 @@ export function alterBrokerConfigsHandler(role: ControllerAccess) {
         broker: result.broker,
         error: protoError(result.error),
       })),
+    };
+  };
+}
+
+export function describeLogDirsHandler(role: ControllerAccess) {
+  return async (request: DescribeLogDirsRequest): Promise<DescribeLogDirsResponse> => {
+    const { controller } = await role.requireActive();
+    return {
+      results: request.brokerIds.map((brokerId) => {
+        if (!controller.context.state.brokers.has(brokerId)) {
+          return {
+            brokerId,
+            error: protoError(
+              new SpoolError('BROKER_ID_NOT_REGISTERED', `broker ${brokerId} is not registered`),
+            ),
+            logDirOffline: false,
+            reported: false,
+            replicaSizes: [],
+          };
+        }
+        const replicaSizes = controller.replicaSizes.replicasOf(brokerId);
+        return {
+          brokerId,
+          error: undefined,
+          logDirOffline: controller.brokers.isLogDirOffline(brokerId),
+          reported: replicaSizes !== undefined,
+          replicaSizes: replicaSizes ?? [],
+        };
+      }),
     };
   };
 }

@@ -6,8 +6,8 @@
  * 1. CreatePartitions grows a topic to `count` partitions, placed by the controller; manual
  *    assignments are not served (INVALID_REQUEST, nothing changed).
  * 2. IncrementalAlterConfigs sets (operation 0) and deletes (1, back to the default) topic
- *    configs; APPEND and SUBTRACT (2, 3) on list configs and broker resources are not served:
- *    such a resource is INVALID_REQUEST and nothing of it changes.
+ *    configs, and broker configs (kafka-broker-configs.ts); APPEND and SUBTRACT (2, 3) on list
+ *    configs are not served: such a resource is INVALID_REQUEST and nothing of it changes.
  * 3. DeleteRecords moves each partition's log start offset to `offset` (-1: the high watermark).
  * 4. (Point 5 of kafka-admin.ts) CreatePartitions waits up to its timeoutMs for the new
  *    partitions to show in this gateway's metadata, REQUEST_TIMED_OUT after
@@ -34,6 +34,7 @@ import { adminHandlers, topicShown } from '../admin-handlers';
 import { changeNotShown, metadataWaitMsOf } from './kafka-admin-timeout';
 import { handleDeleteRecords, type OffsetDependencies } from '../offset-handlers';
 import type { KafkaApi } from './kafka-api-dispatcher';
+import { alterBrokerResources, brokerResourceType } from './kafka-broker-configs';
 import { KafkaErrorNumber, kafkaErrorNumberOf, kafkaErrorOf } from './kafka-errors';
 
 const ApiKey = { DeleteRecords: 21, CreatePartitions: 37, IncrementalAlterConfigs: 44 } as const;
@@ -107,10 +108,10 @@ export function adminChangeApis(offsets: OffsetDependencies): Array<KafkaApi<nev
             (config.configOperation === ConfigOperation.Set && config.value !== null),
         );
       const alterable = request.resources.filter(servable);
-      const answer =
+      const [answer, brokerAnswers] = await Promise.all([
         alterable.length === 0
           ? { results: [] }
-          : await admin.alterConfigs({
+          : admin.alterConfigs({
               topics: alterable.map((resource) => ({
                 topic: resource.resourceName,
                 set: resource.configs
@@ -121,20 +122,29 @@ export function adminChangeApis(offsets: OffsetDependencies): Array<KafkaApi<nev
                   .map((config) => config.name),
               })),
               validateOnly: request.validateOnly,
-            });
+            }),
+        alterBrokerResources(
+          admin,
+          request.resources.filter((resource) => resource.resourceType === brokerResourceType),
+          request.validateOnly,
+        ),
+      ]);
       const results = new Map(answer.results.map((result) => [result.name, result]));
       return {
         ...defaultIncrementalAlterConfigsResponse(),
         responses: request.resources.map((resource) => {
           const base = { resourceType: resource.resourceType, resourceName: resource.resourceName };
+          if (resource.resourceType === brokerResourceType) {
+            return { ...base, ...brokerAnswers.shift()! };
+          }
           const result = servable(resource) ? results.get(resource.resourceName) : undefined;
           if (result === undefined) {
             return {
               ...base,
               errorCode: KafkaErrorNumber.InvalidRequest,
               errorMessage:
-                'only SET and DELETE of topic configs are served (no APPEND, SUBTRACT or ' +
-                'broker resources)',
+                'only topic and broker resources, and SET and DELETE of their configs, are ' +
+                'served (no APPEND or SUBTRACT)',
             };
           }
           return { ...base, ...kafkaErrorOf(result.error) };

@@ -21,6 +21,7 @@ import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata
 import { adminApis } from './kafka-admin';
 import { adminChangeApis } from './kafka-admin-changes';
 import type { KafkaApi, KafkaApiContext } from './kafka-api-dispatcher';
+import { fixedBrokerAddresses } from './kafka-broker-ports';
 import { KafkaClusterView } from './kafka-cluster-view';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
@@ -94,7 +95,7 @@ beforeAll(async () => {
   const port = await controller.listen('127.0.0.1', 0);
   link = createMetadataLink([`127.0.0.1:${port}`], logger);
   applyMetadata();
-  const view = new KafkaClusterView(link, () => ({ host: '127.0.0.1', port: 9092 }));
+  const view = new KafkaClusterView(link, fixedBrokerAddresses('127.0.0.1', 9092));
   apis = new Map(
     [...adminApis(view), ...adminChangeApis({ link, storageClient: () => undefined })].map(
       (api) => [api.apiKey, api as unknown as KafkaApi<unknown, unknown>],

@@ -6,9 +6,10 @@
  * 1. numPartitions and replicationFactor -1 take the cluster's defaults, as in Kafka. Manual
  *    replica assignments are not served: such a topic is INVALID_REQUEST, nothing created.
  * 2. From DeleteTopics version 6 topics may be named by id.
- * 3. DescribeCluster shows the cluster as Metadata does: this gateway as broker 0 and controller.
- * 4. DescribeConfigs describes topics (set or default, by the controller); a broker resource is
- *    answered with no configs: the gateway has none a Kafka client could act on.
+ * 3. DescribeCluster shows the cluster as Metadata does: the storage brokers at this gateway's
+ *    ports, the lowest listed one as controller; v2 lists the fenced ones when asked.
+ * 4. DescribeConfigs describes topics (set or default, by the controller) and brokers (their
+ *    dynamic configs, kafka-broker-configs.ts).
  * 5. CreateTopics and DeleteTopics wait up to their timeoutMs for the change to show in this
  *    gateway's metadata, REQUEST_TIMED_OUT after (kafka-admin-timeout.ts).
  */
@@ -42,7 +43,8 @@ import {
 import { adminHandlers, topicShown } from '../admin-handlers';
 import { changeNotShown, metadataWaitMsOf, topicGone } from './kafka-admin-timeout';
 import type { KafkaApi } from './kafka-api-dispatcher';
-import { gatewayNodeId, type KafkaClusterView, uuidBytesOf } from './kafka-cluster-view';
+import { brokerResourceType, describeBrokerResources } from './kafka-broker-configs';
+import { type KafkaClusterView, uuidBytesOf } from './kafka-cluster-view';
 import { KafkaErrorNumber, kafkaErrorOf } from './kafka-errors';
 
 const ApiKey = {
@@ -52,7 +54,6 @@ const ApiKey = {
   DescribeCluster: 60,
 } as const;
 const topicResourceType = 2;
-const brokerResourceType = 4;
 /** Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG. */
 const topicConfigSource = 1;
 const defaultConfigSource = 5;
@@ -196,12 +197,18 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
           errorMessage: `endpoint type ${request.endpointType}: only brokers (1) are served`,
         };
       }
-      const { host, port } = view.address;
+      await view.prepare();
       return {
         ...defaultDescribeClusterResponse(),
         clusterId: view.clusterId ?? '',
-        controllerId: gatewayNodeId,
-        brokers: [{ brokerId: gatewayNodeId, host, port, rack: null, isFenced: false }],
+        controllerId: view.controllerId(),
+        brokers: view.brokers(request.includeFencedBrokers).map((broker) => ({
+          brokerId: broker.nodeId,
+          host: broker.host,
+          port: broker.port,
+          rack: broker.rack,
+          isFenced: broker.fenced,
+        })),
       };
     },
   };
@@ -217,8 +224,14 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
       const topics = request.resources
         .filter((resource) => resource.resourceType === topicResourceType)
         .map((resource) => resource.resourceName);
-      const answer =
-        topics.length === 0 ? { results: [] } : await admin.describeConfigs({ topics });
+      const [answer, brokerResults] = await Promise.all([
+        topics.length === 0 ? { results: [] } : admin.describeConfigs({ topics }),
+        describeBrokerResources(
+          admin,
+          request.resources.filter((resource) => resource.resourceType === brokerResourceType),
+          request.includeSynonyms,
+        ),
+      ]);
       const byTopic = new Map(answer.results.map((result) => [result.topic, result]));
       return {
         ...defaultDescribeConfigsResponse(),
@@ -228,7 +241,7 @@ export function adminApis(view: KafkaClusterView): Array<KafkaApi<never, never>>
             resourceType: resource.resourceType,
             resourceName: resource.resourceName,
           };
-          if (resource.resourceType === brokerResourceType) return base;
+          if (resource.resourceType === brokerResourceType) return brokerResults.shift()!;
           const described =
             resource.resourceType === topicResourceType
               ? byTopic.get(resource.resourceName)

@@ -21,6 +21,8 @@ import { type GroupAdminCoordinators, groupAdminApis } from './kafka-group-admin
 import { apiVersionsApi } from './kafka-api-versions';
 import type { KafkaClusterView } from './kafka-cluster-view';
 import { findCoordinatorApi, initProducerIdApi } from './kafka-coordinators';
+import { describeLogDirsApi } from './kafka-describe-log-dirs';
+import { adminHandlers } from '../admin-handlers';
 import { fetchApi } from './kafka-fetch';
 import type { KafkaFetchSessions } from './kafka-fetch-sessions';
 import { listOffsetsApi } from './kafka-list-offsets';
@@ -93,5 +95,6 @@ export function createKafkaApis(dependencies: KafkaApiDependencies): KafkaApiDis
   dispatcher.register(offsetDeleteApi(coordinators));
   for (const api of userScramCredentialApis(dependencies.offsets.link)) dispatcher.register(api);
   dispatcher.register(describeClientQuotasApi());
+  dispatcher.register(describeLogDirsApi(view, adminHandlers(view.link)));
   return dispatcher;
 }

@@ -68,6 +68,7 @@ function gatesOf(view: KafkaClusterView): Map<number, Gate> {
     [ApiKey.CreateAcls, { kind: 'none' }],
     [ApiKey.DeleteAcls, { kind: 'none' }],
     [ApiKey.DescribeCluster, { kind: 'cluster', operation: AclOperation.Describe }],
+    [ApiKey.DescribeLogDirs, { kind: 'cluster', operation: AclOperation.Describe }],
     [ApiKey.AlterPartitionReassignments, { kind: 'cluster', operation: AclOperation.Alter }],
     [ApiKey.ListPartitionReassignments, { kind: 'cluster', operation: AclOperation.Describe }],
     [ApiKey.DescribeUserScramCredentials, { kind: 'cluster', operation: AclOperation.Describe }],

@@ -81,6 +81,11 @@ export interface KafkaRequestContext {
   readonly session: KafkaSession;
   /** Aborted when the connection closes or drains: long polls stop waiting. */
   readonly signal: AbortSignal;
+  /**
+   * The storage broker whose port the connection arrived on (kafka-broker-ports.ts), for the
+   * few APIs a broker answers about itself (DescribeLogDirs); undefined on the bootstrap port.
+   */
+  readonly brokerId: number | undefined;
 }
 
 export interface KafkaConnectionOptions {
@@ -98,6 +103,8 @@ export interface KafkaConnectionOptions {
   readonly authenticationRequired?: boolean;
   /** The verified client certificate's principal, on a TLS listener that asks for one. */
   readonly certificatePrincipal?: string | undefined;
+  /** The storage broker whose port the connection arrived on; undefined: the bootstrap port. */
+  readonly brokerId?: number;
   /** Called once per request taken off the wire, and once per refusal, with the reason. */
   readonly onRequest?: (frame: KafkaRequestFrame) => void;
   readonly onRefused?: (reason: string) => void;
@@ -240,6 +247,7 @@ export class KafkaConnection {
         clientHost: this.session.clientHost,
         session: this.session,
         signal: this.abortController.signal,
+        brokerId: this.options.brokerId,
       });
     } catch (error) {
       if (error instanceof KafkaRequestRefused) {

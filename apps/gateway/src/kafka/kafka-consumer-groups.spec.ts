@@ -25,6 +25,7 @@ import type { TopicMetadata } from '@spool/protocol';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { MetadataLink } from '../metadata-link';
 import type { KafkaApi, KafkaApiContext } from './kafka-api-dispatcher';
+import { fixedBrokerAddresses } from './kafka-broker-ports';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { consumerGroupApis } from './kafka-consumer-groups';
 import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
@@ -102,7 +103,7 @@ beforeEach(() => {
     ['orders', { name: 'orders', topicId, partitions: [], configs: [], internal: false }],
   ]);
   const link = { metadata: { topics, version: 1n } } as unknown as MetadataLink;
-  view = new KafkaClusterView(link, () => ({ host: 'localhost', port: 9092 }));
+  view = new KafkaClusterView(link, fixedBrokerAddresses('localhost', 9092));
 });
 
 describe('ConsumerGroupHeartbeat', () => {

@@ -1,9 +1,9 @@
 /**
  * FindCoordinator and InitProducerId.
  *
- * FindCoordinator names this gateway (node 0 of the cluster view), which forwards a group's calls
- * to the coordinator that owns its shard. Only group
- * keys are served: Spool has no transaction coordinator, so a transactional key is answered
+ * FindCoordinator names a storage broker of the cluster view (a hash of the group id picks it,
+ * kafka-cluster-view.ts point 4): its port is this gateway's, and any gateway forwards a group's
+ * calls to the coordinator that owns its shard. Only group keys are served: Spool has no transaction coordinator, so a transactional key is answered
  * INVALID_REQUEST with that reason.
  *
  * InitProducerId gives an idempotent producer its id and epoch from the coordinators, the same
@@ -25,7 +25,7 @@ import {
 import type { InitProducerIdRequest as SpoolInitProducerIdRequest } from '@spool/protocol';
 import type { InitProducerIdResponse as SpoolInitProducerIdResponse } from '@spool/protocol';
 import type { KafkaApi } from './kafka-api-dispatcher';
-import { gatewayNodeId, type KafkaClusterView } from './kafka-cluster-view';
+import type { KafkaClusterView } from './kafka-cluster-view';
 import { KafkaErrorNumber, kafkaErrorNumberOf } from './kafka-errors';
 
 const findCoordinatorApiKey = 10;
@@ -45,7 +45,7 @@ interface CoordinatorAnswer {
 export function findCoordinatorApi(
   view: KafkaClusterView,
 ): KafkaApi<FindCoordinatorRequest, FindCoordinatorResponse> {
-  const answerFor = (keyType: number): CoordinatorAnswer => {
+  const answerFor = (keyType: number, key: string): CoordinatorAnswer => {
     const failed = (errorCode: number, errorMessage: string): CoordinatorAnswer => ({
       nodeId: -1,
       host: '',
@@ -62,8 +62,12 @@ export function findCoordinatorApi(
     if (view.link.metadata.coordinators.size === 0) {
       return failed(KafkaErrorNumber.CoordinatorNotAvailable, 'no coordinator is registered yet');
     }
-    const { host, port } = view.address;
-    return { nodeId: gatewayNodeId, host, port, errorCode: 0, errorMessage: null };
+    const broker = view.coordinatorOf(key);
+    if (broker === undefined) {
+      return failed(KafkaErrorNumber.CoordinatorNotAvailable, 'no storage broker is listed yet');
+    }
+    const { nodeId, host, port } = broker;
+    return { nodeId, host, port, errorCode: 0, errorMessage: null };
   };
   return {
     apiKey: findCoordinatorApiKey,
@@ -72,16 +76,17 @@ export function findCoordinatorApi(
     read: readFindCoordinatorRequest,
     write: writeFindCoordinatorResponse,
     serve: async (request, version) => {
+      await view.prepare();
       if (version >= batchedKeysVersion) {
         return {
           ...defaultFindCoordinatorResponse(),
           coordinators: request.coordinatorKeys.map((key) => ({
             key,
-            ...answerFor(request.keyType),
+            ...answerFor(request.keyType, key),
           })),
         };
       }
-      return { ...defaultFindCoordinatorResponse(), ...answerFor(request.keyType) };
+      return { ...defaultFindCoordinatorResponse(), ...answerFor(request.keyType, request.key) };
     },
   };
 }

@@ -25,6 +25,7 @@ import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata
 import type { KafkaApiDispatcher, ServedApiVersions } from './kafka-api-dispatcher';
 import { type KafkaApiDependencies, createKafkaApis } from './kafka-apis';
 import { createKafkaFetchSessions } from './kafka-fetch-sessions';
+import { fixedBrokerAddresses } from './kafka-broker-ports';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { KafkaRequestRefused, peekRequestHeader } from './kafka-request-frame';
 import { KafkaSession } from './kafka-session';
@@ -82,7 +83,7 @@ function unavailable(): Promise<never> {
 
 function dispatcherOf(link: MetadataLink): KafkaApiDispatcher {
   const dependencies: KafkaApiDependencies = {
-    view: new KafkaClusterView(link, () => ({ host: '127.0.0.1', port: 9092 })),
+    view: new KafkaClusterView(link, fixedBrokerAddresses('127.0.0.1', 9092)),
     produce: {
       link,
       appendPipeline: () => undefined,
@@ -179,6 +180,7 @@ async function serve(bytes: Buffer): Promise<Outcome> {
           clientHost: session.clientHost,
           session,
           signal: abort.signal,
+          brokerId: 0,
         });
       } catch (error) {
         return Promise.reject(error);

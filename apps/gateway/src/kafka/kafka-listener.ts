@@ -1,8 +1,10 @@
-// The gateway's Kafka listener: a plain TCP server on --kafka-port whose connections speak
-// Kafka's wire protocol (kafka-connection.ts), served by the Kafka APIs (kafka-apis.ts).
+// The gateway's Kafka listener: plain TCP (or TLS) servers whose connections speak Kafka's wire
+// protocol (kafka-connection.ts), served by the Kafka APIs (kafka-apis.ts): one on --kafka-port,
+// where clients bootstrap, and one per storage broker id that clients see (kafka-broker-ports.ts).
+// Every port is served alike.
 //
 // Shutdown, close(drainTimeoutMs):
-// 1. Stop accepting connections.
+// 1. Stop accepting connections on every port.
 // 2. Every connection drains: it reads nothing more, aborts its long polls, writes the responses
 //    already done, then ends.
 // 3. Connections still open after drainTimeoutMs are destroyed.
@@ -47,64 +49,77 @@ export interface KafkaListenerOptions {
 }
 
 export class KafkaListener {
-  private readonly server: net.Server;
+  private readonly servers: net.Server[] = [];
   private readonly connections = new Set<KafkaConnection>();
   private readonly logger: Logger;
   private closing: Promise<void> | undefined;
-  private stopFollowingReloads: (() => void) | undefined;
+  private readonly stopFollowingReloads: Array<() => void> = [];
 
   constructor(private readonly options: KafkaListenerOptions) {
     this.logger = options.logger.child({ component: 'kafka' });
-    const security = options.tls;
-    if (security === undefined) {
-      this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
-    } else {
-      const server = tls.createServer(
-        {
-          ...security.tlsServerOptions(),
-          ...sslClientAuthServerOptions(options.sslClientAuth ?? 'none'),
-        },
-        (socket) => this.acceptTls(socket),
-      );
-      server.on('tlsClientError', (error, socket) => {
-        options.metrics.connectionsRefused.inc();
-        this.logger.debug(
-          { err: error, peer: `${socket.remoteAddress}:${socket.remotePort}` },
-          'a Kafka client failed the TLS handshake',
-        );
-      });
-      this.stopFollowingReloads = security.followReloads(server);
-      this.server = server;
-    }
-    this.server.maxConnections = options.connectionsMax ?? kafkaConnectionsMaxDefault;
   }
 
   get connectionCount(): number {
     return this.connections.size;
   }
 
-  /** Starts listening; resolves with the bound port (useful with port 0). */
-  listen(host: string, port: number): Promise<number> {
+  /**
+   * Listens on one more port; resolves with the bound port (useful with port 0). `setting` names
+   * the setting the port comes from, for the error a port in use gives; `brokerId` is the storage
+   * broker the port stands for (none: the bootstrap port).
+   */
+  listen(host: string, port: number, setting = 'kafka.port', brokerId?: number): Promise<number> {
+    if (this.closing !== undefined) {
+      return Promise.reject(new SpoolError('UNAVAILABLE', 'the Kafka listener is closing'));
+    }
+    const server = this.createServer(brokerId);
     return new Promise((resolve, reject) => {
       const onError = (error: NodeJS.ErrnoException): void => {
         reject(
           new SpoolError(
             'LISTEN_FAILED',
-            `cannot listen for Kafka clients on ${host}:${port} (setting kafka.port): ` +
+            `cannot listen for Kafka clients on ${host}:${port} (setting ${setting}): ` +
               `${error.code ?? ''} ${error.message}`,
             { cause: error },
           ),
         );
       };
-      this.server.once('error', onError);
-      this.server.listen(port, host, () => {
-        this.server.off('error', onError);
-        this.server.on('error', (error) =>
-          this.logger.error({ err: error }, 'kafka listener error'),
-        );
-        resolve((this.server.address() as net.AddressInfo).port);
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        server.on('error', (error) => this.logger.error({ err: error }, 'kafka listener error'));
+        this.servers.push(server);
+        resolve((server.address() as net.AddressInfo).port);
       });
     });
+  }
+
+  private createServer(brokerId: number | undefined): net.Server {
+    const security = this.options.tls;
+    let server: net.Server;
+    if (security === undefined) {
+      server = net.createServer({ noDelay: true }, (socket) => this.accept(socket, brokerId));
+    } else {
+      const tlsServer = tls.createServer(
+        {
+          ...security.tlsServerOptions(),
+          ...sslClientAuthServerOptions(this.options.sslClientAuth ?? 'none'),
+        },
+        (socket) => this.acceptTls(socket, brokerId),
+      );
+      tlsServer.on('tlsClientError', (error, socket) => {
+        this.options.metrics.connectionsRefused.inc();
+        this.logger.debug(
+          { err: error, peer: `${socket.remoteAddress}:${socket.remotePort}` },
+          'a Kafka client failed the TLS handshake',
+        );
+      });
+      this.stopFollowingReloads.push(security.followReloads(tlsServer));
+      server = tlsServer;
+    }
+    // The bound is the listener's: a connection counts wherever it arrived (accept()).
+    server.maxConnections = this.options.connectionsMax ?? kafkaConnectionsMaxDefault;
+    return server;
   }
 
   /** Stops as the header's steps say; later calls return the same promise. */
@@ -114,7 +129,7 @@ export class KafkaListener {
   }
 
   /** A TLS connection whose handshake is done: refused, or served as its certificate's principal. */
-  private acceptTls(socket: tls.TLSSocket): void {
+  private acceptTls(socket: tls.TLSSocket, brokerId: number | undefined): void {
     const acceptance = acceptanceOf(socket, this.options.sslClientAuth ?? 'none');
     if (!acceptance.accepted) {
       this.options.metrics.connectionsRefused.inc();
@@ -126,11 +141,17 @@ export class KafkaListener {
       socket.destroy();
       return;
     }
-    this.accept(socket, acceptance.principal);
+    this.accept(socket, brokerId, acceptance.principal);
   }
 
-  private accept(socket: net.Socket, certificatePrincipal?: string): void {
-    if (this.closing !== undefined) {
+  private accept(
+    socket: net.Socket,
+    brokerId: number | undefined,
+    certificatePrincipal?: string,
+  ): void {
+    const connectionsMax = this.options.connectionsMax ?? kafkaConnectionsMaxDefault;
+    if (this.closing !== undefined || this.connections.size >= connectionsMax) {
+      if (this.closing === undefined) this.options.metrics.connectionsRefused.inc();
       socket.destroy();
       return;
     }
@@ -145,6 +166,7 @@ export class KafkaListener {
       onRefused: () => metrics.connectionsRefused.inc(),
       authenticationRequired: this.options.authenticationRequired === true,
       certificatePrincipal,
+      ...(brokerId === undefined ? {} : { brokerId }),
     });
     this.connections.add(connection);
     metrics.connectionsAccepted.inc();
@@ -152,8 +174,10 @@ export class KafkaListener {
   }
 
   private async closeOnce(drainTimeoutMs: number): Promise<void> {
-    this.stopFollowingReloads?.();
-    const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const stop of this.stopFollowingReloads) stop();
+    const stopped = Promise.all(
+      this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
     const connections = [...this.connections];
     for (const connection of connections) connection.drain();
     const closed = Promise.all(connections.map((connection) => connection.closed));

@@ -1,7 +1,7 @@
 /**
  * Metadata: brokers, topics and partitions as the cluster view shows them (kafka-cluster-view.ts):
- * this gateway as the one broker and the leader of every partition that has a live leader, the
- * partition's real leader epoch, replicas and ISR (the storage nodes), the controller's topic ids.
+ * the storage brokers, each at a port of this gateway, and every partition's real leader, leader
+ * epoch, replicas and ISR, the controller's topic ids.
  *
  * 1. Which topics: all of them for a null list (and for an empty one at v0, as Kafka reads v0),
  *    else those named, by name or (v12+, as Kafka) by topic id; a topic id before v12 is
@@ -10,8 +10,8 @@
  * 2. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION (by id: UNKNOWN_TOPIC_ID). Topics
  *    are not created by Metadata (auto.create.topics.enable is off): they are created with
  *    CreateTopics, the SDK or `spool topic create`.
- * 3. A partition without a live leader is LEADER_NOT_AVAILABLE with leader -1, so clients wait
- *    for the election as they do with Kafka.
+ * 3. A partition without a live, listed leader is LEADER_NOT_AVAILABLE with leader -1, so
+ *    clients wait for the election as they do with Kafka.
  */
 import {
   type MetadataRequest,
@@ -26,7 +26,7 @@ import {
 import { SpoolError } from '@spool/common';
 import type { TopicMetadata } from '@spool/protocol';
 import type { KafkaApi } from './kafka-api-dispatcher';
-import { gatewayNodeId, type KafkaClusterView, uuidBytesOf } from './kafka-cluster-view';
+import { type KafkaClusterView, noBrokerId, uuidBytesOf } from './kafka-cluster-view';
 import { KafkaErrorNumber } from './kafka-errors';
 
 const metadataApiKey = 3;
@@ -42,13 +42,18 @@ export function metadataApi(view: KafkaClusterView): KafkaApi<MetadataRequest, M
     maxVersion: 13,
     read: readMetadataRequest,
     write: writeMetadataResponse,
-    serve: async (request, version) => ({
-      ...defaultMetadataResponse(),
-      brokers: view.brokers(),
-      clusterId: view.clusterId,
-      controllerId: gatewayNodeId,
-      topics: topicsOf(view, request, version),
-    }),
+    serve: async (request, version) => {
+      await view.prepare();
+      return {
+        ...defaultMetadataResponse(),
+        brokers: view
+          .brokers()
+          .map(({ nodeId, host, port, rack }) => ({ nodeId, host, port, rack })),
+        clusterId: view.clusterId,
+        controllerId: view.controllerId(),
+        topics: topicsOf(view, request, version),
+      };
+    },
   };
 }
 
@@ -97,11 +102,11 @@ function topicOf(view: KafkaClusterView, topic: TopicMetadata): MetadataResponse
       .sort((left, right) => left.partition - right.partition)
       .map((partition): MetadataResponsePartition => {
         // Point 3.
-        const led = partition.leaderId >= 0 && !partition.offline;
+        const leaderId = view.leaderOf(partition);
         return {
-          errorCode: led ? 0 : KafkaErrorNumber.LeaderNotAvailable,
+          errorCode: leaderId === noBrokerId ? KafkaErrorNumber.LeaderNotAvailable : 0,
           partitionIndex: partition.partition,
-          leaderId: led ? gatewayNodeId : -1,
+          leaderId,
           leaderEpoch: partition.leaderEpoch,
           replicaNodes: [...partition.replicas],
           isrNodes: [...partition.isr],

@@ -590,6 +590,30 @@ export interface BrokerConfigsResult {
   error: Error | undefined;
 }
 
+export interface DescribeLogDirsRequest {
+  brokerIds: number[];
+}
+
+export interface DescribeLogDirsResponse {
+  results: BrokerLogDir[];
+}
+
+export interface BrokerLogDir {
+  brokerId: number;
+  /** BROKER_ID_NOT_REGISTERED for an unknown broker. */
+  error:
+    | Error
+    | undefined;
+  /** The node's data directory is offline (its heartbeats say so). */
+  logDirOffline: boolean;
+  /**
+   * False until the node has reported to the active controller (after a takeover, its next
+   * heartbeat): its replicas and sizes are unknown until then.
+   */
+  reported: boolean;
+  replicaSizes: PartitionReplicaSize[];
+}
+
 function createBaseRegisterBrokerRequest(): RegisterBrokerRequest {
   return { brokerId: 0, rack: "", endpoints: [], incarnationId: "" };
 }
@@ -8122,6 +8146,309 @@ export const BrokerConfigsResult: MessageFns<BrokerConfigsResult> = {
   },
 };
 
+function createBaseDescribeLogDirsRequest(): DescribeLogDirsRequest {
+  return { brokerIds: [] };
+}
+
+export const DescribeLogDirsRequest: MessageFns<DescribeLogDirsRequest> = {
+  encode(message: DescribeLogDirsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.brokerIds.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.brokerIds) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeLogDirsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeLogDirsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.brokerIds.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.brokerIds.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeLogDirsRequest {
+    return {
+      brokerIds: globalThis.Array.isArray(object?.brokerIds)
+        ? object.brokerIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.broker_ids)
+        ? object.broker_ids.map((e: any) => globalThis.Number(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DescribeLogDirsRequest): unknown {
+    const obj: any = {};
+    if (message.brokerIds?.length) {
+      obj.brokerIds = message.brokerIds.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeLogDirsRequest>, I>>(base?: I): DescribeLogDirsRequest {
+    return DescribeLogDirsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeLogDirsRequest>, I>>(object: I): DescribeLogDirsRequest {
+    const message = createBaseDescribeLogDirsRequest();
+    message.brokerIds = object.brokerIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDescribeLogDirsResponse(): DescribeLogDirsResponse {
+  return { results: [] };
+}
+
+export const DescribeLogDirsResponse: MessageFns<DescribeLogDirsResponse> = {
+  encode(message: DescribeLogDirsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      BrokerLogDir.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeLogDirsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDescribeLogDirsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(BrokerLogDir.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DescribeLogDirsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => BrokerLogDir.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DescribeLogDirsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => BrokerLogDir.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeLogDirsResponse>, I>>(base?: I): DescribeLogDirsResponse {
+    return DescribeLogDirsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeLogDirsResponse>, I>>(object: I): DescribeLogDirsResponse {
+    const message = createBaseDescribeLogDirsResponse();
+    message.results = object.results?.map((e) => BrokerLogDir.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBrokerLogDir(): BrokerLogDir {
+  return { brokerId: 0, error: undefined, logDirOffline: false, reported: false, replicaSizes: [] };
+}
+
+export const BrokerLogDir: MessageFns<BrokerLogDir> = {
+  encode(message: BrokerLogDir, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.brokerId !== 0) {
+      writer.uint32(8).int32(message.brokerId);
+    }
+    if (message.error !== undefined) {
+      Error.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    if (message.logDirOffline !== false) {
+      writer.uint32(24).bool(message.logDirOffline);
+    }
+    if (message.reported !== false) {
+      writer.uint32(32).bool(message.reported);
+    }
+    for (const v of message.replicaSizes) {
+      PartitionReplicaSize.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BrokerLogDir {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBrokerLogDir();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = Error.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.logDirOffline = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.reported = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.replicaSizes.push(PartitionReplicaSize.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BrokerLogDir {
+    return {
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : 0,
+      error: isSet(object.error) ? Error.fromJSON(object.error) : undefined,
+      logDirOffline: isSet(object.logDirOffline)
+        ? globalThis.Boolean(object.logDirOffline)
+        : isSet(object.log_dir_offline)
+        ? globalThis.Boolean(object.log_dir_offline)
+        : false,
+      reported: isSet(object.reported) ? globalThis.Boolean(object.reported) : false,
+      replicaSizes: globalThis.Array.isArray(object?.replicaSizes)
+        ? object.replicaSizes.map((e: any) => PartitionReplicaSize.fromJSON(e))
+        : globalThis.Array.isArray(object?.replica_sizes)
+        ? object.replica_sizes.map((e: any) => PartitionReplicaSize.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: BrokerLogDir): unknown {
+    const obj: any = {};
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    if (message.error !== undefined) {
+      obj.error = Error.toJSON(message.error);
+    }
+    if (message.logDirOffline !== false) {
+      obj.logDirOffline = message.logDirOffline;
+    }
+    if (message.reported !== false) {
+      obj.reported = message.reported;
+    }
+    if (message.replicaSizes?.length) {
+      obj.replicaSizes = message.replicaSizes.map((e) => PartitionReplicaSize.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BrokerLogDir>, I>>(base?: I): BrokerLogDir {
+    return BrokerLogDir.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BrokerLogDir>, I>>(object: I): BrokerLogDir {
+    const message = createBaseBrokerLogDir();
+    message.brokerId = object.brokerId ?? 0;
+    message.error = (object.error !== undefined && object.error !== null) ? Error.fromPartial(object.error) : undefined;
+    message.logDirOffline = object.logDirOffline ?? false;
+    message.reported = object.reported ?? false;
+    message.replicaSizes = object.replicaSizes?.map((e) => PartitionReplicaSize.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * The active controller owns cluster metadata: brokers, topics, partitions, leaders, ISR and
  * epochs. A standby answers every call with NOT_CONTROLLER and the active controller's address.
@@ -8450,6 +8777,21 @@ export const ControllerServiceService = {
       Buffer.from(AlterBrokerConfigsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AlterBrokerConfigsResponse => AlterBrokerConfigsResponse.decode(value),
   },
+  /**
+   * Each storage node's partition replicas and their sizes, as its heartbeats last reported them
+   * (Kafka's DescribeLogDirs: a node has one data directory).
+   */
+  describeLogDirs: {
+    path: "/spool.v1.ControllerService/DescribeLogDirs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeLogDirsRequest): Buffer =>
+      Buffer.from(DescribeLogDirsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeLogDirsRequest => DescribeLogDirsRequest.decode(value),
+    responseSerialize: (value: DescribeLogDirsResponse): Buffer =>
+      Buffer.from(DescribeLogDirsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeLogDirsResponse => DescribeLogDirsResponse.decode(value),
+  },
 } as const;
 
 export interface ControllerServiceServer extends UntypedServiceImplementation {
@@ -8521,6 +8863,11 @@ export interface ControllerServiceServer extends UntypedServiceImplementation {
    */
   describeBrokerConfigs: handleUnaryCall<DescribeBrokerConfigsRequest, DescribeBrokerConfigsResponse>;
   alterBrokerConfigs: handleUnaryCall<AlterBrokerConfigsRequest, AlterBrokerConfigsResponse>;
+  /**
+   * Each storage node's partition replicas and their sizes, as its heartbeats last reported them
+   * (Kafka's DescribeLogDirs: a node has one data directory).
+   */
+  describeLogDirs: handleUnaryCall<DescribeLogDirsRequest, DescribeLogDirsResponse>;
 }
 
 export interface ControllerServiceClient extends Client {
@@ -8946,6 +9293,25 @@ export interface ControllerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Each storage node's partition replicas and their sizes, as its heartbeats last reported them
+   * (Kafka's DescribeLogDirs: a node has one data directory).
+   */
+  describeLogDirs(
+    request: DescribeLogDirsRequest,
+    callback: (error: ServiceError | null, response: DescribeLogDirsResponse) => void,
+  ): ClientUnaryCall;
+  describeLogDirs(
+    request: DescribeLogDirsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeLogDirsResponse) => void,
+  ): ClientUnaryCall;
+  describeLogDirs(
+    request: DescribeLogDirsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeLogDirsResponse) => void,
   ): ClientUnaryCall;
 }
 
