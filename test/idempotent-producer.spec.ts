@@ -69,6 +69,8 @@ function expectRefused(result: PartitionAppendResult, code: string) {
 function hostedRecord(brokerId: number, topic: string): Record<string, unknown> {
   const lines = cluster!.nodes.get(brokerId)!.process.logLines;
   for (const line of [...lines].reverse()) {
+    // The native addon prints plain lines on stdout beside the JSON log.
+    if (!line.startsWith('{')) continue;
     const record = JSON.parse(line) as Record<string, unknown>;
     if (record['msg'] === 'replica hosted' && record['partition'] === `${topic}-0`) return record;
   }
@@ -101,7 +103,11 @@ describe('idempotent producer', () => {
     await cluster.stopNode(0, 'SIGKILL');
     await cluster.startNode(0);
     await eventually(async () => expect(await cluster!.leaderOf('idem', 0)).toBe(0), 15_000);
-    const rebuilt = hostedRecord(0, 'idem');
+    // The leadership can show before the node logs the replica it rebuilt.
+    let rebuilt: Record<string, unknown> = {};
+    await eventually(async () => {
+      rebuilt = hostedRecord(0, 'idem');
+    }, 15_000);
     expect(rebuilt['producerSnapshotOffset']).toMatch(/^\d+$/);
     expect(Number(rebuilt['producerSnapshotOffset'])).toBeGreaterThan(0);
     expect(rebuilt['producerBatchesReplayed']).toBeGreaterThan(0);
@@ -117,10 +123,14 @@ describe('idempotent producer', () => {
     await cluster.stopNode(0, 'SIGTERM');
     await cluster.startNode(0);
     await eventually(async () => expect(await cluster!.leaderOf('idem', 0)).toBe(0), 15_000);
-    expect(hostedRecord(0, 'idem')).toMatchObject({
-      producerSnapshotOffset: '22',
-      producerBatchesReplayed: 0,
-    });
+    await eventually(
+      async () =>
+        expect(hostedRecord(0, 'idem')).toMatchObject({
+          producerSnapshotOffset: '22',
+          producerBatchesReplayed: 0,
+        }),
+      15_000,
+    );
     expectWritten(await append('idem', idempotentBatch(1, 15, 2)), 20n, 21n);
   }, 90_000);
 
