@@ -11,7 +11,8 @@
 // ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition
 // from storage broker 1 to broker 2 (AlterPartitionReassignments; the tool accepts the brokers
 // DescribeCluster lists), --verify sees it complete and --list (ListPartitionReassignments) finds
-// nothing left, and --cancel with nothing moving finds nothing active; kafka-configs sets,
+// nothing left, and --cancel with nothing moving finds nothing active, and kafka-log-dirs finds
+// it, with its records' bytes, in broker 2's data directory (DescribeLogDirs); kafka-configs sets,
 // describes and deletes a broker's and the cluster default's leader.replication.throttled.rate
 // (BROKER config resources), which reaches the storage node, and is refused an unknown name and a
 // static setting.
@@ -350,6 +351,15 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
     expect(onBrokerOne, 'placement put one of three partitions on broker 1').toBeDefined();
     const movingPartition = onBrokerOne!.partition;
     const to = 2;
+    const producer = spool.producer();
+    await producer.send({
+      topic: 'moving',
+      messages: Array.from({ length: 20 }, (_, index) => ({
+        partition: movingPartition,
+        value: `moving-${index}`,
+      })),
+    });
+    await producer.close();
     const folder = mkdtempSync(path.join(tmpdir(), 'spool-reassign-tool-'));
     const plan = path.join(folder, 'plan.json');
     writeFileSync(
@@ -389,6 +399,41 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       expect(
         after!.partitions.find((entry) => entry.partition === movingPartition)!.replicas,
       ).toEqual([to]);
+      // kafka-log-dirs asks broker 2 itself (DescribeLogDirs on its port): the partition is in
+      // its data directory, with the size its heartbeats report once it holds the records.
+      await vi.waitFor(
+        async () => {
+          const logDirs = await tool('logDirs', [
+            '--describe',
+            '--broker-list',
+            String(to),
+            '--topic-list',
+            'moving',
+          ]);
+          expect(logDirs.exitCode, describeRun(logDirs)).toBe(0);
+          const json = logDirs.stdout.split('\n').find((line) => line.startsWith('{'));
+          const described = JSON.parse(json ?? '{}') as {
+            brokers?: Array<{
+              broker: number;
+              logDirs: Array<{
+                logDir: string;
+                error: string | null;
+                partitions: Array<{ partition: string; size: number }>;
+              }>;
+            }>;
+          };
+          const [logDir] = described.brokers?.find((entry) => entry.broker === to)?.logDirs ?? [];
+          expect(logDir, describeRun(logDirs)).toMatchObject({
+            logDir: `spool-storage-${to}`,
+            error: null,
+          });
+          const moved = logDir!.partitions.find(
+            (entry) => entry.partition === `moving-${movingPartition}`,
+          );
+          expect(moved?.size ?? 0, describeRun(logDirs)).toBeGreaterThan(0);
+        },
+        { timeout: 60_000, interval: 1_000 },
+      );
       const listed = await tool('reassignPartitions', ['--list']);
       expect(listed.exitCode, describeRun(listed)).toBe(0);
       expect(listed.stdout, describeRun(listed)).toContain('No partition reassignments found');

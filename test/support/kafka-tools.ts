@@ -20,6 +20,8 @@ export const kafkaToolMainClasses = {
   reassignPartitions: 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand',
   /** kafka-configs.sh (users' SCRAM credentials, topic and broker configs) */
   configs: 'org.apache.kafka.tools.ConfigCommand',
+  /** kafka-log-dirs.sh */
+  logDirs: 'org.apache.kafka.tools.LogDirsCommand',
   /** kafka-acls.sh */
   acls: 'org.apache.kafka.tools.AclCommand',
   /** kafka-get-offsets.sh */

@@ -3,7 +3,9 @@
 // broker in its heartbeat answers (its own over the default), a broker keeps its values when it
 // registers again, deleting gives the default back, and a bad name, value or resource is refused
 // on its own resource with an error naming it while the others apply (a storage node's static
-// setting as Kafka refuses a config it cannot update dynamically).
+// setting as Kafka refuses a config it cannot update dynamically). DescribeLogDirs gives each
+// broker's last reported replica sizes, its data directory's state, not reported before its first
+// report, and BROKER_ID_NOT_REGISTERED for an unknown broker.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -145,5 +147,59 @@ describe('dynamic broker configs', () => {
     expect(errors[5]).toMatchObject({ code: 'INVALID_REQUEST' });
     expect(errors[5]!.message).toMatch(/Cannot update these configs dynamically: log\.dirs/);
     expect((await heartbeatConfigs(0))['leader.replication.throttled.rate']).toBe('500');
+  });
+});
+
+describe("each broker's log directory (DescribeLogDirs)", () => {
+  it('gives the replica sizes and directory state of the last heartbeat, per broker', async () => {
+    const described = async () =>
+      (await callOnce(client, client.describeLogDirs, { brokerIds: [0, 1, 9] })).results;
+    const heartbeat = (brokerId: number, logDirOffline: boolean, sizes: Array<[string, number]>) =>
+      callOnce(client, client.brokerHeartbeat, {
+        brokerId,
+        brokerEpoch: epochs.get(brokerId)!,
+        logDirOffline,
+        cleanerStates: [],
+        replicaSizes: sizes.map(([topic, bytes], partition) => ({
+          topic,
+          partition,
+          sizeBytes: BigInt(bytes),
+        })),
+      });
+
+    // A broker that has not reported since it registered: its replicas are unknown.
+    await register(2, 'incarnation-2');
+    const [unreported] = (await callOnce(client, client.describeLogDirs, { brokerIds: [2] }))
+      .results;
+    expect(unreported).toMatchObject({ brokerId: 2, reported: false, replicaSizes: [] });
+
+    await heartbeat(0, false, [
+      ['orders', 2_048],
+      ['audit', 10],
+    ]);
+    await heartbeat(1, false, []);
+    const first = await described();
+    expect(first.map(({ brokerId, error, reported }) => [brokerId, error?.code, reported])).toEqual(
+      [
+        [0, undefined, true],
+        [1, undefined, true],
+        [9, 'BROKER_ID_NOT_REGISTERED', false],
+      ],
+    );
+    expect(first[0]!.replicaSizes).toEqual([
+      { topic: 'audit', partition: 1, sizeBytes: 10n },
+      { topic: 'orders', partition: 0, sizeBytes: 2_048n },
+    ]);
+    expect(first[1]!.replicaSizes).toEqual([]);
+
+    // A report replaces the previous one whole; an offline directory is said so.
+    await heartbeat(0, true, [['orders', 4_096]]);
+    const second = await described();
+    expect(second[0]).toMatchObject({
+      logDirOffline: true,
+      replicaSizes: [{ topic: 'orders', partition: 0, sizeBytes: 4_096n }],
+    });
+    await heartbeat(0, false, [['orders', 4_096]]);
+    expect((await described())[0]!.logDirOffline).toBe(false);
   });
 });
