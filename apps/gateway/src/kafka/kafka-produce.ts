@@ -12,6 +12,9 @@
  *    header, read without decoding the records) are sent to a leader once: after a stale route
  *    they are answered NOT_LEADER_OR_FOLLOWER and the client resends them in sequence order, as
  *    it would to a Kafka broker (leader-router.ts, point 6).
+ * 5. A retriable error of Spool's own (UNAVAILABLE: a leader that could not be reached within
+ *    the request's rounds), which has no Kafka number, goes out as REQUEST_TIMED_OUT, retriable
+ *    for Kafka's producers, rather than UNKNOWN_SERVER_ERROR, which fails the batch for good.
  */
 import type { Logger } from '@spool/common';
 import {
@@ -33,6 +36,7 @@ import {
 import { type ProduceDependencies, handleProduce } from '../produce-handler';
 import type { KafkaApi } from './kafka-api-dispatcher';
 import type { KafkaClusterView } from './kafka-cluster-view';
+import { errorDefinitionOf } from '@spool/errors';
 import { KafkaErrorNumber, kafkaErrorOf } from './kafka-errors';
 
 const produceApiKey = 0;
@@ -122,7 +126,7 @@ export function produceApi(
               }
               return {
                 ...base,
-                ...kafkaErrorOf(result.error),
+                ...produceErrorOf(result.error),
                 baseOffset: result.baseOffset,
                 logAppendTimeMs: result.logAppendTimeMs,
                 logStartOffset: result.logStartOffset,
@@ -144,4 +148,18 @@ export function isIdempotentBatch(records: Buffer): boolean {
     records[magicPosition] === magicValueV2 &&
     records.readBigInt64BE(producerIdPosition) >= 0n
   );
+}
+
+/** Point 5: a partition's error as a Kafka producer should read it. */
+export function produceErrorOf(
+  error: { code: string; message: string; retriable: boolean } | undefined,
+): { errorCode: number; errorMessage: string | null } {
+  if (
+    error !== undefined &&
+    error.retriable &&
+    errorDefinitionOf(error.code)?.kafkaCode === undefined
+  ) {
+    return { errorCode: KafkaErrorNumber.RequestTimedOut, errorMessage: error.message };
+  }
+  return kafkaErrorOf(error);
 }
