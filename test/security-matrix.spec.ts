@@ -3,12 +3,15 @@
 // representative API of each resource type, on the Kafka listener (on the wire, one connection
 // per principal: Produce, Fetch, Metadata, CreateTopics, DeleteTopics, JoinGroup, OffsetCommit,
 // DescribeConfigs, CreateAcls) and on gRPC (the SDK: Produce, ListOffsets, CreateTopics,
-// DeleteTopics, ResetOffsets, DescribeConfigs, CreateAcls), each of: no credentials, a wrong password, a valid user without
-// an ACL, a user with LITERAL ACLs, the same ALLOWs with a DENY, a user with PREFIXED ACLs on
-// a resource under the prefix and on one outside it. Every refused call gets Kafka's code
+// DeleteTopics, ResetOffsets, DescribeConfigs, CreateAcls), each of: no credentials, a wrong
+// password, a valid user without an ACL, a user with LITERAL ACLs, the same ALLOWs with a DENY,
+// a user with PREFIXED ACLs on a resource under the prefix and on one outside it. Every refused call gets Kafka's code
 // (SASL_AUTHENTICATION_FAILED, TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED; a request before
 // SASL closes the connection) and changes nothing: each API's effect (a log end offset, the
 // topic list, a committed offset, the ACLs) is read before and after; an allowed write changes it.
+// AlterUserScramCredentials on the wire answers each user with Kafka's code (RESOURCE_NOT_FOUND,
+// UNACCEPTABLE_CREDENTIAL, UNSUPPORTED_SASL_MECHANISM, DUPLICATE_RESOURCE) writing only the valid
+// ones, DescribeUserScramCredentials likewise, and both refuse a user without the cluster ACL.
 import { readClientProperties, Spool, type SpoolConfig } from '@spool/client';
 import { encodeRecordBatch } from '@spool/record-batch';
 import { readFileSync } from 'node:fs';
@@ -674,4 +677,101 @@ describe('the security matrix on the gateway gRPC API', () => {
       expect(outcomes).toEqual(expected);
     });
   }
+});
+
+describe('AlterUserScramCredentials and DescribeUserScramCredentials on the wire', () => {
+  /** A connection authenticated as `user` (PLAIN over TLS). */
+  async function connectionAs(user: string, userPassword: string): Promise<KafkaTestConnection> {
+    const connection = await KafkaTestConnection.open({ port: kafkaPort, ca: caPem });
+    expect(await connection.authenticatePlain(user, userPassword)).toBe(errorNumber.none);
+    return connection;
+  }
+  const upsertion = (name: string, mechanism: number, iterations: number, saltedBytes = 32) => ({
+    name,
+    mechanism,
+    iterations,
+    salt: Buffer.from('matrix-salt'),
+    saltedPassword: Buffer.alloc(saltedBytes, 7),
+  });
+  const storedUsers = async () =>
+    JSON.stringify(await admin.admin().describeUserScramCredentials());
+
+  it("answers each user with Kafka's code and writes only the valid ones", async () => {
+    const adminPassword = readFileSync(
+      path.join(dev.dataDirectory, 'client.properties'),
+      'utf8',
+    ).match(/^sasl\.password=(.*)$/m)![1]!;
+    const connection = await connectionAs('admin', adminPassword);
+    try {
+      const before = await storedUsers();
+      const altered = await connection.request<{
+        results: { user: string; errorCode: number }[];
+      }>(51, 0, {
+        deletions: [{ name: 'm-none', mechanism: 2 }],
+        upsertions: [
+          upsertion('w-few-iterations', 1, 1_000),
+          upsertion('w-unknown-mechanism', 0, 8_192),
+          upsertion('w-twice', 1, 8_192),
+          upsertion('w-twice', 1, 8_192),
+          upsertion('w-short-salted', 2, 8_192, 32),
+          upsertion('w-good', 2, 8_192, 64),
+        ],
+      });
+      expect(
+        Object.fromEntries(altered.results.map((result) => [result.user, result.errorCode])),
+      ).toEqual({
+        // m-none holds SCRAM-SHA-256 only: deleting SCRAM-SHA-512 is RESOURCE_NOT_FOUND.
+        'm-none': 91,
+        'w-few-iterations': 93,
+        'w-unknown-mechanism': 33,
+        'w-twice': 92,
+        'w-short-salted': 93,
+        'w-good': 0,
+      });
+      const after = JSON.parse(await storedUsers()) as { user: string }[];
+      expect(after.map((entry) => entry.user).sort()).toEqual(
+        [...(JSON.parse(before) as { user: string }[]).map((entry) => entry.user), 'w-good'].sort(),
+      );
+
+      const described = await connection.request<{
+        errorCode: number;
+        results: { user: string; errorCode: number; credentialInfos: unknown[] }[];
+      }>(50, 0, {
+        users: [{ name: 'w-good' }, { name: 'nobody' }, { name: 'm-none' }, { name: 'm-none' }],
+      });
+      expect(described.errorCode).toBe(errorNumber.none);
+      expect(
+        Object.fromEntries(described.results.map((result) => [result.user, result.errorCode])),
+      ).toEqual({ 'w-good': 0, nobody: 91, 'm-none': 92 });
+      expect(described.results.find((result) => result.user === 'w-good')!.credentialInfos).toEqual(
+        [{ mechanism: 2, iterations: 8_192 }],
+      );
+    } finally {
+      connection.close();
+    }
+  });
+
+  it('refuses a user without ALTER on the cluster on every user, and DESCRIBE at the top', async () => {
+    const connection = await connectionAs('m-none', password);
+    try {
+      const before = await storedUsers();
+      const altered = await connection.request<{
+        results: { user: string; errorCode: number }[];
+      }>(51, 0, {
+        deletions: [{ name: 'admin', mechanism: 1 }],
+        upsertions: [upsertion('w-sneaky', 1, 8_192)],
+      });
+      expect(altered.results.map((result) => [result.user, result.errorCode]).sort()).toEqual([
+        ['admin', errorNumber.clusterDenied],
+        ['w-sneaky', errorNumber.clusterDenied],
+      ]);
+      expect(await storedUsers()).toBe(before);
+      const described = await connection.request<{ errorCode: number; results: unknown[] }>(50, 0, {
+        users: null,
+      });
+      expect(described).toMatchObject({ errorCode: errorNumber.clusterDenied, results: [] });
+    } finally {
+      connection.close();
+    }
+  });
 });
