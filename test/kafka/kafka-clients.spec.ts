@@ -1,24 +1,38 @@
 // Proves that unmodified Kafka clients work against the gateway's Kafka listener on a `spool dev`
 // cluster (3 storage nodes): kcat (librdkafka) lists the cluster (the storage brokers, each at a
-// port of the gateway's own) and the topic with its real leaders, produces keyed
-// records and consumes them back; a KafkaJS idempotent producer's records (key, value, headers,
-// timestamp) are read by the SDK at the offsets KafkaJS was told, and records the SDK produced
-// are read by kcat with the same key, value, headers, timestamp and offset. Groups (the classic
-// protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and
-// 3 and read every record; a KafkaJS consumer and an SDK consumer share one group, 3 partitions
-// each; a kcat group consumer commits, the SDK sees those commits as the
-// group's offsets, and the next kcat of the group resumes from them (Apache Kafka's own tools
-// have their spec, java-tools.spec.ts). The KafkaJS admin creates a topic, grows it and deletes records below an offset. Bad input on raw
-// sockets (random bytes, a 2 GiB size prefix, a truncated frame, an unknown API key, a version
-// not served) closes only that connection: the gateway stays up, serves the next client, and
-// nothing is written.
+// port of the gateway's own) and the topic with its real leaders, produces keyed records and
+// consumes them back; a KafkaJS idempotent producer's records (key, value, headers, timestamp) are
+// read by the SDK at the offsets KafkaJS was told, and records the SDK produced are read by kcat
+// with the same key, value, headers, timestamp and offset; a Fetch sent to a broker port that does
+// not lead the partition is served (the gateway forwards to the leader). Groups (the classic
+// protocol on the coordinators' consumer groups): two KafkaJS consumers split 6 partitions 3 and 3
+// and read every record; a KafkaJS consumer and an SDK consumer share one group, 3 partitions each;
+// a kcat group consumer commits, the SDK sees those commits as the group's offsets, and the next
+// kcat of the group resumes from them (Apache Kafka's own tools have their spec,
+// java-tools.spec.ts). The KafkaJS admin creates a topic, grows it and deletes records below an
+// offset. Bad input on raw sockets (random bytes, a 2 GiB size prefix, a truncated frame, an
+// unknown API key, a version not served) closes only that connection: the gateway stays up, serves
+// the next client, and nothing is written.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Spool, type Admin } from '@spool/client';
+import {
+  type FetchResponse,
+  type MetadataResponse,
+  defaultFetchRequest,
+  defaultFetchRequestFetchPartition,
+  defaultFetchRequestFetchTopic,
+  defaultMetadataRequest,
+  readFetchResponse,
+  readMetadataResponse,
+  writeFetchRequest,
+  writeMetadataRequest,
+} from '@spool/kafka-protocol';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSpoolDev, type SpoolDevProcess } from '../support/spool-dev-process';
+import { kafkaRequest } from '../support/kafka-wire-client';
 import { consumeFromBeginning } from '../support/sdk-consume';
 
 const partitionCount = 6;
@@ -160,6 +174,70 @@ describe('Kafka clients against the gateway', () => {
     expect(consumed.trim().split('\n').sort()).toEqual([...lines].sort());
     const total = (await endOffsets('kcat')).reduce((sum, offset) => sum + Number(offset), 0);
     expect(total).toBe(lines.length);
+  });
+
+  it("a Fetch sent to another broker's port than the partition leader's is served all the same", async () => {
+    const metadataVersion = 12;
+    const metadata = await kafkaRequest<MetadataResponse>(
+      { host: '127.0.0.1', port: kafkaPort },
+      {
+        apiKey: 3,
+        version: metadataVersion,
+        write: (writer) =>
+          writeMetadataRequest(
+            writer,
+            { ...defaultMetadataRequest(), topics: [{ topicId: Buffer.alloc(16), name: 'kcat' }] },
+            metadataVersion,
+          ),
+        read: (reader) => readMetadataResponse(reader, metadataVersion),
+      },
+    );
+    const partitions = metadata.topics[0]!.partitions;
+    expect(partitions).toHaveLength(partitionCount);
+    const fetchVersion = 12;
+    let recordBytes = 0;
+    for (const partition of partitions) {
+      // Any broker but the leader: the gateway behind its port forwards to the real leader.
+      const other = metadata.brokers.find((broker) => broker.nodeId !== partition.leaderId)!;
+      const answer = await kafkaRequest<FetchResponse>(
+        { host: '127.0.0.1', port: other.port },
+        {
+          apiKey: 1,
+          version: fetchVersion,
+          write: (writer) =>
+            writeFetchRequest(
+              writer,
+              {
+                ...defaultFetchRequest(),
+                maxBytes: 1024 * 1024,
+                topics: [
+                  {
+                    ...defaultFetchRequestFetchTopic(),
+                    topic: 'kcat',
+                    partitions: [
+                      {
+                        ...defaultFetchRequestFetchPartition(),
+                        partition: partition.partitionIndex,
+                        partitionMaxBytes: 1024 * 1024,
+                      },
+                    ],
+                  },
+                ],
+              },
+              fetchVersion,
+            ),
+          read: (reader) => readFetchResponse(reader, fetchVersion),
+        },
+      );
+      const [served] = answer.responses[0]!.partitions;
+      expect(served!.errorCode).toBe(0);
+      expect(String(served!.highWatermark)).toBe(
+        (await endOffsets('kcat'))[partition.partitionIndex],
+      );
+      recordBytes += served!.records?.length ?? 0;
+    }
+    // The 30 records kcat produced came back through ports that do not lead their partitions.
+    expect(recordBytes).toBeGreaterThan(0);
   });
 
   it('a KafkaJS idempotent producer writes what the SDK reads, at the offsets it was told', async () => {
