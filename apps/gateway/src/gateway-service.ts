@@ -24,7 +24,7 @@ import { groupHandlers } from './group-handlers';
 import { authorizedHandlers } from './grpc-authorization';
 import { createKafkaApis } from './kafka/kafka-apis';
 import { createKafkaFetchSessions } from './kafka/kafka-fetch-sessions';
-import { KafkaBrokerPorts } from './kafka/kafka-broker-ports';
+import { KafkaBrokerPorts, checkKafkaBrokerPortBase } from './kafka/kafka-broker-ports';
 import { KafkaClusterView } from './kafka/kafka-cluster-view';
 import { kafkaListenerSecurityOf, startKafkaListener } from './kafka/kafka-listener-setup';
 import { ClientAuthenticator } from './security/client-authenticator';
@@ -381,6 +381,7 @@ export function startGateway(
       });
       const storageClient = (brokerId: number) => storageClients.get(brokerId)?.client;
       const kafkaSecurity = kafkaListenerSecurityOf(config, security);
+      checkKafkaBrokerPortBase(config);
       const kafka = await startKafkaListener(config, {
         logger,
         metrics,

@@ -17,7 +17,7 @@
  *    partitions answer LEADER_NOT_AVAILABLE) and the port is tried again at most every
  *    bindRetryIntervalMs, so a client's Metadata refresh does not retry a bind each time.
  */
-import type { Logger } from '@spool/common';
+import { ConfigError, type Logger } from '@spool/common';
 import type { KafkaAdvertisedAddress } from './kafka-cluster-view';
 import type { KafkaListener } from './kafka-listener';
 
@@ -32,6 +32,25 @@ export interface KafkaBrokerPortSettings {
   readonly host: string;
   readonly kafkaBrokerPortBase: number;
   readonly kafkaAdvertisedBrokerPortBase: number;
+}
+
+/**
+ * Checked once at start-up: with a fixed base, the bootstrap port must not be one a broker would
+ * take (base up to base + brokerPortsMax), or that broker could never be listed.
+ */
+export function checkKafkaBrokerPortBase(config: {
+  readonly kafkaPort: number;
+  readonly kafkaBrokerPortBase: number;
+}): void {
+  const base = config.kafkaBrokerPortBase;
+  if (base === 0 || config.kafkaPort === 0) return;
+  const brokerId = config.kafkaPort - base;
+  if (brokerId >= 0 && brokerId < brokerPortsMax) {
+    throw new ConfigError(
+      `kafka.port ${config.kafkaPort} is broker ${brokerId}'s port under ` +
+        `kafka.broker.port.base ${base} (broker N listens on the base + N): move one of them`,
+    );
+  }
 }
 
 /** Where clients are told each broker is. */

@@ -6,7 +6,8 @@
 // leader that is fenced or absent is LEADER_NOT_AVAILABLE with leader -1; the controller is the
 // lowest listed broker; a group's coordinator is a listed broker, the same at every ask; an
 // advertised port base replaces the bound ports in the answers; a broker whose port cannot be
-// bound is not listed, and its partitions have no leader.
+// bound is not listed, and its partitions have no leader; a bootstrap port that a broker's port
+// would take is refused at start-up.
 import { createLogger } from '@spool/common';
 import {
   type DescribeClusterResponse,
@@ -24,7 +25,7 @@ import { createMetadataLink, type MetadataLink } from '../metadata-link';
 import { testBroker, testSnapshot, testTopic } from '../testing/cluster-metadata';
 import { adminApis } from './kafka-admin';
 import type { KafkaApi, KafkaApiContext } from './kafka-api-dispatcher';
-import { KafkaBrokerPorts } from './kafka-broker-ports';
+import { KafkaBrokerPorts, checkKafkaBrokerPortBase } from './kafka-broker-ports';
 import { KafkaClusterView } from './kafka-cluster-view';
 import { findCoordinatorApi } from './kafka-coordinators';
 import { KafkaListener } from './kafka-listener';
@@ -246,5 +247,17 @@ describe('the storage brokers as the Kafka listener presents them', () => {
     expect(
       answer.topics[0]!.partitions.map(({ leaderId, errorCode }) => [leaderId, errorCode]),
     ).toEqual(Array.from({ length: 4 }, () => [-1, leaderNotAvailable]));
+  });
+
+  it('refuses at start-up a bootstrap port that a broker would listen on', () => {
+    expect(() => checkKafkaBrokerPortBase({ kafkaPort: 9092, kafkaBrokerPortBase: 9090 })).toThrow(
+      /kafka.port 9092 is broker 2's port under kafka.broker.port.base 9090/,
+    );
+    expect(() =>
+      checkKafkaBrokerPortBase({ kafkaPort: 9092, kafkaBrokerPortBase: 9400 }),
+    ).not.toThrow();
+    expect(() =>
+      checkKafkaBrokerPortBase({ kafkaPort: 9092, kafkaBrokerPortBase: 0 }),
+    ).not.toThrow();
   });
 });
