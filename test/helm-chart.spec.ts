@@ -9,7 +9,8 @@
 // (and pod) in the render with that port, each workload has a PDB, every container requests
 // resources, and broker ids come from pod ordinals as the storage node derives them. Bad values
 // (negative replicas, a typo'd key, a typo nested deep, a bad enum, too few controllers) are
-// rejected by the schema, naming the value; the alert and dashboard copies match their sources.
+// rejected by the schema, naming the value; the alert and dashboard copies match their sources;
+// the scale-in guard's policy, binding, ConfigMap and Role render by default and not when off.
 import {
   cpSync,
   existsSync,
@@ -384,6 +385,87 @@ describe('helm/spool', () => {
       )!.containers[0]!.env!.find((variable) => variable.name === 'SPOOL_AUTO_BALANCE')?.value;
     expect(autoBalanceOf({})).toBe('false');
     expect(autoBalanceOf({ controller: { autoBalance: true } })).toBe('true');
+  });
+
+  it('guards the storage StatefulSet against scale-in with a policy the active controller feeds', () => {
+    const defaults = renders.get('defaults')!;
+    const configMap = find(defaults, 'ConfigMap', 'rel-spool-storage-scale-in');
+    // No data: the controller writes it, and an upgrade must not put it back to the chart's.
+    expect(configMap['data']).toBeUndefined();
+    const policyName = 'spool-test-rel-spool-storage-scale-in';
+    const policy = find(defaults, 'ValidatingAdmissionPolicy', policyName)['spec'] as {
+      paramKind: unknown;
+      matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] };
+      validations: { expression: string; messageExpression: string }[];
+    };
+    expect(policy.paramKind).toEqual({ apiVersion: 'v1', kind: 'ConfigMap' });
+    expect(policy.matchConstraints.resourceRules[0]).toMatchObject({
+      resources: ['statefulsets', 'statefulsets/scale'],
+      operations: ['UPDATE'],
+    });
+    expect(policy.validations[0]!.expression).toContain('params.data.removableFromOrdinal');
+    // The answer counts only for the StatefulSet it was written for.
+    expect(JSON.stringify(policy)).toContain('params.data.statefulSetUid == object.metadata.uid');
+    expect(policy.validations[0]!.messageExpression).toContain("'spool broker decommission '");
+    const binding = find(defaults, 'ValidatingAdmissionPolicyBinding', policyName)['spec'] as {
+      policyName: string;
+      paramRef: Record<string, string>;
+      matchResources: { resourceRules: { resourceNames: string[] }[] };
+    };
+    expect(binding.policyName).toBe(policyName);
+    expect(binding.paramRef).toMatchObject({
+      name: 'rel-spool-storage-scale-in',
+      namespace: releaseNamespace,
+      parameterNotFoundAction: 'Deny',
+    });
+    expect(binding.matchResources.resourceRules[0]!.resourceNames).toEqual([storage]);
+    // The controller may get and patch that ConfigMap alone, with its mounted token.
+    const role = find(defaults, 'Role', 'rel-spool-scale-in-guard');
+    expect(role['rules']).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['rel-spool-storage-scale-in'],
+        verbs: ['get', 'patch'],
+      },
+      {
+        apiGroups: ['apps'],
+        resources: ['statefulsets'],
+        resourceNames: [storage],
+        verbs: ['get'],
+      },
+    ]);
+    expect(find(defaults, 'RoleBinding', 'rel-spool-scale-in-guard')['subjects']).toEqual([
+      { kind: 'ServiceAccount', name: 'rel-spool', namespace: releaseNamespace },
+    ]);
+    const controller = find(defaults, 'Deployment', 'rel-spool-controller');
+    expect(podSpecOf(controller)!.automountServiceAccountToken).toBe(true);
+    const environment = new Map(
+      podSpecOf(controller)!.containers[0]!.env!.map((variable) => [variable.name, variable.value]),
+    );
+    expect(environment.get('SPOOL_SCALE_IN_GUARD_CONFIG_MAP')).toBe('rel-spool-storage-scale-in');
+    expect(environment.get('SPOOL_SCALE_IN_GUARD_STATEFUL_SET')).toBe(storage);
+
+    const off = renderChart({ storageNode: { scaleInGuard: { enabled: false } } });
+    for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Role']) {
+      expect(off.some((object) => object.kind === kind)).toBe(false);
+    }
+    const offController = podSpecOf(find(off, 'Deployment', 'rel-spool-controller'))!;
+    expect(offController.automountServiceAccountToken).toBe(false);
+    expect(
+      offController.containers[0]!.env!.some((variable) => variable.name.includes('SCALE_IN')),
+    ).toBe(false);
+
+    const old = templateChart({}, { kubeVersion: '1.29.0' });
+    expect(old.status).not.toBe(0);
+    expect(old.stderr).toContain(
+      'storageNode.scaleInGuard.enabled needs ValidatingAdmissionPolicy',
+    );
+    const oldOff = templateChart(
+      { storageNode: { scaleInGuard: { enabled: false } } },
+      { kubeVersion: '1.29.0' },
+    );
+    expect(oldOff.status, oldOff.stderr).toBe(0);
   });
 
   it('rejects a default replication factor larger than the storage nodes', () => {

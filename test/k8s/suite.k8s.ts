@@ -7,7 +7,9 @@
 // 100,000 records with acks=all into a 6-partition RF3 topic and back, a storage pod deleted and
 // a storage process SIGKILLed while a producer runs, the active controller's pod and an etcd pod
 // deleted, a `helm upgrade` rolling every Spool workload under a fixed-rate producer, storage
-// scaled 3 → 4, Prometheus scraping the pods the chart annotates, `helm uninstall`
+// scaled 3 → 4 under a producer (a partition moved onto the new broker), the chart's scale-in
+// guard refusing 4 → 3 until `spool broker decommission 3` has emptied the broker, then 4 → 3
+// under a producer, Prometheus scraping the pods the chart annotates, `helm uninstall`
 // keeping the volumes. Each step prints what it measured; the last line is one JSON object.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -735,6 +737,7 @@ describe.sequential('Spool on Kubernetes', () => {
       }),
     );
     await kubectl(['apply', '-f', claim]);
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
     await helm(
       [
         'upgrade',
@@ -762,11 +765,39 @@ describe.sequential('Spool on Kubernetes', () => {
     const onNewBroker = description!.partitions.filter((partition) =>
       partition.replicas.includes(3),
     ).length;
+    // A partition the producer writes moves a replica onto broker 3 (KIP-455: it catches up from
+    // the leader, joins the ISR, then the replica it replaces leaves), so broker 3 holds data that
+    // existed before it did.
+    const [faults] = await admin.describeTopics({ topics: [faultTopic] });
+    const moving = faults!.partitions[0]!;
+    const target = [3, ...moving.replicas.slice(1)];
+    const moveStarted = Date.now();
+    await admin.alterPartitionReassignments({
+      topics: [
+        { topic: faultTopic, partitions: [{ partition: moving.partition, replicas: target }] },
+      ],
+    });
+    await waitFor(`${faultTopic}-${moving.partition} moved onto broker 3`, 120_000, async () => {
+      const [now] = await admin.describeTopics({ topics: [faultTopic] });
+      const partition = now!.partitions.find((entry) => entry.partition === moving.partition)!;
+      return partition.addingReplicas.length === 0 &&
+        [...partition.replicas].sort().join() === [...target].sort().join() &&
+        partition.isr.length === target.length
+        ? true
+        : undefined;
+    });
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
     log(
       'scale-storage',
-      `${brokers} brokers; broker 3 holds replicas of ${onNewBroker} of 8 new partitions`,
+      `${brokers} brokers; broker 3 holds replicas of ${onNewBroker} of 8 new partitions, and of ` +
+        `${faultTopic}-${moving.partition} [${moving.replicas.join(',')}] → [${target.join(',')}] ` +
+        `after ${((Date.now() - moveStarted) / 1000).toFixed(1)} s; producer errors ` +
+        `${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
     );
     expect(onNewBroker).toBeGreaterThan(0);
+    const { lost } = await verify('scale-storage', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
   });
 
   step('storage-volume-full', async () => {
@@ -826,6 +857,102 @@ describe.sequential('Spool on Kubernetes', () => {
       'storage-volume-full',
       `${victim} Ready again ${((Date.now() - deleted) / 1000).toFixed(1)} s after the topic was deleted`,
     );
+  });
+
+  step('scale-in-guarded', async () => {
+    // Back to 3 storage nodes. The chart's scale-in guard refuses to remove broker 3 while it
+    // holds replicas, through the scale subresource (kubectl scale) and through an update of the
+    // StatefulSet (helm upgrade) alike, naming the broker and the command to run; once `spool
+    // broker decommission 3` has moved everything off it and it is REMOVABLE, the same helm
+    // upgrade goes through. A producer runs throughout: nothing lost, no error.
+    const statefulSet = `${release}-storage`;
+    const guardConfigMap = `${release}-storage-scale-in`;
+    const guard = async (): Promise<Record<string, string>> =>
+      (
+        JSON.parse((await kubectl(['get', 'configmap', guardConfigMap, '-o', 'json'])).stdout) as {
+          data?: Record<string, string>;
+        }
+      ).data ?? {};
+    const scaleTo3 = (): Promise<unknown> =>
+      helm(
+        [
+          'upgrade',
+          release,
+          path.join(workspaceRoot, 'helm/spool'),
+          '--reuse-values',
+          '--set',
+          'storageNode.replicas=3',
+          '--wait',
+          '--timeout',
+          '5m',
+        ],
+        360_000,
+      );
+    const refusal = async (attempt: Promise<unknown>): Promise<string> =>
+      attempt.then(
+        () => {
+          throw new Error('the scale-in was accepted while broker 3 holds replicas');
+        },
+        (error: unknown) => String(error),
+      );
+    const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    await waitFor('the guard to say broker 3 is not removable', 30_000, async () =>
+      (await guard())['removableFromOrdinal'] === '4' ? true : undefined,
+    );
+    const byScale = await refusal(kubectl(['scale', 'statefulset', statefulSet, '--replicas=3']));
+    const byUpgrade = await refusal(scaleTo3());
+    for (const message of [byScale, byUpgrade]) {
+      expect(message).toContain(`scaling ${statefulSet} from 4 to 3 replicas`);
+      expect(message).toContain('broker 3 holds replicas or is not decommissioned');
+      expect(message).toContain('Run spool broker decommission 3');
+    }
+    log(
+      'scale-in-guarded',
+      `kubectl scale refused: ${byScale.split('\n').find((line) => line.includes('scale-in guard'))}`,
+    );
+    const statefulSetReplicas = (
+      await kubectl(['get', 'statefulset', statefulSet, '-o', 'jsonpath={.spec.replicas}'])
+    ).stdout;
+    expect(statefulSetReplicas).toBe('4');
+
+    const decommissioned = Date.now();
+    const cli = await runCli(['broker', 'decommission', '3', '--gateway', gatewayAddress]);
+    expect(cli.exitCode, cli.stderr).toBe(0);
+    await waitFor('broker 3 REMOVABLE', 180_000, async () => {
+      const status = await runCli(['cluster', 'status', '--json', '--gateway', gatewayAddress]);
+      const broker3 = (
+        JSON.parse(status.stdout) as { brokers: { id: number; decommission: string }[] }
+      ).brokers.find((broker) => broker.id === 3);
+      return broker3?.decommission === 'removable' ? true : undefined;
+    });
+    const removableSeconds = ((Date.now() - decommissioned) / 1000).toFixed(1);
+    await waitFor('the guard to say broker 3 is removable', 30_000, async () =>
+      (await guard())['removableFromOrdinal'] === '3' ? true : undefined,
+    );
+    const scaled = Date.now();
+    await scaleTo3();
+    await waitFor(`${release}-storage-3 gone`, 180_000, async () =>
+      (await pod(`${release}-storage-3`)) === undefined ? true : undefined,
+    );
+    await waitFor('every replica in its ISR', 120_000, async () =>
+      (await fullyReplicated(faultTopic)) ? true : undefined,
+    );
+    await sleep(2_000);
+    const acknowledged = await producer.stop();
+    report.produceErrors += producer.errors;
+    log(
+      'scale-in-guarded',
+      `broker 3 REMOVABLE ${removableSeconds} s after spool broker decommission 3; helm upgrade ` +
+        `to 3 replicas accepted and storage-3 gone in ${((Date.now() - scaled) / 1000).toFixed(1)} s; ` +
+        `producer errors ${producer.errors}, max latency ${producer.maxLatencyMs} ms ${producer.errorMessages.join('; ')}`,
+    );
+    const { lost } = await verify('scale-in-guarded', faultTopic, acknowledged);
+    expect({ lost, errors: producer.errors }).toEqual({ lost: 0, errors: 0 });
+    for (const topic of [bulkTopic, faultTopic, 'e2e-after-scale']) {
+      const [description] = await admin.describeTopics({ topics: [topic] });
+      expect(description!.partitions.filter((partition) => partition.offline)).toEqual([]);
+      expect(description!.partitions.flatMap((partition) => partition.replicas)).not.toContain(3);
+    }
   });
 
   step('prometheus', async () => {

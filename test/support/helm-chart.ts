@@ -91,7 +91,7 @@ export function renderChart(
 /** `helm template` with these values, for tests that expect it to fail. */
 export function templateChart(
   values: Record<string, unknown>,
-  options: { chart?: string } = {},
+  options: { chart?: string; kubeVersion?: string } = {},
 ): { status: number; stdout: string; stderr: string } {
   const folder = mkdtempSync(path.join(tmpdir(), 'spool-helm-values-'));
   try {
@@ -104,7 +104,7 @@ export function templateChart(
       '--namespace',
       releaseNamespace,
       '--kube-version',
-      kubeVersion,
+      options.kubeVersion ?? kubeVersion,
       '--values',
       valuesFile,
     ]);

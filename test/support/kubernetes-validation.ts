@@ -1,10 +1,14 @@
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import { Service } from 'kubernetes-models/v1/Service';
@@ -34,6 +38,13 @@ const validators: Readonly<Record<string, Validator>> = {
   'policy/v1/PodDisruptionBudget': validatorOf(PodDisruptionBudget),
   'rbac.authorization.k8s.io/v1/ClusterRole': validatorOf(ClusterRole),
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': validatorOf(ClusterRoleBinding),
+  'rbac.authorization.k8s.io/v1/Role': validatorOf(Role),
+  'rbac.authorization.k8s.io/v1/RoleBinding': validatorOf(RoleBinding),
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy':
+    validatorOf(ValidatingAdmissionPolicy),
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': validatorOf(
+    ValidatingAdmissionPolicyBinding,
+  ),
   'v1/ConfigMap': validatorOf(ConfigMap),
   'v1/Pod': validatorOf(Pod),
   'v1/Service': validatorOf(Service),

@@ -1,3 +1,4 @@
+import { access, readFile } from 'node:fs/promises';
 import {
   ConfigError,
   startService,
@@ -12,6 +13,11 @@ import { ControllerMetrics } from './controller-metrics';
 import { ControllerRole } from './controller-role';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
 import { MetadataPublisher } from './metadata-publisher';
+import {
+  kubernetesGuardConfigMap,
+  ScaleInGuardWriter,
+  type GuardConfigMap,
+} from './scale-in-guard-writer';
 
 /**
  * The controller service: the cluster's brain. It owns brokers, topics, partitions, leaders, ISR
@@ -156,6 +162,30 @@ export const controllerSettings = {
       'Balanced once the most loaded broker holds at most this many percent more bytes than the ' +
       'least loaded.',
   },
+  scaleInGuardConfigMap: {
+    type: 'string',
+    default: '',
+    pattern: /^$|^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/,
+    description:
+      'The Kubernetes ConfigMap the active controller keeps telling which storage StatefulSet ' +
+      "ordinals hold nothing, for the chart's scale-in guard (storageNode.scaleInGuard); empty, " +
+      "the default, writes nothing. Needs the pod's service account (get and patch on it).",
+  },
+  scaleInGuardStatefulSet: {
+    type: 'string',
+    default: '',
+    pattern: /^$|^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/,
+    description:
+      'The storage StatefulSet scale.in.guard.config.map speaks of (its uid is written with ' +
+      'the answer, so an answer about an earlier StatefulSet of that name never counts).',
+  },
+  scaleInGuardNamespace: {
+    type: 'string',
+    default: '',
+    pattern: /^$|^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+    description:
+      "scale.in.guard.config.map's namespace; empty, the pod's own (its service account's).",
+  },
   testPauseAfterMetadataChunk: {
     type: 'integer',
     default: 0,
@@ -210,6 +240,8 @@ export function startController(
       afterListen,
       advertisedHost,
     }) => {
+      const scaleInGuardConfigMap =
+        config.scaleInGuardConfigMap === '' ? undefined : await guardConfigMapOf(config);
       readiness.require('metadata store');
       const store = await createMetadataStore(
         config.metadataBackend === 'etcd'
@@ -260,14 +292,23 @@ export function startController(
           controllerMetrics,
           (brokerId, brokerEpoch) => publisher.isWatching({ brokerId, brokerEpoch }),
         );
+        const scaleInGuard =
+          scaleInGuardConfigMap === undefined
+            ? undefined
+            : new ScaleInGuardWriter(
+                scaleInGuardConfigMap,
+                logger.child({ component: 'scale-in-guard' }),
+              );
         role.onChange((active, state) => {
           controllerMetrics.setView(state, active?.replicaSizes);
           if (active === undefined) publisher.endAll();
+          scaleInGuard?.follow(active === undefined ? undefined : state);
         });
         const running = role
           .run()
           .catch((error: unknown) => logger.fatal({ err: error }, 'controller role failed'));
         onShutdown(async () => {
+          await scaleInGuard?.stop();
           await role!.stop();
           publisher.endAll();
           await running;
@@ -276,6 +317,51 @@ export function startController(
       onShutdownAfterDrain(() => store.close());
     },
   });
+}
+
+/** One Kubernetes API call of the scale-in guard gives up after this. */
+const scaleInGuardRequestTimeoutMs = 5_000;
+const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const serviceAccountTokenFile = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** The scale-in guard's ConfigMap, in scale.in.guard.namespace or the pod's own namespace. */
+async function guardConfigMapOf(config: {
+  readonly scaleInGuardConfigMap: string;
+  readonly scaleInGuardStatefulSet: string;
+  readonly scaleInGuardNamespace: string;
+}): Promise<GuardConfigMap> {
+  if (config.scaleInGuardStatefulSet === '') {
+    throw new ConfigError('scale.in.guard.config.map needs scale.in.guard.stateful.set');
+  }
+  let namespace = config.scaleInGuardNamespace;
+  if (namespace === '') {
+    namespace = await readFile(serviceAccountNamespaceFile, 'utf8').then(
+      (text) => text.trim(),
+      (error: unknown) => {
+        throw new ConfigError(
+          `scale.in.guard.config.map is set but scale.in.guard.namespace is not, and the pod's ` +
+            `namespace cannot be read from ${serviceAccountNamespaceFile}: ${(error as Error).message}`,
+        );
+      },
+    );
+  }
+  const tokenReadable = await access(serviceAccountTokenFile).then(
+    () => true,
+    () => false,
+  );
+  if (process.env['KUBERNETES_SERVICE_HOST'] === undefined || !tokenReadable) {
+    throw new ConfigError(
+      `scale.in.guard.config.map ${namespace}/${config.scaleInGuardConfigMap} needs the ` +
+        'Kubernetes API from inside a pod: KUBERNETES_SERVICE_HOST and the service account ' +
+        `token ${serviceAccountTokenFile} (automountServiceAccountToken)`,
+    );
+  }
+  return kubernetesGuardConfigMap(
+    namespace,
+    config.scaleInGuardConfigMap,
+    config.scaleInGuardStatefulSet,
+    scaleInGuardRequestTimeoutMs,
+  );
 }
 
 /** The etcd connection's TLS files from etcd.ssl.*, or nothing for plaintext etcd. */

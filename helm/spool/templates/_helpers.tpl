@@ -217,6 +217,27 @@ livenessProbe:
 {{- if and .Values.rackAwareness.topologyKey (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
 {{- fail "rackAwareness.topologyKey needs a ServiceAccount that may get nodes: set serviceAccount.create or serviceAccount.name" -}}
 {{- end -}}
+{{- if .Values.storageNode.scaleInGuard.enabled -}}
+{{- if not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "storageNode.scaleInGuard.enabled needs ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30 or later, this is %s); on an older cluster set it to false and decommission brokers by hand before scaling in" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- fail "storageNode.scaleInGuard.enabled needs a ServiceAccount the controller may update the guard's ConfigMap with: set serviceAccount.create or serviceAccount.name" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The scale-in guard (storageNode.scaleInGuard): the ConfigMap in which the active controller
+writes which storage ordinals hold nothing, and the cluster-scoped name of the admission policy
+and binding that read it (the namespace is in it, so two releases never share one).
+*/}}
+{{- define "spool.scaleInGuardConfigMapName" -}}
+{{- printf "%s-storage-scale-in" (include "spool.fullname" .) -}}
+{{- end -}}
+
+{{- define "spool.scaleInGuardPolicyName" -}}
+{{- printf "%s-%s-storage-scale-in" .Release.Namespace (include "spool.fullname" .) | trunc 253 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* The host Kafka clients are told to connect to: gateway.kafka.advertisedHost, else the

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -42,6 +43,14 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &rbacv1.ClusterRole{}, true
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}, true
+	case "rbac.authorization.k8s.io/v1/Role":
+		return &rbacv1.Role{}, true
+	case "rbac.authorization.k8s.io/v1/RoleBinding":
+		return &rbacv1.RoleBinding{}, true
+	case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy":
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{}, true
+	case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding":
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, true
 	}
 	return nil, false
 }
