@@ -98,6 +98,13 @@ export class StorageTestCluster {
     return node.process.exited;
   }
 
+  /** The running process of a broker this cluster started. */
+  processOf(brokerId: number): ServiceProcess {
+    const node = this.nodes.get(brokerId);
+    if (node === undefined) throw new Error(`storage node ${brokerId} was not started`);
+    return node.process;
+  }
+
   storageClient(brokerId: number): StorageServiceClient {
     return createGrpcClient(
       StorageServiceClient,
