@@ -502,6 +502,8 @@ describe('helm/spool', () => {
       expect(defaults).toContain('echo "hello" | spool produce greetings');
       expect(defaults).toContain('spool consume greetings --from-beginning');
       expect(defaults).toContain('helm test rel --namespace spool-test');
+      expect(defaults).toContain('spool broker decommission N, then wait for REMOVABLE');
+      expect(defaults).toContain('The scale-in guard refuses a scale-in until then');
       const loadBalancer = render({ gateway: { service: { type: 'LoadBalancer' } } });
       expect(loadBalancer).toContain('get service rel-spool-gateway');
     } finally {
