@@ -99,6 +99,7 @@ const expectedPaths = [
   'partitions reassign',
   'broker',
   'broker decommission',
+  'broker config',
   'acl',
   'acl create',
   'acl list',
@@ -139,6 +140,7 @@ const handListedFlags: Readonly<Record<string, readonly string[]>> = {
     ...['group', 'cluster', 'transactional-id', 'resource-pattern-type'],
   ],
   'user create': ['password', 'mechanism'],
+  'broker config': ['default', 'json', 'gateway'],
 };
 
 const listings = listCommands();

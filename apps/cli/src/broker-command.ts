@@ -1,5 +1,6 @@
 import type { Admin } from '@spool/client';
 import { SpoolError } from '@spool/common';
+import { brokerConfigHelp, runBrokerConfigCommand } from './broker-config-command';
 import { UsageError } from './cli-errors';
 import { connectSpool, parseCommandArgs, requirePositionals } from './cli-options';
 import type { CommandHelp } from './command-help';
@@ -32,18 +33,20 @@ export const brokerDecommissionHelp: CommandHelp = {
 
 export const brokerHelp: CommandHelp = {
   path: ['broker'],
-  usage: 'spool broker decommission N [--cancel]',
-  summary: 'Empty a broker before it is removed.',
+  usage: 'spool broker decommission N [--cancel] | config describe|set|delete [N|--default] ...',
+  summary: "Empty a broker before it is removed; read and change brokers' dynamic configs.",
   flags: {},
-  examples: ['spool broker decommission 3'],
+  examples: ['spool broker decommission 3', 'spool broker config describe 1'],
 };
 
 export const brokerSubcommandHelps: Readonly<Record<string, CommandHelp>> = {
   decommission: brokerDecommissionHelp,
+  config: brokerConfigHelp,
 };
 
 export async function runBrokerCommand(context: CommandContext): Promise<number> {
   const [subcommand, ...argv] = context.argv;
+  if (subcommand === 'config') return runBrokerConfigCommand(argv, context);
   if (subcommand !== 'decommission') {
     throw new UsageError(
       subcommand === undefined

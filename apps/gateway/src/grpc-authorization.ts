@@ -84,6 +84,9 @@ const needsByRpc: Record<string, (request: never) => readonly Need[]> = {
   listPartitionReassignments: () => [cluster(AclOperation.Describe)],
   describeUserScramCredentials: () => [cluster(AclOperation.Describe)],
   decommissionBroker: () => [cluster(AclOperation.Alter)],
+  // The Kafka listener's rule for BROKER config resources (Kafka's: on the cluster).
+  describeBrokerConfigs: () => [cluster(AclOperation.DescribeConfigs)],
+  alterBrokerConfigs: () => [cluster(AclOperation.AlterConfigs)],
   offsetCommit: (request: OffsetCommitRequest) => [
     group(AclOperation.Read, request.groupId),
     ...request.offsets.map((offset) => topic(AclOperation.Read, offset.topic)),

@@ -13,6 +13,12 @@ import {
   type AclBinding,
   type AclBindingFilter,
 } from './acl-admin';
+import {
+  alterBrokerConfigs,
+  describeBrokerConfigs,
+  type BrokerConfigChange,
+  type BrokerConfigsDescription,
+} from './broker-configs';
 import { ClientLifecycle, ClientState } from './client-lifecycle';
 import { describeTopicDescriptions, describeTopicMetadata, listTopicNames } from './cluster-topics';
 import {
@@ -383,6 +389,29 @@ export class Admin {
     if (response.error !== undefined && response.error.code !== '') {
       throw fromProtoError(response.error, `decommission broker ${brokerId}`);
     }
+  }
+
+  /**
+   * The dynamic configs in effect on a broker, its own and those it inherits from the
+   * cluster-wide default (by name, each with its source), or with no broker id the default's own
+   * (Kafka's describeConfigs of a BROKER resource). Needs DESCRIBE_CONFIGS on the cluster.
+   */
+  async describeBrokerConfigs(brokerId?: number): Promise<BrokerConfigsDescription> {
+    this.lifecycle.ensureOpen('describe broker configs');
+    return describeBrokerConfigs(this.connection, brokerId, this.callOptions());
+  }
+
+  /**
+   * Sets and removes dynamic configs of a broker, or of the cluster-wide default when brokerId is
+   * undefined, all or nothing: an unknown name or a bad value is refused (INVALID_CONFIG naming
+   * it), a static setting too (INVALID_REQUEST). Needs ALTER_CONFIGS on the cluster.
+   */
+  async alterBrokerConfigs(
+    brokerId: number | undefined,
+    change: BrokerConfigChange,
+  ): Promise<void> {
+    this.lifecycle.ensureOpen('alter broker configs');
+    await alterBrokerConfigs(this.connection, brokerId, change, this.callOptions());
   }
 
   /** Creates ACLs (Kafka's createAcls); throws naming each refused one. Needs ALTER on the cluster. */

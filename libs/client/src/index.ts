@@ -43,6 +43,12 @@ export {
 } from './admin';
 export type { AclBinding, AclBindingFilter } from './acl-admin';
 export type {
+  BrokerConfigChange,
+  BrokerConfigEntry,
+  BrokerConfigSource,
+  BrokerConfigsDescription,
+} from './broker-configs';
+export type {
   OngoingPartitionReassignment,
   PartitionReassignmentInput,
 } from './partition-reassignments';

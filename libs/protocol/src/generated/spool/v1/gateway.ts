@@ -30,6 +30,8 @@ import {
 } from "./acl";
 import { Acks, acksFromJSON, acksToJSON, Error } from "./common";
 import {
+  AlterBrokerConfigsRequest,
+  AlterBrokerConfigsResponse,
   AlterConfigsRequest,
   AlterConfigsResponse,
   AlterPartitionReassignmentsRequest,
@@ -44,6 +46,8 @@ import {
   DecommissionBrokerResponse,
   DeleteTopicsRequest,
   DeleteTopicsResponse,
+  DescribeBrokerConfigsRequest,
+  DescribeBrokerConfigsResponse,
   DescribeClusterRequest,
   DescribeClusterResponse,
   DescribeConfigsRequest,
@@ -1406,6 +1410,32 @@ export const GatewayServiceService = {
       Buffer.from(DecommissionBrokerResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DecommissionBrokerResponse => DecommissionBrokerResponse.decode(value),
   },
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource; `spool broker config`), forwarded to
+   * the active controller: DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster.
+   */
+  describeBrokerConfigs: {
+    path: "/spool.v1.GatewayService/DescribeBrokerConfigs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DescribeBrokerConfigsRequest): Buffer =>
+      Buffer.from(DescribeBrokerConfigsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeBrokerConfigsRequest => DescribeBrokerConfigsRequest.decode(value),
+    responseSerialize: (value: DescribeBrokerConfigsResponse): Buffer =>
+      Buffer.from(DescribeBrokerConfigsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeBrokerConfigsResponse => DescribeBrokerConfigsResponse.decode(value),
+  },
+  alterBrokerConfigs: {
+    path: "/spool.v1.GatewayService/AlterBrokerConfigs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AlterBrokerConfigsRequest): Buffer =>
+      Buffer.from(AlterBrokerConfigsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AlterBrokerConfigsRequest => AlterBrokerConfigsRequest.decode(value),
+    responseSerialize: (value: AlterBrokerConfigsResponse): Buffer =>
+      Buffer.from(AlterBrokerConfigsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AlterBrokerConfigsResponse => AlterBrokerConfigsResponse.decode(value),
+  },
   /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
   alterUserScramCredentials: {
     path: "/spool.v1.GatewayService/AlterUserScramCredentials" as const,
@@ -1583,6 +1613,12 @@ export interface GatewayServiceServer extends UntypedServiceImplementation {
   alterPartitionReassignments: handleUnaryCall<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>;
   listPartitionReassignments: handleUnaryCall<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>;
   decommissionBroker: handleUnaryCall<DecommissionBrokerRequest, DecommissionBrokerResponse>;
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource; `spool broker config`), forwarded to
+   * the active controller: DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster.
+   */
+  describeBrokerConfigs: handleUnaryCall<DescribeBrokerConfigsRequest, DescribeBrokerConfigsResponse>;
+  alterBrokerConfigs: handleUnaryCall<AlterBrokerConfigsRequest, AlterBrokerConfigsResponse>;
   /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
   alterUserScramCredentials: handleUnaryCall<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse>;
   describeUserScramCredentials: handleUnaryCall<
@@ -1835,6 +1871,40 @@ export interface GatewayServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DecommissionBrokerResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Dynamic broker configs (Kafka's BROKER config resource; `spool broker config`), forwarded to
+   * the active controller: DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster.
+   */
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  describeBrokerConfigs(
+    request: DescribeBrokerConfigsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
+  ): ClientUnaryCall;
+  alterBrokerConfigs(
+    request: AlterBrokerConfigsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AlterBrokerConfigsResponse) => void,
   ): ClientUnaryCall;
   /** Users' SCRAM credentials, forwarded to the active controller (`spool user`). */
   alterUserScramCredentials(
