@@ -1,7 +1,9 @@
 // Proves the gRPC side of two of Kafka's rules, with the authorizer and fake calls (the wiring of
 // every call is proved end to end by test/security-matrix.spec.ts): ConsumerGroupHeartbeat needs
 // READ on the group and DESCRIBE on every subscribed topic, and a refused heartbeat never reaches
-// the coordinator; DescribeUserScramCredentials needs DESCRIBE on the cluster, not ALTER.
+// the coordinator; DescribeUserScramCredentials needs DESCRIBE on the cluster, not ALTER;
+// DescribeBrokerConfigs and AlterBrokerConfigs need DESCRIBE_CONFIGS and ALTER_CONFIGS on the
+// cluster, as the Kafka listener's BROKER config resources, and a refused alter is never served.
 import {
   AclOperation,
   AclPermissionType,
@@ -41,6 +43,8 @@ function handlersWith(acls: ReturnType<typeof allow>[]) {
     {
       consumerGroupHeartbeat: async () => served.push('consumerGroupHeartbeat'),
       describeUserScramCredentials: async () => served.push('describeUserScramCredentials'),
+      describeBrokerConfigs: async () => served.push('describeBrokerConfigs'),
+      alterBrokerConfigs: async () => served.push('alterBrokerConfigs'),
     },
     authorizer,
   );
@@ -89,5 +93,29 @@ describe('gRPC authorization of Kafka-ruled calls', () => {
     ]);
     await handlers.describeUserScramCredentials!({} as never, aliceCall() as never);
     expect(served).toEqual(['describeUserScramCredentials']);
+  });
+
+  it("gates broker configs as Kafka's BROKER resource: DESCRIBE_CONFIGS, ALTER_CONFIGS on the cluster", async () => {
+    const cluster = (operation: number) =>
+      allow(ResourceType.Cluster, clusterResourceName, operation);
+    const change = { brokers: [{ broker: '1', set: [], delete: [] }], validateOnly: false };
+    // DESCRIBE_CONFIGS does not alter, and ALTER (the fallback of calls without a rule) is not
+    // ALTER_CONFIGS.
+    const describer = handlersWith([cluster(AclOperation.DescribeConfigs)]);
+    await describer.handlers.describeBrokerConfigs!({} as never, aliceCall() as never);
+    await expect(
+      describer.handlers.alterBrokerConfigs!(change as never, aliceCall() as never),
+    ).rejects.toMatchObject({ code: 'CLUSTER_AUTHORIZATION_FAILED' });
+    const alterer = handlersWith([cluster(AclOperation.Alter)]);
+    await expect(
+      alterer.handlers.alterBrokerConfigs!(change as never, aliceCall() as never),
+    ).rejects.toMatchObject({ code: 'CLUSTER_AUTHORIZATION_FAILED' });
+    await expect(
+      alterer.handlers.describeBrokerConfigs!({} as never, aliceCall() as never),
+    ).rejects.toMatchObject({ code: 'CLUSTER_AUTHORIZATION_FAILED' });
+    expect([...describer.served, ...alterer.served]).toEqual(['describeBrokerConfigs']);
+    const { handlers, served } = handlersWith([cluster(AclOperation.AlterConfigs)]);
+    await handlers.alterBrokerConfigs!(change as never, aliceCall() as never);
+    expect(served).toEqual(['alterBrokerConfigs']);
   });
 });
