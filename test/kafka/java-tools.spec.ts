@@ -10,7 +10,9 @@
 // kafka-consumer-groups describes a group's offsets and resets them; ProducerPerformance and
 // ConsumerPerformance move a few thousand records; kafka-reassign-partitions moves a partition
 // from storage broker 1 to broker 2 (AlterPartitionReassignments; the tool accepts the brokers
-// DescribeCluster lists), --verify sees it complete and --list (ListPartitionReassignments) finds
+// DescribeCluster lists) under --throttle, which sets the topic's leader/follower
+// .replication.throttled.replicas and both brokers' rates (the sending node applies its rate),
+// --verify sees it complete and clears every throttle, --list (ListPartitionReassignments) finds
 // nothing left, and --cancel with nothing moving finds nothing active, and kafka-log-dirs finds
 // it, with its records' bytes, in broker 2's data directory (DescribeLogDirs); kafka-configs sets,
 // describes and deletes a broker's and the cluster default's leader.replication.throttled.rate
@@ -371,9 +373,25 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
         ],
       }),
     );
+    const throttle = 10_000_000;
+    /** The throttles in effect: the topic's replica lists and brokers 1 and 2's rates. */
+    const describeThrottles = async () => {
+      const [topic, brokers] = await Promise.all([
+        tool('configs', ['--entity-type', 'topics', '--entity-name', 'moving', '--describe']),
+        tool('configs', ['--entity-type', 'brokers', '--describe']),
+      ]);
+      expect(topic.exitCode, describeRun(topic)).toBe(0);
+      expect(brokers.exitCode, describeRun(brokers)).toBe(0);
+      return { topic: topic.stdout, brokers: brokers.stdout };
+    };
     try {
+      // --throttle sets the moving partition's replica lists on the topic (its current replica
+      // on the leader side, the new one on the follower side) and both rates on the brokers it
+      // moves between.
       const executed = await tool('reassignPartitions', [
         '--execute',
+        '--throttle',
+        String(throttle),
         '--reassignment-json-file',
         plan,
       ]);
@@ -381,23 +399,79 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       expect(executed.stdout, describeRun(executed)).toContain(
         'Successfully started partition reassignment',
       );
+      expect(executed.stdout, describeRun(executed)).toContain(
+        `The inter-broker throttle limit was set to ${throttle} B/s`,
+      );
+      const during = await describeThrottles();
+      expect(during.topic).toContain(
+        `leader.replication.throttled.replicas=${movingPartition}:1 sensitive=false`,
+      );
+      expect(during.topic).toContain(
+        `follower.replication.throttled.replicas=${movingPartition}:${to} sensitive=false`,
+      );
+      for (const broker of [1, to]) {
+        const section = during.brokers.split(`Dynamic configs for broker ${broker} are:`)[1];
+        expect(section, during.brokers).toBeDefined();
+        const own = section!.split('Dynamic configs for broker')[0]!;
+        expect(own).toContain(`leader.replication.throttled.rate=${throttle}`);
+        expect(own).toContain(`follower.replication.throttled.rate=${throttle}`);
+      }
+      // The rates reach the storage node that sends the moving partition's records.
+      const fromNode = dev!.processes.find(
+        (entry) => entry.role === 'storage-node' && entry.id === 1,
+      )!;
+      await vi.waitFor(
+        async () =>
+          expect(
+            sumOf(
+              [await scrape(fromNode.ports.metrics)],
+              'spool_replication_throttled_rate_bytes',
+              {
+                side: 'leader',
+              },
+            ),
+          ).toBe(throttle),
+        { timeout: 20_000, interval: 300 },
+      );
+      // --verify without --preserve-throttles clears every throttle once the move completed:
+      // both replica lists on the topic, and the two rates and
+      // replica.alter.log.dirs.io.max.bytes.per.second on every broker.
       await vi.waitFor(
         async () => {
           const verified = await tool('reassignPartitions', [
             '--verify',
-            '--preserve-throttles',
             '--reassignment-json-file',
             plan,
           ]);
+          expect(verified.exitCode, describeRun(verified)).toBe(0);
           expect(verified.stdout, describeRun(verified)).toContain(
             `Reassignment of partition moving-${movingPartition} is completed`,
+          );
+          expect(verified.stdout, describeRun(verified)).toContain(
+            'Clearing topic-level throttles on topic moving',
           );
         },
         { timeout: 90_000, interval: 500 },
       );
-      const [after] = await admin.describeTopics({ topics: ['moving'] });
+      const after = await describeThrottles();
+      expect(after.topic).not.toContain('throttled');
+      expect(after.brokers).not.toContain('throttled');
+      await vi.waitFor(
+        async () =>
+          expect(
+            sumOf(
+              [await scrape(fromNode.ports.metrics)],
+              'spool_replication_throttled_rate_bytes',
+              {
+                side: 'leader',
+              },
+            ),
+          ).toBe(0),
+        { timeout: 20_000, interval: 300 },
+      );
+      const [moved] = await admin.describeTopics({ topics: ['moving'] });
       expect(
-        after!.partitions.find((entry) => entry.partition === movingPartition)!.replicas,
+        moved!.partitions.find((entry) => entry.partition === movingPartition)!.replicas,
       ).toEqual([to]);
       // kafka-log-dirs asks broker 2 itself (DescribeLogDirs on its port): the partition is in
       // its data directory, with the size its heartbeats report once it holds the records.
@@ -438,12 +512,9 @@ describe("Apache Kafka's tools against the gateway's Kafka listener", () => {
       expect(listed.exitCode, describeRun(listed)).toBe(0);
       expect(listed.stdout, describeRun(listed)).toContain('No partition reassignments found');
       // Nothing is moving: the cancel is answered NO_REASSIGNMENT_IN_PROGRESS, which the tool
-      // reports as nothing active. Throttles are preserved: clearing them deletes the topics'
-      // *.replication.throttled.replicas and replica.alter.log.dirs.io.max.bytes.per.second,
-      // which Spool does not have (it throttles reassignments per broker only).
+      // reports as nothing active, and it clears the (already cleared) throttles again.
       const cancelled = await tool('reassignPartitions', [
         '--cancel',
-        '--preserve-throttles',
         '--reassignment-json-file',
         plan,
       ]);

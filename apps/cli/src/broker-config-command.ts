@@ -32,8 +32,9 @@ export const brokerConfigHelp: CommandHelp = {
     'set: changes take effect on the node within a heartbeat, no restart.',
     'delete: broker N falls back to the default, then to its static setting.',
     'Dynamic configs: leader.replication.throttled.rate, follower.replication.throttled.rate',
-    '  (bytes/s of reassignment traffic per broker, 0 turns a throttle off). An unknown name or',
-    '  a bad value is refused and nothing is changed.',
+    '  (bytes/s of reassignment traffic per broker, 0 turns a throttle off), and',
+    "  replica.alter.log.dirs.io.max.bytes.per.second (Kafka's; kept, throttles nothing: a node",
+    '  has one data directory). An unknown name or a bad value is refused, nothing changed.',
   ],
   flags: {
     default: {

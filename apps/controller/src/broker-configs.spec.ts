@@ -148,6 +148,28 @@ describe('dynamic broker configs', () => {
     expect(errors[5]!.message).toMatch(/Cannot update these configs dynamically: log\.dirs/);
     expect((await heartbeatConfigs(0))['leader.replication.throttled.rate']).toBe('500');
   });
+
+  it('keeps replica.alter.log.dirs.io.max.bytes.per.second, as kafka-reassign-partitions sets and deletes it', async () => {
+    const name = 'replica.alter.log.dirs.io.max.bytes.per.second';
+    const set = await callOnce(client, client.alterBrokerConfigs, {
+      brokers: [
+        { broker: '1', set: [entry(name, '5000')], delete: [] },
+        { broker: '0', set: [entry(name, 'fast')], delete: [] },
+      ],
+      validateOnly: false,
+    });
+    expect(set.results[0]!.error).toBeUndefined();
+    expect(set.results[1]!.error).toMatchObject({ code: 'INVALID_CONFIG' });
+    expect(set.results[1]!.error!.message).toContain(`${name}="fast"`);
+    expect((await heartbeatConfigs(1))[name]).toBe('5000');
+    // The tool's --verify deletes it on every broker, set or not.
+    const deleted = await callOnce(client, client.alterBrokerConfigs, {
+      brokers: ['0', '1'].map((broker) => ({ broker, set: [], delete: [name] })),
+      validateOnly: false,
+    });
+    expect(deleted.results.map((result) => result.error)).toEqual([undefined, undefined]);
+    expect((await heartbeatConfigs(1))[name]).toBeUndefined();
+  });
 });
 
 describe("each broker's log directory (DescribeLogDirs)", () => {

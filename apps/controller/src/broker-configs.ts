@@ -18,6 +18,11 @@ const brokerConfigChecks: Readonly<Record<string, (value: string) => string | un
   // Kafka's replication throttles, bytes/s per broker; 0 turns the throttle off.
   'leader.replication.throttled.rate': nonNegativeInteger,
   'follower.replication.throttled.rate': nonNegativeInteger,
+  // Kafka's throttle of replicas moving between one broker's log directories (AlterReplicaLogDirs;
+  // kafka-reassign-partitions --replica-alter-log-dirs-throttle sets it, --verify and --cancel
+  // delete it). A storage node has one data directory and never moves a replica within itself, so
+  // the value is kept and shown but throttles nothing.
+  'replica.alter.log.dirs.io.max.bytes.per.second': nonNegativeInteger,
 };
 
 export const dynamicBrokerConfigNames: readonly string[] = Object.keys(brokerConfigChecks);

@@ -10,7 +10,8 @@ type ConfigType =
   | { readonly type: 'double'; readonly min: number; readonly max: number }
   | { readonly type: 'boolean' }
   | { readonly type: 'list'; readonly choices: readonly string[] }
-  | { readonly type: 'string'; readonly choices: readonly string[] };
+  | { readonly type: 'string'; readonly choices: readonly string[] }
+  | { readonly type: 'replicas' };
 
 interface TopicConfigDefinition {
   readonly default: string;
@@ -40,6 +41,12 @@ export const topicConfigDefinitions: Readonly<Record<string, TopicConfigDefiniti
   'min.compaction.lag.ms': { default: '0', kind: { type: 'long', min: 0 } },
   'max.compaction.lag.ms': { default: '9223372036854775807', kind: { type: 'long', min: 1 } },
   'delete.retention.ms': { default: '86400000', kind: { type: 'long', min: 0 } },
+  // The replicas Kafka's reassignment throttles name (kafka-reassign-partitions --throttle sets
+  // them, --verify and --cancel delete them): "*" or partition:brokerId pairs. Spool stores and
+  // shows them; its throttles hold every replica a reassignment adds, which is what the tool
+  // lists (docs/kafka-protocol.md).
+  'leader.replication.throttled.replicas': { default: '', kind: { type: 'replicas' } },
+  'follower.replication.throttled.replicas': { default: '', kind: { type: 'replicas' } },
 };
 
 /** Checks one config and returns its normalized value; throws INVALID_CONFIG naming it. */
@@ -90,6 +97,22 @@ export function validateTopicConfig(name: string, value: string): string {
     case 'string':
       if (!kind.choices.includes(trimmed)) return bad(`expected one of ${kind.choices.join(', ')}`);
       return trimmed;
+    case 'replicas': {
+      // Kafka's ThrottledReplicaListValidator: the literal "*", or a list whose items are each
+      // partitionId:brokerId (empty items, and so the empty list, allowed).
+      if (trimmed === '*') return trimmed;
+      const items = trimmed
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+      if (items.some((item) => !/^\d{1,10}:\d{1,10}$/.test(item))) {
+        return bad(
+          'expected the literal "*" or a list of replicas in the format ' +
+            '[partitionId]:[brokerId],[partitionId]:[brokerId],...',
+        );
+      }
+      return items.map((item) => item.split(':').map(Number).join(':')).join(',');
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 /**
  * BROKER config resources (type 4) of DescribeConfigs and IncrementalAlterConfigs: the dynamic
- * broker configs the controller keeps (leader.replication.throttled.rate and
- * follower.replication.throttled.rate), as `kafka-configs --entity-type brokers` reads and changes
- * them. A resource's name is a storage broker id, or "" for the cluster-wide default
- * (`--entity-default`). Any gateway answers for any broker: the controller holds the values.
+ * broker configs the controller keeps (leader.replication.throttled.rate,
+ * follower.replication.throttled.rate and replica.alter.log.dirs.io.max.bytes.per.second, which
+ * throttles nothing: a storage node has one data directory), as `kafka-configs --entity-type
+ * brokers` reads and changes them. A resource's name is a storage broker id, or "" for the
+ * cluster-wide default (`--entity-default`). Any gateway answers for any broker: the controller
+ * holds the values.
  *
  * 1. Describe asks the controller for each resource and for the default. A value set on the
  *    broker is DYNAMIC_BROKER_CONFIG, one it inherits and the default's own are
@@ -36,6 +38,7 @@ const configTypeUnknown = 0;
 const brokerConfigTypes: ReadonlyMap<string, number> = new Map([
   ['leader.replication.throttled.rate', configTypeLong],
   ['follower.replication.throttled.rate', configTypeLong],
+  ['replica.alter.log.dirs.io.max.bytes.per.second', configTypeLong],
 ]);
 const ConfigOperation = { Set: 0, Delete: 1 } as const;
 
