@@ -44,15 +44,17 @@ export class KafkaTestConnection {
 
   static open(options: {
     readonly port: number;
+    readonly host?: string;
     readonly ca?: string | Buffer;
   }): Promise<KafkaTestConnection> {
+    const host = options.host ?? '127.0.0.1';
     return new Promise((resolve, reject) => {
       const socket =
         options.ca === undefined
-          ? net.connect(options.port, '127.0.0.1')
+          ? net.connect(options.port, host)
           : tls.connect({
               port: options.port,
-              host: '127.0.0.1',
+              host,
               servername: 'localhost',
               ca: options.ca,
             });
@@ -76,33 +78,61 @@ export class KafkaTestConnection {
   }
 
   /** One request (its fields over the API's defaults) and its decoded response. */
-  async request<Response>(
+  request<Response>(
     apiKey: number,
     version: number,
     fields: Record<string, unknown>,
   ): Promise<Response> {
     const message = apiMessageOf(apiKey);
     if (message === undefined) throw new Error(`API key ${apiKey} has no codec`);
+    return this.exchange({
+      apiKey,
+      version,
+      write: (writer) =>
+        message.writeRequest(
+          writer,
+          { ...(message.defaultRequest() as object), ...fields },
+          version,
+        ),
+      read: (reader) => message.readResponse(reader, version) as Response,
+    });
+  }
+
+  /** One request whose body the caller writes and whose response body it reads. */
+  async exchange<Response>(api: {
+    readonly apiKey: number;
+    readonly version: number;
+    readonly write: (writer: KafkaWriter) => void;
+    readonly read: (reader: KafkaReader) => Response;
+  }): Promise<Response> {
+    const message = apiMessageOf(api.apiKey);
+    if (message === undefined) throw new Error(`API key ${api.apiKey} has no codec`);
     const correlationId = ++this.correlationId;
     const writer = new KafkaWriter();
     writeRequestHeader(
       writer,
-      { requestApiKey: apiKey, requestApiVersion: version, correlationId, clientId: 'matrix' },
-      requestHeaderVersion(message, version),
+      {
+        requestApiKey: api.apiKey,
+        requestApiVersion: api.version,
+        correlationId,
+        clientId: 'kafka-test-connection',
+      },
+      requestHeaderVersion(message, api.version),
     );
-    message.writeRequest(writer, { ...(message.defaultRequest() as object), ...fields }, version);
+    api.write(writer);
     const body = writer.toBuffer();
     const size = Buffer.alloc(4);
     size.writeInt32BE(body.length, 0);
-    if (this.closed) throw new KafkaConnectionClosed(`${message.name}: the connection is closed`);
+    const name = `${message.name} v${api.version}`;
+    if (this.closed) throw new KafkaConnectionClosed(`${name}: the connection is closed`);
     this.socket.write(Buffer.concat([size, body]));
-    const frame = await this.nextFrame(message.name);
+    const frame = await this.nextFrame(name);
     const reader = new KafkaReader(frame);
-    const header = readResponseHeader(reader, responseHeaderVersion(message, version));
+    const header = readResponseHeader(reader, responseHeaderVersion(message, api.version));
     if (header.correlationId !== correlationId) {
       throw new Error(`correlation id ${header.correlationId}, expected ${correlationId}`);
     }
-    return message.readResponse(reader, version) as Response;
+    return api.read(reader);
   }
 
   close(): void {
