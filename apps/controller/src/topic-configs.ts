@@ -41,10 +41,10 @@ export const topicConfigDefinitions: Readonly<Record<string, TopicConfigDefiniti
   'min.compaction.lag.ms': { default: '0', kind: { type: 'long', min: 0 } },
   'max.compaction.lag.ms': { default: '9223372036854775807', kind: { type: 'long', min: 1 } },
   'delete.retention.ms': { default: '86400000', kind: { type: 'long', min: 0 } },
-  // The replicas Kafka's reassignment throttles name (kafka-reassign-partitions --throttle sets
-  // them, --verify and --cancel delete them): "*" or partition:brokerId pairs. Spool stores and
-  // shows them; its throttles hold every replica a reassignment adds, which is what the tool
-  // lists (docs/kafka-protocol.md).
+  // The replicas Kafka's reassignment throttles hold (kafka-reassign-partitions --throttle sets
+  // them, --verify and --cancel delete them): "*" or partition:brokerId pairs. The storage nodes
+  // throttle the out-of-sync replicas listed, and every replica a reassignment adds
+  // (apps/storage-node/src/replica/throttled-replicas.ts).
   'leader.replication.throttled.replicas': { default: '', kind: { type: 'replicas' } },
   'follower.replication.throttled.replicas': { default: '', kind: { type: 'replicas' } },
 };

@@ -26,6 +26,7 @@ import { createLogFileHandleCache, registerLogOpenFileMetrics } from './log-open
 import { StorageMetrics } from './storage-metrics';
 import { ReplicationRoles } from './replica/replication-roles';
 import { ReplicationThrottles } from './replica/replication-throttles';
+import { leaderThrottlesReplica } from './replica/throttled-replicas';
 import { startReplication } from './replica/replication-startup';
 import { startLogMaintenance } from './log-maintenance';
 import { startLogCleaner, type LogCleanerRunner } from './log-cleaner-runner';
@@ -164,7 +165,8 @@ export const storageNodeSettings = {
     min: 0,
     max: Number.MAX_SAFE_INTEGER,
     description:
-      'Bytes per second this node, as leader, sends to replicas a reassignment adds ' +
+      'Bytes per second this node, as leader, sends to replicas a reassignment adds and to ' +
+      'out-of-sync replicas a topic lists in leader.replication.throttled.replicas ' +
       '(leader.replication.throttled.rate); 0: unthrottled. A dynamic broker config overrides it.',
   },
   followerReplicationThrottledRate: {
@@ -173,7 +175,8 @@ export const storageNodeSettings = {
     min: 0,
     max: Number.MAX_SAFE_INTEGER,
     description:
-      'Bytes per second this node fetches for replicas a reassignment adds to it ' +
+      'Bytes per second this node fetches for replicas a reassignment adds to it and for its ' +
+      'out-of-sync replicas a topic lists in follower.replication.throttled.replicas ' +
       '(follower.replication.throttled.rate); 0: unthrottled. A dynamic broker config ' +
       'overrides it.',
   },
@@ -380,8 +383,8 @@ export function startStorageNode(
           },
           leaderThrottle: {
             throttle: throttles.leader,
-            isAddingReplica: (topic, partition, replicaId) =>
-              metadata.partition(topic, partition)?.addingReplicas.includes(replicaId) === true,
+            isThrottledReplica: (topic, partition, replicaId) =>
+              leaderThrottlesReplica(metadata, topic, partition, brokerId, replicaId),
             onThrottled: () => storageMetrics.reassignmentThrottled.inc(),
           },
         }),

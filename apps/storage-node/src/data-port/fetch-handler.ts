@@ -12,8 +12,10 @@
  *   5. A v1 request of a follower goes through its fetch session (fetch-session.ts): only the
  *      partitions it names or that changed are read, and an idle wait costs nothing per
  *      partition. A consumer's v1 request gets no session and is served as v0.
- *   6. A follower that a reassignment adds to a partition reads within the leader's throttle:
- *      while the node's bytes sent to such replicas are over the rate, their partitions answer
+ *   6. A follower that a reassignment adds to a partition, or one out of the ISR that the topic's
+ *      leader.replication.throttled.replicas names (throttled-replicas.ts), reads within the
+ *      leader's throttle: while the node's bytes sent to such replicas are over the rate, their
+ *      partitions answer
  *      no records (their fetch offset still counts), as Kafka's leader leaves throttled
  *      partitions out of a fetch response over quota.
  */
@@ -56,8 +58,8 @@ export interface FetchHandlerOptions {
    */
   readonly leaderThrottle?: {
     readonly throttle: ReplicationThrottle;
-    /** Whether the follower is a replica a reassignment adds to the partition. */
-    isAddingReplica(topic: string, partition: number, replicaId: number): boolean;
+    /** Whether the throttle holds this follower's replica (throttled-replicas.ts). */
+    isThrottledReplica(topic: string, partition: number, replicaId: number): boolean;
     onThrottled?(): void;
   };
 }
@@ -106,7 +108,7 @@ export function createFetchHandlers(options: FetchHandlerOptions): FetchHandlers
     const leader = options.leaderThrottle;
     if (leader === undefined || !leader.throttle.enabled)
       return { applies: false, overQuota: false };
-    if (!leader.isAddingReplica(wanted.topic, wanted.partition, replicaId)) {
+    if (!leader.isThrottledReplica(wanted.topic, wanted.partition, replicaId)) {
       return { applies: false, overQuota: false };
     }
     const overQuota = leader.throttle.delayMs() > 0;

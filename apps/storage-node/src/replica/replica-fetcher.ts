@@ -39,6 +39,7 @@ import { recordBatchSizeBytes } from '@spool/record-batch';
 import { undefinedEpochOffset, type Log } from '@spool/segment-store';
 import type { PartitionReplica } from './partition-replica';
 import type { ReplicationThrottle } from './replication-throttle';
+import { followerThrottlesReplica } from './throttled-replicas';
 
 export interface ReplicaFetcherOptions {
   readonly brokerId: number;
@@ -53,7 +54,9 @@ export interface ReplicaFetcherOptions {
   readonly transportSecurity?: TransportSecurity | undefined;
   /**
    * The node's reassignment throttle: partitions this node is being added to (a reassignment's
-   * catching-up replicas) fetch within its rate. None: unthrottled.
+   * catching-up replicas), and those out of the ISR that the topic's
+   * follower.replication.throttled.replicas names here (throttled-replicas.ts), fetch within its
+   * rate. None: unthrottled.
    */
   readonly throttle?: ReplicationThrottle;
   /** Bytes appended to replicas being added (Kafka's ReassignmentBytesInPerSec). */
@@ -222,6 +225,12 @@ export class ReplicaFetcher {
     return metadata?.addingReplicas.includes(this.options.brokerId) === true;
   }
 
+  /** Whether the throttle holds this partition's fetches (throttled-replicas.ts). */
+  private isThrottled(followed: FollowedPartition): boolean {
+    const { topic, partition } = followed.replica;
+    return followerThrottlesReplica(this.options.metadata, topic, partition, this.options.brokerId);
+  }
+
   /**
    * A partition being added waits out the throttle's delay while the node is over its rate: it
    * leaves the session (the leader stops sending it) until then. Returns whether it waits.
@@ -230,7 +239,7 @@ export class ReplicaFetcher {
     const throttle = this.options.throttle;
     if (throttle === undefined || !throttle.enabled || this.backingOff.has(followed)) return false;
     const delayMs = throttle.delayMs();
-    if (delayMs === 0 || !this.isBeingAdded(followed)) return false;
+    if (delayMs === 0 || !this.isThrottled(followed)) return false;
     this.backOff(followed, delayMs);
     this.options.onThrottled?.();
     return true;
@@ -488,11 +497,9 @@ export class ReplicaFetcher {
       }
       replica.wake();
       this.changed.add(followed);
-      if (this.isBeingAdded(followed)) {
-        const bytes = answer.records.length;
-        this.options.onReassignmentBytes?.(bytes);
-        this.options.throttle?.record(bytes);
-      }
+      const bytes = answer.records.length;
+      if (this.isBeingAdded(followed)) this.options.onReassignmentBytes?.(bytes);
+      if (this.isThrottled(followed)) this.options.throttle?.record(bytes);
     }
     replica.updateHighWatermarkAsFollower(answer.highWatermark);
     this.throttleIfOverQuota(followed);

@@ -3,8 +3,8 @@
  * follower.replication.throttled.rate) and where their rates come from: the node's static
  * settings, overridden by the dynamic broker configs the controller sends in every heartbeat
  * answer (broker-configs.ts on the controller). A dynamic value that is removed gives the static
- * one back. The leader's throttle holds the bytes it sends to replicas being added to its
- * partitions (fetch-handler.ts); the follower's, the bytes it fetches for them (replica-fetcher).
+ * one back. The leader's throttle holds the bytes it sends to the replicas throttled-replicas.ts
+ * names (fetch-handler.ts); the follower's, the bytes it fetches for its own (replica-fetcher).
  */
 import type { ConfigEntry } from '@spool/protocol';
 import { ReplicationThrottle } from './replication-throttle';
