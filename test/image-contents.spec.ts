@@ -50,7 +50,9 @@ import { reservedLoopbackPort } from './support/loopback-ports';
 import { workspaceRoot } from './support/service-process';
 
 const values = {
-  storageNode: { replicas: 2 },
+  // The scale-in guard's controller side needs the Kubernetes API, which no pod here has
+  // (test/k8s runs it on a real cluster).
+  storageNode: { replicas: 2, scaleInGuard: { enabled: false } },
   controller: { replicas: 2, defaultReplicationFactor: 2 },
   coordinator: { replicas: 1 },
   gateway: { replicas: 1 },
@@ -172,6 +174,13 @@ function loopbackEnvironment(container: Container, identity: PodIdentity, podFol
     if (name === 'SPOOL_HOST') {
       expect(value).toBe('0.0.0.0');
       value = '127.0.0.1';
+    } else if (name === 'SPOOL_KAFKA_BROKER_PORT_BASE') {
+      // Storage broker N's Kafka port is this base + N; several gateways share this host, so
+      // each picks free ports, as spool dev's gateway does.
+      value = '0';
+    } else if (name === 'SPOOL_KAFKA_ADVERTISED_BROKER_PORT_BASE') {
+      // 0: clients are told each broker's bound port.
+      value = '0';
     } else if (/^SPOOL_[A-Z_]+_PORT$/.test(name)) {
       const port = declared.find((candidate) => candidate.containerPort === Number(value));
       expect(port, `${name}=${value} is a declared container port`).toBeDefined();
@@ -195,11 +204,19 @@ function loopbackEnvironment(container: Container, identity: PodIdentity, podFol
     environment[name] = value;
   }
   // Every port the container declares is one the process is told to listen on.
+  const brokerPortBase = (container.env ?? []).find(
+    (variable) => variable.name === 'SPOOL_KAFKA_BROKER_PORT_BASE',
+  )?.value;
   for (const port of declared) {
-    const told = (container.env ?? []).some(
-      (variable) =>
-        /^SPOOL_[A-Z_]+_PORT$/.test(variable.name) && variable.value === String(port.containerPort),
-    );
+    const brokerId = /^kafka-(\d+)$/.exec(port.name ?? '')?.[1];
+    const told =
+      brokerId !== undefined
+        ? Number(brokerPortBase) + Number(brokerId) === port.containerPort
+        : (container.env ?? []).some(
+            (variable) =>
+              /^SPOOL_[A-Z_]+_PORT$/.test(variable.name) &&
+              variable.value === String(port.containerPort),
+          );
     expect(told, `${container.name} is told to listen on its port ${port.name}`).toBe(true);
   }
   return environment;
