@@ -175,14 +175,24 @@ describe('helm/spool', () => {
           `pods selected by Service ${service.metadata.name}`,
         ).toBeGreaterThan(0);
         for (const workload of selected) {
-          const containerPorts = podSpecOf(workload)!.containers.flatMap((c) => c.ports ?? []);
+          const containers = podSpecOf(workload)!.containers;
+          const containerPorts = containers.flatMap((c) => c.ports ?? []);
+          // The gateway listens on brokerPortBase + N for storage broker N without declaring
+          // those ports (the pod template would change with storageNode.replicas).
+          const brokerPortBase = containers
+            .flatMap((c) => c.env ?? [])
+            .find((variable) => variable.name === 'SPOOL_KAFKA_BROKER_PORT_BASE')?.value;
           for (const port of spec.ports) {
             const target = port.targetPort ?? port.port;
-            const matched = containerPorts.some((candidate) =>
-              typeof target === 'string'
-                ? candidate.name === target
-                : candidate.containerPort === target,
-            );
+            const brokerId = /^kafka-(\d+)$/.exec(port.name)?.[1];
+            const matched =
+              brokerId !== undefined && brokerPortBase !== undefined
+                ? target === Number(brokerPortBase) + Number(brokerId)
+                : containerPorts.some((candidate) =>
+                    typeof target === 'string'
+                      ? candidate.name === target
+                      : candidate.containerPort === target,
+                  );
             expect(
               matched,
               `Service ${service.metadata.name} port ${port.name} → ${target} in ${workload.metadata.name}`,
@@ -445,6 +455,27 @@ describe('helm/spool', () => {
     );
     expect(environment.get('SPOOL_SCALE_IN_GUARD_CONFIG_MAP')).toBe('rel-spool-storage-scale-in');
     expect(environment.get('SPOOL_SCALE_IN_GUARD_STATEFUL_SET')).toBe(storage);
+
+    // Scaling the storage nodes adds a Service port per broker but leaves the gateway pods
+    // alone: a changed pod template would roll every gateway on each scale.
+    const gatewayTemplateAt = (replicas: number) => {
+      const objects = renderChart({ storageNode: { replicas } });
+      const service = find(objects, 'Service', 'rel-spool-gateway')['spec'] as {
+        ports: Array<{ name: string; targetPort: number | string }>;
+      };
+      return {
+        template: JSON.stringify(
+          (find(objects, 'Deployment', 'rel-spool-gateway')['spec'] as { template: unknown })
+            .template,
+        ),
+        brokerPorts: service.ports.filter((port) => /^kafka-\d+$/.test(port.name)),
+      };
+    };
+    const three = gatewayTemplateAt(3);
+    const four = gatewayTemplateAt(4);
+    expect(four.template).toBe(three.template);
+    expect(three.brokerPorts).toHaveLength(3);
+    expect(four.brokerPorts.map((port) => port.targetPort)).toEqual([9400, 9401, 9402, 9403]);
 
     const off = renderChart({ storageNode: { scaleInGuard: { enabled: false } } });
     for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Role']) {

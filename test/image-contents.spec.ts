@@ -204,19 +204,11 @@ function loopbackEnvironment(container: Container, identity: PodIdentity, podFol
     environment[name] = value;
   }
   // Every port the container declares is one the process is told to listen on.
-  const brokerPortBase = (container.env ?? []).find(
-    (variable) => variable.name === 'SPOOL_KAFKA_BROKER_PORT_BASE',
-  )?.value;
   for (const port of declared) {
-    const brokerId = /^kafka-(\d+)$/.exec(port.name ?? '')?.[1];
-    const told =
-      brokerId !== undefined
-        ? Number(brokerPortBase) + Number(brokerId) === port.containerPort
-        : (container.env ?? []).some(
-            (variable) =>
-              /^SPOOL_[A-Z_]+_PORT$/.test(variable.name) &&
-              variable.value === String(port.containerPort),
-          );
+    const told = (container.env ?? []).some(
+      (variable) =>
+        /^SPOOL_[A-Z_]+_PORT$/.test(variable.name) && variable.value === String(port.containerPort),
+    );
     expect(told, `${container.name} is told to listen on its port ${port.name}`).toBe(true);
   }
   return environment;
