@@ -499,7 +499,9 @@ export class ReplicaFetcher {
       this.changed.add(followed);
       const bytes = answer.records.length;
       if (this.isBeingAdded(followed)) this.options.onReassignmentBytes?.(bytes);
-      if (this.isThrottled(followed)) this.options.throttle?.record(bytes);
+      // The metadata lookups only when a rate is in effect: this runs for every answer.
+      const throttle = this.options.throttle;
+      if (throttle?.enabled === true && this.isThrottled(followed)) throttle.record(bytes);
     }
     replica.updateHighWatermarkAsFollower(answer.highWatermark);
     this.throttleIfOverQuota(followed);
