@@ -8,20 +8,20 @@ import type { HistoryEvent, MilestoneKind } from './history';
 import { GatewayLeaders, milestoneOf } from './milestones';
 import { formatOutages, gapsOver, outageBreakdown, type Phase } from './outages';
 
-const ok = (timeMs: number): HistoryEvent => ({
+const ok = (timeMs: number, partition = 0, offset = String(timeMs)): HistoryEvent => ({
   type: 'ok',
   timeMs,
   producer: 0,
   values: [`p0-${timeMs}`],
-  partition: 0,
-  offset: String(timeMs),
+  partition,
+  offset,
 });
-const deliver = (timeMs: number): HistoryEvent => ({
+const deliver = (timeMs: number, partition = 0, offset = String(timeMs)): HistoryEvent => ({
   type: 'deliver',
   timeMs,
   consumer: 0,
-  partition: 0,
-  offset: String(timeMs),
+  partition,
+  offset,
   values: [`p0-${timeMs}`],
 });
 const milestone = (
@@ -61,8 +61,8 @@ describe('outageBreakdown', () => {
   it('splits a leader kill into detection, election, propagation and client retry', () => {
     const outages = outageBreakdown([
       ...window(0, 20_000),
-      ...[0, 500, 1_000].map(ok),
-      ...[0, 500, 1_000, 7_000, 7_500, 20_000].map(deliver),
+      ...[0, 500, 1_000].map((timeMs) => ok(timeMs)),
+      ...[0, 500, 1_000, 7_000, 7_500, 20_000].map((timeMs) => deliver(timeMs)),
       nemesis(1_020, 'start'),
       // The controller decided at 5,000 and took 200 ms to write the elections and the fence.
       milestone(5_200, 'broker-fenced', 200),
@@ -71,7 +71,7 @@ describe('outageBreakdown', () => {
       milestone(5_500, 'produce-retry', 400),
       milestone(6_000, 'produce-retry', 800),
       nemesis(8_000, 'heal'),
-      ...[6_400, 7_000, 7_500, 20_000].map(ok),
+      ...[6_400, 7_000, 7_500, 20_000].map((timeMs) => ok(timeMs)),
     ]);
     const produce = outages.filter((outage) => outage.kind === 'produce');
     expect(produce).toEqual([
@@ -93,8 +93,8 @@ describe('outageBreakdown', () => {
   it('puts a step logged after a later mark (the fence after its elections) where it began', () => {
     const [outage] = outageBreakdown([
       ...window(0, 10_000),
-      ...[0, 1_000, 10_000].map(ok),
-      ...[0, 10_000].map(deliver),
+      ...[0, 1_000, 10_000].map((timeMs) => ok(timeMs)),
+      ...[0, 10_000].map((timeMs) => deliver(timeMs)),
       nemesis(1_010, 'start'),
       // The new leader took over at 5,300, before the controller logged the fence it decided at
       // 5,000 (its writes took 400 ms).
@@ -114,8 +114,8 @@ describe('outageBreakdown', () => {
   it('charges the wait for a follower to rejoin an ISR below min.insync.replicas to isrRejoin', () => {
     const [outage] = outageBreakdown([
       ...window(0, 10_000),
-      ...[0, 1_000, 10_000].map(ok),
-      ...[0, 1_000, 10_000].map(deliver),
+      ...[0, 1_000, 10_000].map((timeMs) => ok(timeMs)),
+      ...[0, 1_000, 10_000].map((timeMs) => deliver(timeMs)),
       nemesis(900, 'start', 'pause', 'storage-1'),
       milestone(2_000, 'produce-retry', 100, 'NOT_ENOUGH_REPLICAS'),
       milestone(3_000, 'produce-retry', 200, 'NOT_ENOUGH_REPLICAS'),
@@ -132,8 +132,9 @@ describe('outageBreakdown', () => {
   it('charges the wait for a pause to end to faultHeld, and counts only its own retries', () => {
     const outages = outageBreakdown([
       ...window(0, 5_000),
-      ...[0, 1_000, 5_000].map(ok),
-      ...[0, 1_000, 5_000].map(deliver),
+      ...[0, 1_000, 5_000].map((timeMs) => ok(timeMs)),
+      // Acknowledged at 1,000, delivered at 5,000: the consumers' outage begins at 1,000.
+      ...[0, 5_000].map((timeMs) => deliver(timeMs)),
       nemesis(900, 'start', 'pause', 'storage-0'),
       milestone(2_000, 'consume-retry', 300),
       nemesis(3_500, 'heal', 'pause', 'storage-0'),
@@ -148,8 +149,10 @@ describe('outageBreakdown', () => {
   it('splits a coordinator move into detection, election, propagation, loading, reconciling', () => {
     const [outage] = outageBreakdown([
       ...window(0, 10_000),
-      ...[0, 10_000].map(ok),
-      ...[0, 1_000, 9_000, 10_000].map(deliver),
+      ...[0, 10_000].map((timeMs) => ok(timeMs)),
+      // Records up to offset 5,000 acknowledged at 1,000 wait until the delivery at 9,000.
+      ok(1_000, 0, '5000'),
+      ...[0, 1_000, 9_000, 10_000].map((timeMs) => deliver(timeMs)),
       nemesis(800, 'start', 'kill', 'coordinator-0'),
       milestone(5_100, 'coordinators-removed', 100),
       // Loaded at 6,500 after 1,000 ms of loading: the coordinator learned of it at 5,500.
@@ -173,8 +176,8 @@ describe('outageBreakdown', () => {
       // Struck 100 ms after the last acknowledgement: the send in flight was its victim.
       nemesis(100, 'start'),
       nemesis(200, 'heal'),
-      ...[0, 3_000, 6_000, 10_000].map(ok),
-      ...[0, 10_000].map(deliver),
+      ...[0, 3_000, 6_000, 10_000].map((timeMs) => ok(timeMs)),
+      ...[0, 10_000].map((timeMs) => deliver(timeMs)),
       nemesis(4_500, 'start', 'pause'),
     ]);
     const produce = outages.filter((outage) => outage.kind === 'produce');
@@ -183,12 +186,75 @@ describe('outageBreakdown', () => {
     expect(produce.map((outage) => outage.phases.clientRetry)).toEqual([2_800, 3_000, 4_000]);
   });
 
+  it('counts a stretch without deliveries as a consume outage only while records wait', () => {
+    const consume = (events: HistoryEvent[]) =>
+      outageBreakdown([...window(0, 10_000), ...events])
+        .filter((outage) => outage.kind === 'consume')
+        .map((outage) => [outage.startMs, outage.durationMs]);
+    // Nothing acknowledged from 1,000 to 8,000 (the producers held up): nothing to deliver.
+    expect(
+      consume([
+        ...[0, 1_000, 8_000, 10_000].map((timeMs) => ok(timeMs)),
+        ...[0, 1_000, 8_000, 10_000].map((timeMs) => deliver(timeMs)),
+      ]),
+    ).toEqual([]);
+    // Acknowledged at 3,000, delivered at 8,000: a 5,000 ms outage from 3,000.
+    expect(
+      consume([
+        ...[0, 1_000, 3_000, 8_000, 10_000].map((timeMs) => ok(timeMs)),
+        ...[0, 1_000, 8_000, 10_000].map((timeMs) => deliver(timeMs)),
+      ]),
+    ).toEqual([[3_000, 5_000]]);
+    // A record delivered before its acknowledgement arrived waits for nothing.
+    expect(
+      consume([
+        ...[0, 5_000, 10_000].map((timeMs) => ok(timeMs)),
+        ...[0, 4_990, 10_000].map((timeMs) =>
+          deliver(timeMs, 0, String(timeMs === 4_990 ? 5_000 : timeMs)),
+        ),
+      ]),
+    ).toEqual([]);
+    // Each partition waits on its own: another partition's deliveries do not end the stretch;
+    // stretches that began together are one outage, one that began later is its own.
+    expect(
+      consume([
+        ...[0, 2_000, 10_000].map((timeMs) => ok(timeMs)),
+        ...[0, 10_000].map((timeMs) => deliver(timeMs)),
+        deliver(4_000, 1, '0'),
+        ok(5_000, 1, '1'),
+        deliver(7_500, 1, '1'),
+      ]),
+    ).toEqual([
+      [2_000, 8_000],
+      [5_000, 2_500],
+    ]);
+    expect(
+      consume([
+        ...[0, 2_000, 6_000].map((timeMs) => ok(timeMs)),
+        ...[0, 6_000].map((timeMs) => deliver(timeMs)),
+        ok(2_500, 1, '0'),
+        deliver(8_000, 1, '0'),
+      ]),
+    ).toEqual([[2_000, 6_000]]);
+    expect(
+      consume([
+        ...[0, 2_000, 4_000].map((timeMs) => ok(timeMs)),
+        ...[0, 4_000].map((timeMs) => deliver(timeMs)),
+        ok(6_000, 1, '0'),
+        deliver(9_000, 1, '0'),
+      ]),
+    ).toEqual([
+      [2_000, 2_000],
+      [6_000, 3_000],
+    ]);
+  });
+
   it('prints the count over 5 s, the seconds by phase and the longest outages', () => {
     const text = formatOutages(
       outageBreakdown([
         ...window(0, 10_000),
-        ...[0, 1_000, 8_000, 10_000].map(ok),
-        ...[0, 10_000].map(deliver),
+        ...[0, 1_000, 8_000, 10_000].map((timeMs) => ok(timeMs)),
+        ...[0, 10_000].map((timeMs) => deliver(timeMs)),
         nemesis(1_100, 'start', 'pause'),
         nemesis(4_000, 'heal', 'pause'),
       ]),

@@ -3,7 +3,8 @@ import type { FaultKind, HistoryEvent, MilestoneKind } from './history';
 
 /**
  * The outage breakdown of a fault run: every stretch longer than `outageMsMin` without an
- * acknowledged produce (or without a delivery), which fault preceded it, and where its time went.
+ * acknowledged produce, or in which a partition's acknowledged records waited and none of them
+ * was delivered (deliveryGapsOver), which fault preceded it, and where its time went.
  *
  * The evidence is the history alone: the workload's acknowledgements and deliveries bound each
  * outage; the nemesis says which fault began before it and when it was healed; and the milestones
@@ -85,12 +86,12 @@ export function outageBreakdown(history: readonly HistoryEvent[]): Outage[] {
     .sort((left, right) => left.timeMs - right.timeMs);
   const faults = faultsOf(history);
   const outages: Outage[] = [];
-  for (const kind of ['produce', 'consume'] as const) {
-    const type = kind === 'produce' ? 'ok' : 'deliver';
-    const times = history.filter((event) => event.type === type).map((event) => event.timeMs);
-    for (const gap of gapsOver(times, window, outageMsMin)) {
-      outages.push(explain(kind, gap, milestones, faults));
-    }
+  const acknowledged = history.filter((event) => event.type === 'ok').map((event) => event.timeMs);
+  for (const gap of gapsOver(acknowledged, window, outageMsMin)) {
+    outages.push(explain('produce', gap, milestones, faults));
+  }
+  for (const gap of deliveryGapsOver(history, window, outageMsMin)) {
+    outages.push(explain('consume', gap, milestones, faults));
   }
   return outages.sort((left, right) => left.startMs - right.startMs);
 }
@@ -160,6 +161,82 @@ export function gapsOver(
     previous = timeMs;
   }
   return gaps;
+}
+
+/**
+ * Every stretch of the window longer than `minMs` in which a partition's acknowledged records
+ * waited to be delivered and none of that partition was: from the later of its last delivery and
+ * the acknowledgement that left a record waiting, to its next delivery (or the window's end);
+ * stretches of several partitions that began together are one outage (incidentsOf). A stretch without deliveries
+ * because nothing new was acknowledged (the producers held up, say by an ISR below
+ * min.insync.replicas) is the produce outage's, not the consumers': a consumer with nothing to
+ * read is not down. Records a consumer saw before their producer's acknowledgement arrived wait
+ * for nothing; a delivery of records already delivered (a new member re-reading from the last
+ * commit) is the consumer at work.
+ */
+export function deliveryGapsOver(
+  history: readonly HistoryEvent[],
+  window: { startMs: number; endMs: number },
+  minMs: number,
+): Array<{ startMs: number; endMs: number }> {
+  const acknowledgedEnd = new Map<number, bigint>();
+  const deliveredEnd = new Map<number, bigint>();
+  const waitingSinceMs = new Map<number, number>();
+  const waiting = (partition: number): boolean =>
+    (acknowledgedEnd.get(partition) ?? 0n) > (deliveredEnd.get(partition) ?? 0n);
+  const stretches: Array<{ startMs: number; endMs: number }> = [];
+  const close = (partition: number, endMs: number): void => {
+    const sinceMs = waitingSinceMs.get(partition);
+    if (sinceMs === undefined || endMs < window.startMs) return;
+    const startMs = Math.max(sinceMs, window.startMs);
+    if (endMs - startMs > minMs) stretches.push({ startMs, endMs });
+  };
+  const sends = history
+    .filter((event) => event.type === 'ok' || event.type === 'deliver')
+    .filter((event) => event.timeMs <= window.endMs)
+    .sort((left, right) => left.timeMs - right.timeMs);
+  for (const event of sends) {
+    const { partition } = event;
+    const end = BigInt(event.offset) + BigInt(event.values.length);
+    if (event.type === 'ok') {
+      if (end > (acknowledgedEnd.get(partition) ?? 0n)) acknowledgedEnd.set(partition, end);
+      if (!waitingSinceMs.has(partition) && waiting(partition)) {
+        waitingSinceMs.set(partition, event.timeMs);
+      }
+      continue;
+    }
+    close(partition, event.timeMs);
+    if (end > (deliveredEnd.get(partition) ?? 0n)) deliveredEnd.set(partition, end);
+    if (waiting(partition)) waitingSinceMs.set(partition, event.timeMs);
+    else waitingSinceMs.delete(partition);
+  }
+  for (const partition of waitingSinceMs.keys()) close(partition, window.endMs);
+  return incidentsOf(stretches, minMs);
+}
+
+/**
+ * Stretches of several partitions that began together (within `minMs` of the first) and overlap
+ * are one outage, as long as the longest of them; a stretch that began later is its own outage,
+ * even if it overlaps, so that stalls one after another are not chained into one long outage.
+ */
+function incidentsOf(
+  stretches: ReadonlyArray<{ startMs: number; endMs: number }>,
+  minMs: number,
+): Array<{ startMs: number; endMs: number }> {
+  const incidents: Array<{ startMs: number; endMs: number }> = [];
+  for (const stretch of [...stretches].sort((left, right) => left.startMs - right.startMs)) {
+    const last = incidents.at(-1);
+    if (
+      last !== undefined &&
+      stretch.startMs <= last.endMs &&
+      stretch.startMs - last.startMs <= minMs
+    ) {
+      last.endMs = Math.max(last.endMs, stretch.endMs);
+    } else {
+      incidents.push({ ...stretch });
+    }
+  }
+  return incidents;
 }
 
 function explain(
