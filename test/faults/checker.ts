@@ -1,4 +1,5 @@
 import type { HistoryEvent } from './history';
+import { deliveryGapsOver } from './outages';
 
 /**
  * The checker of a fault run, in the spirit of Jepsen's queue checkers: it reads the history
@@ -197,9 +198,10 @@ export function checkHistory(history: readonly HistoryEvent[]): CheckResult {
       history.filter((event) => event.type === 'ok').map((event) => event.timeMs),
       window,
     ),
-    longestConsumeOutageMs: longestGapMs(
-      history.filter((event) => event.type === 'deliver').map((event) => event.timeMs),
-      window,
+    // A partition's acknowledged records waiting with no delivery from it (outages.ts).
+    longestConsumeOutageMs: Math.max(
+      0,
+      ...deliveryGapsOver(history, window, 0).map((gap) => gap.endMs - gap.startMs),
     ),
     invoked: records('invoke'),
     acknowledged,

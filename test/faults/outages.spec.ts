@@ -85,6 +85,7 @@ describe('outageBreakdown', () => {
         clientBackoffMs: 1_200,
         clientRetryCodes: { x: 2 },
         milestones: ['+4200 broker-fenced x', '+4300 replica-leader x', '+4400 gateway-metadata x'],
+        excepted: null,
       },
       expect.objectContaining({ startMs: 7_500, durationMs: 12_500 }),
     ]);
@@ -126,6 +127,7 @@ describe('outageBreakdown', () => {
       kind: 'produce',
       phases: { ...none, faultHeld: 3_000, isrRejoin: 2_500, clientRetry: 3_500 },
       clientRetryCodes: { NOT_ENOUGH_REPLICAS: 2 },
+      excepted: 'ISR below min.insync.replicas',
     });
   });
 

@@ -68,6 +68,12 @@ export interface Outage {
   readonly clientRetryCodes: Record<string, number>;
   /** The milestones the outage was cut at, for the report: `+<ms> <kind> <source>`. */
   readonly milestones: string[];
+  /**
+   * Why the outage is the issue's exception and not a miss, or null: a produce outage whose
+   * retries were mostly NOT_ENOUGH_REPLICAS had its partition's ISR below min.insync.replicas
+   * (two of three replicas out at once), when acks=all must refuse, as in Kafka.
+   */
+  readonly excepted: string | null;
 }
 
 /** Outages at most this long are not broken down. */
@@ -288,6 +294,10 @@ function explain(
     clientBackoffMs,
     clientRetryCodes,
     milestones: cuts,
+    excepted:
+      kind === 'produce' && isBelowMinIsr({ clientRetries, clientRetryCodes })
+        ? 'ISR below min.insync.replicas'
+        : null,
   };
 }
 
@@ -394,6 +404,7 @@ export function describeOutage(outage: Outage): string {
         `${outage.fault.healMs === undefined ? '' : `, healed +${outage.fault.healMs - outage.startMs} ms`})`;
   return (
     `${outage.durationMs} ms ${outage.kind} outage at ${new Date(outage.startMs).toISOString()} ` +
+    `${outage.excepted === null ? '' : `(excepted: ${outage.excepted}) `}` +
     `after ${fault}: ${formatPhases(outage.phases)}; ${outage.clientRetries} client retries ` +
     `(${outage.clientBackoffMs} ms back-off${formatCodes(outage.clientRetryCodes)}); cut at ${outage.milestones.slice(0, 12).join(', ')}`
   );
@@ -414,7 +425,7 @@ function formatCodes(codes: Record<string, number>): string {
 }
 
 /** An outage whose client retries were mostly NOT_ENOUGH_REPLICAS: two replicas out at once. */
-export function isBelowMinIsr(outage: Outage): boolean {
+export function isBelowMinIsr(outage: Pick<Outage, 'clientRetries' | 'clientRetryCodes'>): boolean {
   const notEnough =
     (outage.clientRetryCodes['NOT_ENOUGH_REPLICAS'] ?? 0) +
     (outage.clientRetryCodes['NOT_ENOUGH_REPLICAS_AFTER_APPEND'] ?? 0);
