@@ -40,6 +40,8 @@ export class ConsumeStream {
   grantedBytes = 0;
   /** Cancels a closed stream that the gateway has not ended (consumeStreamCloseGraceMs). */
   private closeGraceTimer: NodeJS.Timeout | undefined;
+  /** The gateway the stream is on (GatewayConnection.gatewayIndex), for its fail-over. */
+  readonly gatewayIndex: number;
 
   constructor(
     connection: GatewayConnection,
@@ -49,6 +51,7 @@ export class ConsumeStream {
     onEvent: (event: ConsumeStreamEvent) => void,
     private readonly closeGraceMs = consumeStreamCloseGraceMs,
   ) {
+    this.gatewayIndex = connection.gatewayIndex;
     this.call = connection.openConsumeStream();
     this.call.on('data', (response: ConsumeResponse) => {
       if (this.closed) return;

@@ -337,7 +337,7 @@ export class ConsumerFetcher {
       this.requestRestart();
       return;
     }
-    this.retryOrFail(event.error);
+    this.retryOrFail(event.error, this.stream?.gatewayIndex);
   }
 
   /** One partition of a response: a chunk for the application, an error, or nothing. */
@@ -463,12 +463,18 @@ export class ConsumerFetcher {
     this.requestRestart();
   }
 
-  private retryOrFail(error: SpoolError): void {
+  /**
+   * `streamGatewayIndex`: the gateway whose stream failed, if the stream itself did; a
+   * partition's error is the gateway's answer, and says nothing against the gateway.
+   */
+  private retryOrFail(error: SpoolError, streamGatewayIndex?: number): void {
     this.failuresInARow += 1;
     if (!error.retriable || this.failuresInARow > this.config.retries) throw error;
     // A gateway that cannot be reached (killed, gone): the next stream opens on the next one in
     // `brokers`, as the next unary call would.
-    if (error.code === CommonErrorCode.Unavailable) this.connection.failOver(error);
+    if (error.code === CommonErrorCode.Unavailable && streamGatewayIndex !== undefined) {
+      this.connection.failOver(error, streamGatewayIndex);
+    }
     this.restartDelayMs = backoffMs(this.failuresInARow, {
       backoffInitialMs: this.config.retryBackoffMs,
       backoffMaxMs: this.config.retryBackoffMaxMs,

@@ -47,7 +47,7 @@ it('closes the ProduceStream to a gateway it failed over from once its produces 
   left.holdProduce();
   const waiting = connection.produce(produceRequest(), 5_000);
   await vi.waitFor(() => expect(left.produceRequests).toHaveLength(1));
-  connection.failOver(new SpoolError('UNAVAILABLE', 'test', { retriable: true }));
+  connection.failOver(new SpoolError('UNAVAILABLE', 'test', { retriable: true }), 0);
 
   // The produce that waits on the old stream still gets its answer; the stream stays open for it.
   expect(left.produceStreamsClosed).toBe(0);
@@ -103,7 +103,6 @@ it('stays on the only gateway it has when a produce goes unanswered', async () =
   expect(connection.address).toBe(only.address);
 });
 
-
 it('leaves a gateway whose keepalive pings go unanswered before the call deadline passes', async () => {
   const paused = await FakeGateway.start({ t: 1 });
   const next = await FakeGateway.start({ t: 1 });
@@ -134,6 +133,39 @@ it('leaves a gateway whose keepalive pings go unanswered before the call deadlin
     expect(moved.results[0]?.error).toBeUndefined();
     expect(next.produceRequests).toHaveLength(1);
   } finally {
+    await relay.close();
+  }
+});
+
+it('moves on once when every call on a silent gateway fails at once, not back to it', async () => {
+  const paused = await FakeGateway.start({ t: 1 });
+  const next = await FakeGateway.start({ t: 1 });
+  gateways.push(paused, next);
+  const relay = await startFreezingRelay(paused.address);
+  try {
+    const connection = new GatewayConnection(
+      [relay.address, next.address],
+      'test',
+      createLogger({ service: 'test', level: 'silent' }),
+    );
+    connections.push(connection);
+    const failOvers: string[] = [];
+    connection.onFailOver(() => failOvers.push(connection.address));
+    paused.holdProduce();
+    // Three unary calls in flight on the gateway when it falls silent (a heartbeat, a commit
+    // and a fetch, say): the unanswered pings fail them all at the same moment.
+    const inFlight = [1, 2, 3].map(() =>
+      connection.callOnce((client) => client.produce, produceRequest(), 30_000),
+    );
+    await vi.waitFor(() => expect(paused.produceRequests).toHaveLength(3));
+    relay.freeze();
+    const results = await Promise.allSettled(inFlight);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    // One step on: with two gateways, each failure moving a step would end on the silent one.
+    expect(failOvers).toEqual([next.address]);
+    expect(connection.address).toBe(next.address);
+  } finally {
+    paused.releaseProduce();
     await relay.close();
   }
 });

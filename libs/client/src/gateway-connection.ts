@@ -111,6 +111,11 @@ export class GatewayConnection {
     return this.brokers[this.currentIndex]!;
   }
 
+  /** Which gateway of `brokers` calls go to now: a failure names it in failOver(). */
+  get gatewayIndex(): number {
+    return this.currentIndex;
+  }
+
   /** The client of the gateway in use, made on first use. */
   client(): GatewayServiceClient {
     if (this.closed) {
@@ -136,12 +141,16 @@ export class GatewayConnection {
   }
 
   /**
-   * Moves the next calls to the next gateway in the list. The ProduceStream to the gateway left
-   * behind closes once the produces still waiting on it are settled, so a client that failed
-   * over holds no stream open on a gateway it no longer uses.
+   * Moves the next calls to the next gateway in the list, if the failure happened on the gateway
+   * still in use (`failedIndex`, the gatewayIndex when the call or stream began): when a gateway
+   * goes silent, every call and stream on it fails at once (a heartbeat, a commit, the Consume
+   * stream), and each moving one step on would, with two gateways, bring every second failure
+   * back to the silent one. The ProduceStream to the gateway left behind closes once the
+   * produces still waiting on it are settled, so a client that failed over holds no stream open
+   * on a gateway it no longer uses.
    */
-  failOver(reason: SpoolError): void {
-    if (this.brokers.length === 1) return;
+  failOver(reason: SpoolError, failedIndex: number): void {
+    if (this.brokers.length === 1 || failedIndex !== this.currentIndex) return;
     const from = this.address;
     const leftBehind = this.producePipelines.get(this.currentIndex);
     this.producePipelines.delete(this.currentIndex);
@@ -183,6 +192,7 @@ export class GatewayConnection {
     request: Request,
     deadlineMs: number,
   ): Promise<Response> {
+    const index = this.currentIndex;
     const client = this.client();
     try {
       return await callOnce(client, select(client), request, {
@@ -190,7 +200,7 @@ export class GatewayConnection {
         metadata: this.metadata(),
       });
     } catch (error) {
-      if (this.leavesGateway(error)) this.failOver(error);
+      if (this.leavesGateway(error)) this.failOver(error, index);
       throw error;
     }
   }
@@ -237,7 +247,7 @@ export class GatewayConnection {
       // Nothing was started on a stream the gateway refused as unknown: send it as a call.
       if (this.produceStreamUnsupported) return byCall();
       // The stream's own deadline: the gateway answered nothing (a refusal comes as results).
-      if (index === this.currentIndex && this.leavesGateway(error)) this.failOver(error);
+      if (this.leavesGateway(error)) this.failOver(error, index);
       throw error;
     }
   }
@@ -255,11 +265,12 @@ export class GatewayConnection {
         onBroken: (error) => {
           if (error.code === grpc.status.UNIMPLEMENTED) {
             this.produceStreamUnsupported = true;
-          } else if (error.code === grpc.status.UNAVAILABLE && index === this.currentIndex) {
+          } else if (error.code === grpc.status.UNAVAILABLE) {
             this.failOver(
               new SpoolError(CommonErrorCode.Unavailable, error.details || error.message, {
                 retriable: true,
               }),
+              index,
             );
           }
         },
@@ -289,7 +300,7 @@ export class GatewayConnection {
       );
       if (error === undefined) return;
       lastError = error;
-      this.failOver(clientError(CommonErrorCode.Unavailable, error.message));
+      this.failOver(clientError(CommonErrorCode.Unavailable, error.message), this.currentIndex);
     }
     throw new SpoolError(
       CommonErrorCode.Unavailable,
