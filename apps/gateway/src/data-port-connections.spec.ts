@@ -33,6 +33,37 @@ function pool(connectionsMax: number, idleConnectionsMax = 8) {
 const idOf = (client: DataPortClient): number => (client as unknown as FakeConnection).id;
 
 describe('DataPortConnections', () => {
+  it('stops waiting for a connection when the fetch is abandoned, and keeps it if it opens', async () => {
+    let open: (() => void) | undefined;
+    const opened: FakeConnection[] = [];
+    const connections = new DataPortConnections('127.0.0.1', 9292, {
+      connectionsMax: 2,
+      idleConnectionsMax: 2,
+      // A node cut off from the network: the connect waits until it is let through.
+      connect: () =>
+        new Promise<DataPortClient>((resolve) => {
+          open = () => {
+            const connection = new FakeConnection(opened.length);
+            opened.push(connection);
+            resolve(connection as unknown as DataPortClient);
+          };
+        }),
+    });
+    const abandon = new AbortController();
+    const waiting = connections.acquire(abandon.signal);
+    abandon.abort(new Error('moved to a new leader'));
+    await expect(waiting).rejects.toThrow('moved to a new leader');
+    // The connection opens after all: released at once, idle for the next fetch.
+    open!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(opened[0]!.isClosed).toBe(false);
+    expect(connections.connectionCount).toBe(1);
+    const next = await connections.acquire();
+    expect(idOf(next.client)).toBe(0);
+    // Abandoned before it began: refused without waiting.
+    await expect(connections.acquire(AbortSignal.abort(new Error('gone')))).rejects.toThrow('gone');
+  });
+
   it('opens a connection per concurrent fetch up to the bound, then shares the least busy', async () => {
     const { connections, opened } = pool(2);
     const a = await connections.acquire();

@@ -12,6 +12,10 @@
  *    would delay the next user of the connection.
  * 3. A connection that failed is never reused (DataPortClient does not reconnect); the next
  *    acquire() opens a new one.
+ * 4. acquire(abandon) stops waiting when `abandon` fires: connecting to a node cut off from the
+ *    network waits for its SYN to be answered (up to the connect timeout, 10 s), and the fetch
+ *    that waits for it must let its partitions go to their new leader at once. A connection
+ *    that opens after all is leased and released at once: kept idle for the next fetch.
  */
 import { DataPortClient } from '@spool/protocol';
 import { SpoolError } from '@spool/common';
@@ -47,8 +51,28 @@ export class DataPortConnections {
     return this.idle.length + this.leasesByClient.size;
   }
 
-  /** Point 1. */
-  async acquire(): Promise<DataPortLease> {
+  /** Points 1 and 4. Throws `abandon`'s reason (or an AbortError) when it fires first. */
+  async acquire(abandon?: AbortSignal): Promise<DataPortLease> {
+    if (abandon === undefined) return this.acquireLease();
+    abandon.throwIfAborted();
+    const acquiring = this.acquireLease();
+    return new Promise<DataPortLease>((resolve, reject) => {
+      const onAbandon = (): void => {
+        reject(abandon.reason);
+        // Whatever the wait brings is not wanted now; a lease goes straight back.
+        acquiring.then(
+          (lease) => lease.release(),
+          () => {},
+        );
+      };
+      abandon.addEventListener('abort', onAbandon, { once: true });
+      acquiring.then(resolve, reject).finally(() => {
+        abandon.removeEventListener('abort', onAbandon);
+      });
+    });
+  }
+
+  private async acquireLease(): Promise<DataPortLease> {
     this.ensureOpen();
     for (let client = this.idle.pop(); client !== undefined; client = this.idle.pop()) {
       if (!client.isClosed) return this.lease(client);

@@ -15,7 +15,7 @@ import {
 } from '@spool/protocol';
 import { SpoolError, type TransportSecurity } from '@spool/common';
 import { BrokerResources } from './broker-resources';
-import { DataPortConnections } from './data-port-connections';
+import { DataPortConnections, type DataPortLease } from './data-port-connections';
 
 /** How much longer than its long poll a fetch may take before the connection is given up. */
 const fetchTimeoutSlackMs = 10_000;
@@ -78,7 +78,15 @@ export class LeaderFetcher {
       );
     }
     if (abandon?.aborted) throw new FetchAbandoned('abandoned before it started');
-    const lease = await connections.acquire();
+    // Connecting to a leader cut off from the network waits for the connect timeout: the
+    // abandonment (its partitions moved to a new leader) must end that wait too.
+    let lease: DataPortLease;
+    try {
+      lease = await connections.acquire(abandon);
+    } catch (error) {
+      if (abandon?.aborted) throw new FetchAbandoned('abandoned while connecting');
+      throw error;
+    }
     try {
       const fetching = lease.client.fetch(
         {
