@@ -364,12 +364,16 @@ async function guardConfigMapOf(config: {
   );
 }
 
-/** The etcd connection's TLS files from etcd.ssl.*, or nothing for plaintext etcd. */
+/**
+ * The etcd connection's TLS files from etcd.ssl.*, or nothing for plaintext etcd; checked for a
+ * rotation every ssl.reload.interval.ms, as the service's own certificate files are.
+ */
 function etcdTlsOf(config: {
   readonly etcdSslCaLocation: string;
   readonly etcdSslCertificateLocation: string;
   readonly etcdSslKeyLocation: string;
-}): { tls?: TlsFiles } {
+  readonly sslReloadIntervalMs: number;
+}): { tls?: TlsFiles; tlsReloadIntervalMs?: number } {
   if (config.etcdSslCaLocation === '') {
     if (config.etcdSslCertificateLocation !== '' || config.etcdSslKeyLocation !== '') {
       throw new ConfigError(
@@ -379,6 +383,7 @@ function etcdTlsOf(config: {
     return {};
   }
   return {
+    tlsReloadIntervalMs: config.sslReloadIntervalMs,
     tls: {
       caFile: config.etcdSslCaLocation,
       ...(config.etcdSslCertificateLocation === ''

@@ -19,6 +19,8 @@ export type MetadataStoreConfig =
       readonly requestTimeoutMs?: number;
       /** tls: the CA, client certificate and key for https:// endpoints. */
       readonly tls?: TlsFiles;
+      /** How often the tls files are checked for a rotation (ssl.reload.interval.ms). */
+      readonly tlsReloadIntervalMs?: number;
     };
 
 export async function createMetadataStore(

@@ -32,6 +32,7 @@ import {
   type IDisposable,
 } from 'cockatiel';
 import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
+import { useChannelCredentials, type ChannelCredentials } from './etcd-channel-credentials';
 
 /** How often each member is probed. */
 export const probeIntervalMs = 250;
@@ -69,20 +70,24 @@ export class EtcdMemberHealth {
     endpoints: readonly string[],
     clientOptions: Pick<IOptions, 'credentials' | 'grpcOptions'>,
     private readonly logger: Logger | undefined,
+    /** The store's credentials that follow their files (etcd-channel-credentials.ts). */
+    channelCredentials?: ChannelCredentials,
   ) {
     for (const endpoint of endpoints) {
+      const probeClient = new Etcd3({
+        ...clientOptions,
+        hosts: endpoint,
+        // A probe is one attempt on one member, nothing more.
+        faultHandling: { host: () => noPolicy, global: noPolicy },
+      });
+      if (channelCredentials !== undefined) useChannelCredentials(probeClient, channelCredentials);
       this.members.set(endpoint, {
         endpoint,
         breaker: circuitBreaker(handleWhen(isRecoverableError), {
           halfOpenAfter: breakerHalfOpenAfterMs,
           breaker: new ConsecutiveBreaker(consecutiveFailuresMax),
         }),
-        probeClient: new Etcd3({
-          ...clientOptions,
-          hosts: endpoint,
-          // A probe is one attempt on one member, nothing more.
-          faultHandling: { host: () => noPolicy, global: noPolicy },
-        }),
+        probeClient,
         isolation: undefined,
         healthy: true,
         probing: false,

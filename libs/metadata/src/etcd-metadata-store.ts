@@ -18,7 +18,14 @@
  * a retry can never apply a write twice; otherwise the caller gets a retriable
  * METADATA_STORE_UNAVAILABLE and must re-read before it writes again, as with any etcd client.
  */
-import { checkTlsMaterial, ConfigError, sleep, type Logger, type TlsFiles } from '@spool/common';
+import {
+  channelCredentialsOf,
+  ConfigError,
+  sleep,
+  TlsMaterial,
+  type Logger,
+  type TlsFiles,
+} from '@spool/common';
 import { noop as noRetryPolicy, isBrokenCircuitError } from 'cockatiel';
 import {
   ClientClosedError,
@@ -36,6 +43,7 @@ import {
 } from 'etcd3';
 import { campaign, readLeader } from './election';
 import { EtcdLease } from './etcd-lease';
+import { useChannelCredentials } from './etcd-channel-credentials';
 import { EtcdMemberHealth } from './etcd-member-health';
 import { EtcdPrefixWatch, prefixRange, toKeyValue } from './etcd-watch';
 import { MetadataStoreError } from './errors';
@@ -71,9 +79,13 @@ export interface EtcdMetadataStoreOptions {
   /**
    * TLS to etcd (https:// endpoints): the CA that signed etcd's --cert-file, and this client's
    * certificate and key when etcd requires them (--client-cert-auth with --trusted-ca-file).
-   * Read once at connect: etcd3's channels cannot change credentials afterwards.
+   * Checked at connect, then read again every `tlsReloadIntervalMs` (ssl.reload.interval.ms):
+   * each new connection to a member uses the latest files that check out
+   * (etcd-channel-credentials.ts); connections already open keep theirs.
    */
   readonly tls?: TlsFiles;
+  /** How often the TLS files are checked for a change; 0 reads them once. */
+  readonly tlsReloadIntervalMs?: number;
   readonly logger?: Logger;
 }
 
@@ -88,6 +100,8 @@ export class EtcdMetadataStore implements MetadataStore {
     readonly endpoints: readonly string[],
     private readonly requestTimeoutMs: number,
     private readonly logger: Logger | undefined,
+    /** The TLS files, watched for changes until close(); undefined for plaintext etcd. */
+    private readonly tlsMaterial: TlsMaterial | undefined,
   ) {}
 
   /** Connects and checks that etcd answers, so a wrong endpoint fails at start-up. */
@@ -102,7 +116,18 @@ export class EtcdMetadataStore implements MetadataStore {
     if (options.tls !== undefined && options.tls.caFile === undefined) {
       throw new ConfigError('TLS to etcd needs the CA file that signed its certificate');
     }
-    const tls = options.tls === undefined ? undefined : checkTlsMaterial(options.tls);
+    const material =
+      options.tls === undefined
+        ? undefined
+        : TlsMaterial.load(options.tls, {
+            ...(options.logger === undefined ? {} : { logger: options.logger }),
+            ...(options.tlsReloadIntervalMs === undefined
+              ? {}
+              : { reloadIntervalMs: options.tlsReloadIntervalMs }),
+          });
+    const tls = material?.current;
+    // etcd3 wants buffers to set its channels up for TLS; useChannelCredentials then puts them
+    // on credentials that follow the files.
     const credentials =
       tls === undefined
         ? undefined
@@ -113,12 +138,14 @@ export class EtcdMetadataStore implements MetadataStore {
               ? {}
               : { certChain: tls.certificateChainPem }),
           };
+    const channelCredentials = material === undefined ? undefined : channelCredentialsOf(material);
     // gRPC's default 4 MiB would cap a getPrefix of a large cluster's partitions.
     const grpcOptions = { 'grpc.max_receive_message_length': responseBytesMax };
     const memberHealth = new EtcdMemberHealth(
       options.endpoints,
       { ...(credentials === undefined ? {} : { credentials }), grpcOptions },
       options.logger,
+      channelCredentials,
     );
     const client = new Etcd3({
       hosts: [...options.endpoints],
@@ -134,12 +161,14 @@ export class EtcdMetadataStore implements MetadataStore {
       },
       grpcOptions,
     });
+    if (channelCredentials !== undefined) useChannelCredentials(client, channelCredentials);
     const store = new EtcdMetadataStore(
       client,
       memberHealth,
       options.endpoints,
       requestTimeoutMs,
       options.logger,
+      material,
     );
     try {
       // A read of a range no key of ours falls in: proves an endpoint answers, costs nothing.
@@ -147,6 +176,7 @@ export class EtcdMetadataStore implements MetadataStore {
     } catch (error) {
       memberHealth.close();
       client.close();
+      material?.close();
       throw error;
     }
     return store;
@@ -279,6 +309,7 @@ export class EtcdMetadataStore implements MetadataStore {
     clearTimeout(timer);
     this.memberHealth.close();
     this.client.close();
+    this.tlsMaterial?.close();
   }
 
   private async revokeLease(id: bigint): Promise<void> {

@@ -2,9 +2,10 @@
 // authentication (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth), with
 // certificates from the development CA: a client with the CA and a certificate connects and
 // reads; one without a client certificate, one on plaintext, and one trusting another CA are
-// refused; a CA file that is missing is a TLS_MATERIAL_INVALID error naming the file.
+// refused; a CA file that is missing is a TLS_MATERIAL_INVALID error naming the file; a CA file
+// rotated on disk is what the next connection trusts, without a restart of the client.
 import { createCertificateAuthority, writeDevelopmentCertificates } from '@spool/common';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +72,60 @@ describe('EtcdMetadataStore over TLS', () => {
         tls: { ...certificates.services.controller, caFile: stranger },
       }),
     ).rejects.toMatchObject({ code: 'METADATA_STORE_UNAVAILABLE' });
+  });
+
+  it('trusts what the CA file says now on its next connection, without a restart', async () => {
+    const clientDirectory = mkdtempSync(path.join(directory, 'client-'));
+    const files = {
+      caFile: path.join(clientDirectory, 'ca.pem'),
+      certificateFile: path.join(clientDirectory, 'certificate.pem'),
+      keyFile: path.join(clientDirectory, 'key.pem'),
+    };
+    const controller = certificates.services.controller;
+    copyFileSync(controller.caFile, files.caFile);
+    copyFileSync(controller.certificateFile, files.certificateFile);
+    copyFileSync(controller.keyFile, files.keyFile);
+    const store = await EtcdMetadataStore.connect({
+      endpoints: etcd.endpoints,
+      requestTimeoutMs,
+      tls: files,
+      tlsReloadIntervalMs: 50,
+    });
+    const member = etcd.members[0]!;
+    const reconnect = async (): Promise<void> => {
+      // A new connection: etcd restarted, so the next call's handshake reads the files anew.
+      await member.stop();
+      await member.start();
+    };
+    const readsWithin = async (timeoutMs: number): Promise<boolean> => {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        try {
+          await store.get('/etcd-tls-spec/rotation');
+          return true;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      return false;
+    };
+    try {
+      await store.put('/etcd-tls-spec/rotation', Buffer.from('before'));
+      // The CA file now names a stranger: etcd's certificate is no longer trusted.
+      writeFileSync(
+        files.caFile,
+        createCertificateAuthority({ commonName: 'rotated-away' }).certificatePem,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await reconnect();
+      expect(await readsWithin(3_000)).toBe(false);
+      // Back to the cluster's CA: read again, by the same store.
+      copyFileSync(controller.caFile, files.caFile);
+      expect(await readsWithin(20_000)).toBe(true);
+      expect((await store.get('/etcd-tls-spec/rotation'))?.value.toString()).toBe('before');
+    } finally {
+      await store.close();
+    }
   });
 
   it('names a missing CA file', async () => {
