@@ -14,9 +14,11 @@ import { FakeGateway } from './testing';
 
 const gateways: FakeGateway[] = [];
 const connections: GatewayConnection[] = [];
+const relays: Array<{ close(): Promise<void> }> = [];
 
 afterEach(async () => {
   for (const connection of connections.splice(0)) connection.close();
+  await Promise.all(relays.splice(0).map((relay) => relay.close()));
   for (const gateway of gateways) gateway.releaseProduce();
   await Promise.all(gateways.splice(0).map((gateway) => gateway.stop()));
 });
@@ -103,69 +105,59 @@ it('stays on the only gateway it has when a produce goes unanswered', async () =
   expect(connection.address).toBe(only.address);
 });
 
-it('leaves a gateway whose keepalive pings go unanswered before the call deadline passes', async () => {
+/**
+ * Two gateways, the first behind a relay that can freeze (a paused process): the connection to
+ * them, and the addresses it failed over to, in order.
+ */
+async function silentAndNext() {
   const paused = await FakeGateway.start({ t: 1 });
   const next = await FakeGateway.start({ t: 1 });
   gateways.push(paused, next);
   const relay = await startFreezingRelay(paused.address);
-  try {
-    const connection = new GatewayConnection(
-      [relay.address, next.address],
-      'test',
-      createLogger({ service: 'test', level: 'silent' }),
-    );
-    connections.push(connection);
-    const failOvers: string[] = [];
-    connection.onFailOver(() => failOvers.push(connection.address));
-    expect((await connection.produce(produceRequest(), 5_000)).results[0]?.error).toBeUndefined();
+  relays.push(relay);
+  const connection = new GatewayConnection(
+    [relay.address, next.address],
+    'test',
+    createLogger({ service: 'test', level: 'silent' }),
+  );
+  connections.push(connection);
+  const failOvers: string[] = [];
+  connection.onFailOver(() => failOvers.push(connection.address));
+  return { paused, next, relay, connection, failOvers };
+}
 
-    relay.freeze();
-    const startedAt = Date.now();
-    // A deadline far away: only the unanswered pings can end this call early. The stream broke
-    // under it: a retriable NETWORK_EXCEPTION, as a cut connection is in Kafka's clients.
-    await expect(connection.produce(produceRequest(), 30_000)).rejects.toMatchObject({
-      code: 'NETWORK_EXCEPTION',
-      retriable: true,
-    });
-    expect(Date.now() - startedAt).toBeLessThan(5_000);
-    expect(failOvers).toEqual([next.address]);
-    const moved = await connection.produce(produceRequest(), 5_000);
-    expect(moved.results[0]?.error).toBeUndefined();
-    expect(next.produceRequests).toHaveLength(1);
-  } finally {
-    await relay.close();
-  }
+it('leaves a gateway whose keepalive pings go unanswered before the call deadline passes', async () => {
+  const { next, relay, connection, failOvers } = await silentAndNext();
+  expect((await connection.produce(produceRequest(), 5_000)).results[0]?.error).toBeUndefined();
+
+  relay.freeze();
+  const startedAt = Date.now();
+  // A deadline far away: only the unanswered pings can end this call early. The stream broke
+  // under it: a retriable NETWORK_EXCEPTION, as a cut connection is in Kafka's clients.
+  await expect(connection.produce(produceRequest(), 30_000)).rejects.toMatchObject({
+    code: 'NETWORK_EXCEPTION',
+    retriable: true,
+  });
+  expect(Date.now() - startedAt).toBeLessThan(5_000);
+  expect(failOvers).toEqual([next.address]);
+  const moved = await connection.produce(produceRequest(), 5_000);
+  expect(moved.results[0]?.error).toBeUndefined();
+  expect(next.produceRequests).toHaveLength(1);
 });
 
 it('moves on once when every call on a silent gateway fails at once, not back to it', async () => {
-  const paused = await FakeGateway.start({ t: 1 });
-  const next = await FakeGateway.start({ t: 1 });
-  gateways.push(paused, next);
-  const relay = await startFreezingRelay(paused.address);
-  try {
-    const connection = new GatewayConnection(
-      [relay.address, next.address],
-      'test',
-      createLogger({ service: 'test', level: 'silent' }),
-    );
-    connections.push(connection);
-    const failOvers: string[] = [];
-    connection.onFailOver(() => failOvers.push(connection.address));
-    paused.holdProduce();
-    // Three unary calls in flight on the gateway when it falls silent (a heartbeat, a commit
-    // and a fetch, say): the unanswered pings fail them all at the same moment.
-    const inFlight = [1, 2, 3].map(() =>
-      connection.callOnce((client) => client.produce, produceRequest(), 30_000),
-    );
-    await vi.waitFor(() => expect(paused.produceRequests).toHaveLength(3));
-    relay.freeze();
-    const results = await Promise.allSettled(inFlight);
-    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    // One step on: with two gateways, each failure moving a step would end on the silent one.
-    expect(failOvers).toEqual([next.address]);
-    expect(connection.address).toBe(next.address);
-  } finally {
-    paused.releaseProduce();
-    await relay.close();
-  }
+  const { paused, next, relay, connection, failOvers } = await silentAndNext();
+  paused.holdProduce();
+  // Three unary calls in flight on the gateway when it falls silent (a heartbeat, a commit and
+  // a fetch, say): the unanswered pings fail them all at the same moment.
+  const inFlight = [1, 2, 3].map(() =>
+    connection.callOnce((client) => client.produce, produceRequest(), 30_000),
+  );
+  await vi.waitFor(() => expect(paused.produceRequests).toHaveLength(3));
+  relay.freeze();
+  const results = await Promise.allSettled(inFlight);
+  expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  // One step on: with two gateways, each failure moving a step would end on the silent one.
+  expect(failOvers).toEqual([next.address]);
+  expect(connection.address).toBe(next.address);
 });
