@@ -11,9 +11,11 @@ export NX_DAEMON=false NX_TUI=false
 started=$SECONDS
 
 npx nx run-many -t build --output-style=static >&2
-if [ "${SPOOL_K8S_SKIP_IMAGE:-0}" != 1 ] || [ ! -f dist/image/spool.oci.tar ]; then bash deploy/image/build.sh; fi
 if [ "${SPOOL_K8S_KEEP:-0}" != 1 ]; then trap 'bash "$K8S_SRC/down.sh"' EXIT; fi
+# The cluster first: up.sh installs what a fresh machine lacks (buildah and debootstrap among
+# them), which the image build needs.
 bash "$K8S_SRC/up.sh" >/dev/null
+if [ "${SPOOL_K8S_SKIP_IMAGE:-0}" != 1 ] || [ ! -f dist/image/spool.oci.tar ]; then bash deploy/image/build.sh; fi
 bash "$K8S_SRC/load-image.sh"
 npx vitest run --config test/k8s/vitest.config.mts
 log "test:k8s done in $((SECONDS - started)) s"
