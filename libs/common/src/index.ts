@@ -109,6 +109,7 @@ export {
   serviceRoles,
   serviceRoleUri,
   serviceRoleOf,
+  checkServiceServerIdentity,
   ensurePeerIsService,
   type ServiceRole,
 } from './tls/service-identity';

@@ -16,6 +16,7 @@ import { callOnce, createGrpcClient, type UnaryMethod } from '../grpc-client';
 import { GrpcServer } from '../grpc-server';
 import { createLogger } from '../logger';
 import { createCertificateAuthority, issueCertificate } from './certificate-authority';
+import { channelCredentialsOf } from './grpc-tls';
 import { writeDevelopmentCertificates } from './certificate-files';
 import { serviceRoleUri } from './service-identity';
 import { TlsMaterialError, type TlsFiles } from './tls-material';
@@ -221,6 +222,56 @@ describe('gRPC over TLS', () => {
     expect(await presentedCommonName(port)).toBe('after-rotation');
   });
 
+  it("accepts a service's certificate at any address, any other only at the host it names", async () => {
+    // A storage node's certificate naming neither 127.0.0.1 nor localhost, as a pod's cannot
+    // name the IP it will have.
+    const elsewhere = writeIssued(
+      'storage-elsewhere',
+      issueCertificate(readAuthority(), {
+        subject: { commonName: 'spool-storage-node' },
+        hosts: ['storage.elsewhere.example'],
+        uris: [serviceRoleUri('storage-node')],
+      }),
+    );
+    const { port } = await startServer(elsewhere);
+    const service = security(certificates.services.gateway);
+    await expect(echoWith(port, service.channelCredentials())).resolves.toEqual({ text: 'hello' });
+    // A client (the SDK's path) checks the host: the same server is refused.
+    await expect(
+      echoWith(port, channelCredentialsOf(security(certificates.client).material)),
+    ).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    // The data port's connections follow the same rule.
+    const dataServer = tls.createServer(security(elsewhere).tlsServerOptions(), (socket) =>
+      socket.end(),
+    );
+    opened.push(dataServer);
+    await new Promise<void>((resolve) => dataServer.listen(0, '127.0.0.1', resolve));
+    const dataPort = (dataServer.address() as { port: number }).port;
+    await expect(handshake(dataPort, service.tlsConnectOptions())).resolves.toBe('connected');
+
+    // A certificate without a service role must name the host, even to a service.
+    const notService = writeIssued(
+      'not-a-service',
+      issueCertificate(readAuthority(), {
+        subject: { commonName: 'someone' },
+        hosts: ['storage.elsewhere.example'],
+      }),
+    );
+    const second = await startServer(notService);
+    await expect(echoWith(second.port, service.channelCredentials())).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+    });
+    const secondDataServer = tls.createServer(security(notService).tlsServerOptions(), (socket) =>
+      socket.end(),
+    );
+    opened.push(secondDataServer);
+    await new Promise<void>((resolve) => secondDataServer.listen(0, '127.0.0.1', resolve));
+    const secondDataPort = (secondDataServer.address() as { port: number }).port;
+    await expect(handshake(secondDataPort, service.tlsConnectOptions())).rejects.toThrow(
+      /Hostname\/IP does not match certificate's altnames/,
+    );
+  });
+
   it('names the file when the first load fails', () => {
     expect(() =>
       TransportSecurity.load(
@@ -245,6 +296,18 @@ describe('gRPC over TLS', () => {
     expect((error as Error).message).toMatch(/the key does not belong to the certificate/);
   });
 });
+
+/** Resolves when a node:tls connection with these options completes its handshake. */
+function handshake(port: number, options: tls.ConnectionOptions): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ ...options, host: '127.0.0.1', port });
+    socket.once('secureConnect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', reject);
+  });
+}
 
 function readAuthority(): { certificatePem: string; privateKeyPem: string } {
   return {

@@ -9,6 +9,7 @@
 // latest CA and identity for every new connection; TlsMaterial is the provider.
 import * as grpc from '@grpc/grpc-js';
 import type { SecureContextOptions } from 'node:tls';
+import { checkServiceServerIdentity } from './service-identity';
 import type { TlsMaterial, TlsMaterialSnapshot } from './tls-material';
 
 /** Kafka's ssl.client.auth: required (mTLS) or none (server-only TLS). */
@@ -60,8 +61,13 @@ export function secureContextOptionsOf(snapshot: TlsMaterialSnapshot): SecureCon
 /**
  * Credentials for channels that present this material's certificate (when it has one) and trust
  * its CA bundle (or the system's when it has none), re-read for each new connection.
+ * `serviceIdentity`: a service's channels to other services, which accept a certificate naming
+ * a service role for any address (checkServiceServerIdentity); a client's check the host.
  */
-export function channelCredentialsOf(material: TlsMaterial): grpc.ChannelCredentials {
+export function channelCredentialsOf(
+  material: TlsMaterial,
+  options: { readonly serviceIdentity?: boolean } = {},
+): grpc.ChannelCredentials {
   const snapshot = material.current;
   if (snapshot.caPem === undefined) {
     // Public CAs: the system's roots; the identity cannot follow reloads on this path.
@@ -75,6 +81,7 @@ export function channelCredentialsOf(material: TlsMaterial): grpc.ChannelCredent
   return grpc.experimental.createCertificateProviderChannelCredentials(
     provider,
     snapshot.certificate === undefined ? null : provider,
+    options.serviceIdentity === true ? { checkServerIdentity: checkServiceServerIdentity } : {},
   );
 }
 

@@ -3,7 +3,7 @@
 // client certificate from the same CA carries no such URI, so a storage node can accept Append
 // and replica fetches from the cluster's services only (Kafka's ClusterAction on the cluster
 // resource, which only brokers hold), and answer anyone else CLUSTER_AUTHORIZATION_FAILED.
-import type { PeerCertificate } from 'node:tls';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { SpoolError } from '../errors';
 
 export const serviceRoles = ['controller', 'storage-node', 'coordinator', 'gateway'] as const;
@@ -53,4 +53,23 @@ function describeSubject(peer: PeerCertificate): string {
   const subject = peer.subject as Partial<Record<string, string | string[]>> | undefined;
   const commonName = subject?.CN;
   return commonName === undefined ? 'an unnamed subject' : `CN=${String(commonName)}`;
+}
+
+/**
+ * Node's checkServerIdentity for a service's connections to other services, under a private
+ * cluster CA: a certificate that names a service role is accepted whatever address was dialled,
+ * any other must name the host (RFC 6125, as Kafka's ssl.endpoint.identification.algorithm=https).
+ *
+ * Why not the host alone: services find each other at the addresses they advertise, and on
+ * Kubernetes a Deployment's pods advertise their pod IP, which no certificate issued before the
+ * pod existed can name. Identity is then the URI, as SPIFFE and Istio verify it. Node runs this
+ * only after the chain verified against ssl.ca.location, so the URI is the cluster CA's word;
+ * with the system's CAs (no ssl.ca.location) hostnames are checked as usual and this is unused.
+ */
+export function checkServiceServerIdentity(
+  host: string,
+  certificate: PeerCertificate,
+): Error | undefined {
+  if (serviceRoleOf(certificate) !== undefined) return undefined;
+  return checkServerIdentity(host, certificate);
 }

@@ -10,6 +10,7 @@ import {
   serverCredentialsOf,
   type ClientAuthentication,
 } from './grpc-tls';
+import { checkServiceServerIdentity } from './service-identity';
 import { TlsMaterial, type TlsFiles } from './tls-material';
 
 export class TransportSecurity {
@@ -45,8 +46,9 @@ export class TransportSecurity {
     return this.serverCredentialsMemo;
   }
 
+  /** Channels to other services: see checkServiceServerIdentity for what they accept. */
   channelCredentials(): grpc.ChannelCredentials {
-    this.channelCredentialsMemo ??= channelCredentialsOf(this.material);
+    this.channelCredentialsMemo ??= channelCredentialsOf(this.material, { serviceIdentity: true });
     return this.channelCredentialsMemo;
   }
 
@@ -69,11 +71,17 @@ export class TransportSecurity {
   }
 
   /**
-   * Options of a node:tls client connection, with the material in use now. The server's
-   * certificate is checked against the host connected to (tls.connect's `host`).
+   * Options of a node:tls client connection to another service (the data port), with the
+   * material in use now. Under a private CA the server's certificate must name a service role
+   * or the host connected to (checkServiceServerIdentity); under the system's CAs, the host.
    */
   tlsConnectOptions(): tls.ConnectionOptions {
-    return { secureContext: this.material.current.secureContext, minVersion: 'TLSv1.2' };
+    const current = this.material.current;
+    return {
+      secureContext: current.secureContext,
+      minVersion: 'TLSv1.2',
+      ...(current.caPem === undefined ? {} : { checkServerIdentity: checkServiceServerIdentity }),
+    };
   }
 
   close(): void {
