@@ -7,6 +7,7 @@
  */
 import type { Logger } from '@spool/common';
 import { AutoBalancer, type AutoBalancerSettings } from './auto-balancer';
+import { ensureBootstrapUsers, type BootstrapScramUser } from './bootstrap-users';
 import { BrokerLifecycle } from './broker-lifecycle';
 import { CleanerStateReports } from './cleaner-state-reports';
 import type { ClusterState } from './cluster-state';
@@ -33,6 +34,8 @@ export interface ActiveControllerSettings extends AutoBalancerSettings {
   readonly leaderImbalanceCheckIntervalMs: number;
   /** The auto-balancer (auto-balancer.ts), off by default. */
   readonly autoBalance: boolean;
+  /** Users whose SCRAM credentials follow a configured password (bootstrap-users.ts). */
+  readonly bootstrapScramUsers?: readonly BootstrapScramUser[];
 }
 
 export class ActiveController {
@@ -52,6 +55,8 @@ export class ActiveController {
   private settledElectionInputs: string | undefined;
   /** The same key for the last scan that completed no reassignment. */
   private settledReassignmentInputs: string | undefined;
+  /** Whether the bootstrap users are as configured, for this leadership. */
+  private bootstrapUsersSettled: boolean;
 
   constructor(
     state: ClusterState,
@@ -71,6 +76,7 @@ export class ActiveController {
     this.balancer = settings.autoBalance
       ? new AutoBalancer(this.context, this.replicaSizes, settings)
       : undefined;
+    this.bootstrapUsersSettled = (settings.bootstrapScramUsers ?? []).length === 0;
   }
 
   start(): void {
@@ -83,6 +89,9 @@ export class ActiveController {
           'resolving unfinished topic changes failed; retrying in maintenance',
         );
       });
+    if (!this.bootstrapUsersSettled) {
+      this.queue.run(() => this.ensureBootstrapUsers()).catch(() => {});
+    }
     this.timer = setInterval(() => {
       // Maintenance waits behind client commands, and never queues up behind itself.
       if (this.queue.pending > 0) return;
@@ -98,8 +107,23 @@ export class ActiveController {
     this.timer.unref();
   }
 
+  /** Once per leadership; a failure is logged and retried by maintenance. */
+  private async ensureBootstrapUsers(): Promise<void> {
+    if (this.bootstrapUsersSettled) return;
+    try {
+      await ensureBootstrapUsers(this.context, this.settings.bootstrapScramUsers ?? []);
+      this.bootstrapUsersSettled = true;
+    } catch (error) {
+      this.context.logger.warn(
+        { err: error },
+        'writing the bootstrap users failed; retrying next maintenance round',
+      );
+    }
+  }
+
   private async maintain(): Promise<void> {
     await resolvePendingTopicChanges(this.context);
+    await this.ensureBootstrapUsers();
     for (const brokerId of this.brokers.expiredBrokers()) await this.brokers.fence(brokerId);
     for (const brokerId of this.brokers.unreachedSinceTakeover(this.isBrokerWatching)) {
       await this.brokers.fence(

@@ -1,4 +1,5 @@
 import { access, readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import {
   ConfigError,
   startService,
@@ -9,6 +10,7 @@ import {
 } from '@spool/common';
 import { createMetadataStore, MetadataKeys } from '@spool/metadata';
 import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
+import type { BootstrapScramUser } from './bootstrap-users';
 import { ControllerMetrics } from './controller-metrics';
 import { ControllerRole } from './controller-role';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
@@ -186,6 +188,22 @@ export const controllerSettings = {
     description:
       "scale.in.guard.config.map's namespace; empty, the pod's own (its service account's).",
   },
+  bootstrapScramUser: {
+    type: 'string',
+    default: '',
+    pattern: /^$|^[A-Za-z0-9._@+-]{1,255}$/,
+    description:
+      'A SCRAM user the active controller keeps with the password in ' +
+      'bootstrap.scram.password.file (SCRAM-SHA-256 and -512, written when missing or not ' +
+      "matching), as Kafka's kafka-storage format --add-scram; empty, the default, makes none.",
+  },
+  bootstrapScramPasswordFile: {
+    type: 'string',
+    default: '',
+    description:
+      "The file holding bootstrap.scram.user's password (its first line), such as a mounted " +
+      'Kubernetes Secret; read at start.',
+  },
   testPauseAfterMetadataChunk: {
     type: 'integer',
     default: 0,
@@ -242,6 +260,7 @@ export function startController(
     }) => {
       const scaleInGuardConfigMap =
         config.scaleInGuardConfigMap === '' ? undefined : await guardConfigMapOf(config);
+      const bootstrapScramUsers = bootstrapScramUsersOf(config);
       readiness.require('metadata store');
       const store = await createMetadataStore(
         config.metadataBackend === 'etcd'
@@ -287,6 +306,7 @@ export function startController(
             autoBalanceBytesMax: config.autoBalanceBytesMax,
             autoBalanceTolerancePercent: config.autoBalanceTolerancePercent,
             testPauseAfterMetadataChunk: config.testPauseAfterMetadataChunk,
+            bootstrapScramUsers,
           },
           logger.child({ component: 'controller-role' }),
           controllerMetrics,
@@ -317,6 +337,43 @@ export function startController(
       onShutdownAfterDrain(() => store.close());
     },
   });
+}
+
+/** bootstrap.scram.user with the password from its file; a ConfigError naming what is wrong. */
+function bootstrapScramUsersOf(config: {
+  readonly bootstrapScramUser: string;
+  readonly bootstrapScramPasswordFile: string;
+}): BootstrapScramUser[] {
+  if (config.bootstrapScramUser === '') {
+    if (config.bootstrapScramPasswordFile !== '') {
+      throw new ConfigError(
+        'bootstrap.scram.password.file is set but bootstrap.scram.user is empty; set both or neither',
+      );
+    }
+    return [];
+  }
+  if (config.bootstrapScramPasswordFile === '') {
+    throw new ConfigError(
+      `bootstrap.scram.user=${config.bootstrapScramUser} needs bootstrap.scram.password.file`,
+    );
+  }
+  let contents: string;
+  try {
+    contents = readFileSync(config.bootstrapScramPasswordFile, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `bootstrap.scram.password.file ${config.bootstrapScramPasswordFile} cannot be read ` +
+        `(${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    );
+  }
+  const password = contents.split(/\r?\n/, 1)[0] ?? '';
+  if (password === '') {
+    throw new ConfigError(
+      `bootstrap.scram.password.file ${config.bootstrapScramPasswordFile} holds no password ` +
+        '(its first line is empty)',
+    );
+  }
+  return [{ user: config.bootstrapScramUser, password }];
 }
 
 /** One Kubernetes API call of the scale-in guard gives up after this. */
