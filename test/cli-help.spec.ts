@@ -107,6 +107,8 @@ const expectedPaths = [
   'user',
   'user create',
   'user list',
+  'tls',
+  'tls kubernetes-secrets',
   'user delete',
   'dev',
   'controller',

@@ -30,6 +30,7 @@ import {
   runPartitionsCommand,
 } from './partitions-command';
 import { produceHelp, runProduceCommand } from './produce-command';
+import { runTlsCommand, tlsHelp, tlsSubcommandHelps } from './tls-command';
 import { runTopicCommand, topicHelp, topicSubcommandHelps } from './topic-commands';
 
 /**
@@ -77,6 +78,7 @@ const commands: Readonly<Record<string, Command>> = {
   broker: gatewayCommand(brokerHelp, runBrokerCommand, brokerSubcommandHelps),
   acl: gatewayCommand(aclHelp, runAclCommand, aclSubcommandHelps),
   user: gatewayCommand(userHelp, runUserCommand, userSubcommandHelps),
+  tls: gatewayCommand(tlsHelp, runTlsCommand, tlsSubcommandHelps),
   dev: {
     summary: 'Start a whole local cluster as separate processes (Ctrl-C stops it).',
     // A bad flag is a usage error (exit 2) whichever parser found it.
