@@ -29,8 +29,14 @@ export interface TlsSecretData {
   readonly 'ca.crt'?: string;
 }
 
+/**
+ * Whose certificate: a Spool service's (its role URI in subjectAltName) or etcd's, a server
+ * certificate for the chart's etcd that names no role, so etcd can never pass for a service.
+ */
+export type CertificateHolder = ServiceRole | 'etcd';
+
 export interface WantedServiceCertificate {
-  readonly role: ServiceRole;
+  readonly role: CertificateHolder;
   readonly secretName: string;
   /** DNS names (wildcards allowed) and IP addresses. */
   readonly hosts: readonly string[];
@@ -92,7 +98,7 @@ export function decideServiceSecret(
   const issued = issueCertificate(authority, {
     subject: { commonName: `spool-${wanted.role}`, organization: 'Spool' },
     hosts: wanted.hosts,
-    uris: [serviceRoleUri(wanted.role)],
+    uris: wanted.role === 'etcd' ? [] : [serviceRoleUri(wanted.role)],
     notBefore: new Date(options.now.getTime() - 60 * 60 * 1000),
     notAfter: new Date(options.now.getTime() + options.validityDays * dayMs),
   });
@@ -145,8 +151,10 @@ function problemOf(
           : name,
       ),
   );
-  if (!names.has(`URI:${serviceRoleUri(wanted.role)}`)) {
-    return `it does not name ${serviceRoleUri(wanted.role)}`;
+  const roleUri = wanted.role === 'etcd' ? undefined : serviceRoleUri(wanted.role);
+  if (roleUri !== undefined && !names.has(`URI:${roleUri}`)) return `it does not name ${roleUri}`;
+  if (roleUri === undefined && [...names].some((name) => name.startsWith('URI:'))) {
+    return 'it names a service role';
   }
   const missing = wanted.hosts.filter((host) =>
     isIP(host) === 0 ? !names.has(`DNS:${host}`) : !names.has(`IP:${canonicalIp(host)}`),

@@ -37,6 +37,7 @@ const services: WantedServiceCertificate[] = [
     secretName: 'spool-storage-node-tls',
     hosts: ['*.spool-storage-headless.ns.svc.cluster.local', '198.19.0.90'],
   },
+  { role: 'etcd', secretName: 'spool-etcd-tls', hosts: ['*.spool-etcd-headless.ns.svc'] },
 ];
 
 function caOf(store: { secrets: Map<string, TlsSecretData> }): CertificateAuthority {
@@ -52,6 +53,7 @@ describe('spool tls kubernetes-secrets', () => {
       'spool-cluster-ca created',
       'spool-gateway-tls created',
       'spool-storage-node-tls created',
+      'spool-etcd-tls created',
     ]);
     const ca = new X509Certificate(caOf(store).certificatePem);
     const storage = store.secrets.get('spool-storage-node-tls')!;
@@ -63,9 +65,13 @@ describe('spool tls kubernetes-secrets', () => {
         `URI:${serviceRoleUri('storage-node')}`,
     );
 
+    // etcd's certificate names no service role: etcd can never pass for a service.
+    const etcd = new X509Certificate(store.secrets.get('spool-etcd-tls')!['tls.crt']!);
+    expect(etcd.subjectAltName).toBe('DNS:*.spool-etcd-headless.ns.svc');
+
     store.writes.length = 0;
     const second = await reconcileClusterCertificates(store, 'spool-cluster-ca', services, options);
-    expect(second.map((outcome) => outcome.action)).toEqual(['kept', 'kept', 'kept']);
+    expect(second.map((outcome) => outcome.action)).toEqual(['kept', 'kept', 'kept', 'kept']);
     expect(store.writes).toEqual([]);
   });
 

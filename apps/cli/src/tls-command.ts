@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { serviceRoles, type ServiceRole } from '@spool/common';
+import { serviceRoles } from '@spool/common';
 import { UsageError } from './cli-errors';
 import { parseCommandArgs, requirePositionals } from './cli-options';
 import {
   certificateAuthorityOf,
   decideServiceSecret,
   newClusterCa,
+  type CertificateHolder,
   type TlsSecretData,
   type WantedServiceCertificate,
 } from './cluster-certificates';
@@ -46,7 +47,9 @@ export const tlsKubernetesSecretsHelp: CommandHelp = {
       type: 'string',
       multiple: true,
       valueName: 'ROLE/SECRET=HOSTS',
-      description: `a service's Secret and hosts; ROLE one of ${serviceRoles.join(', ')}; repeatable`,
+      description:
+        `a service's Secret and hosts; ROLE one of ${serviceRoles.join(', ')}, or etcd (a ` +
+        'server certificate with no service role); repeatable',
     },
     'validity-days': {
       type: 'string',
@@ -97,6 +100,8 @@ export interface SecretOutcome {
   readonly action: 'created' | 'replaced' | 'kept';
   readonly reason: string;
 }
+
+const certificateHolders: readonly CertificateHolder[] = [...serviceRoles, 'etcd'];
 
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -202,10 +207,10 @@ function parseService(value: string): WantedServiceCertificate {
     .split(',')
     .map((host) => host.trim())
     .filter((host) => host !== '');
-  if (slash <= 0 || equals < slash || !(serviceRoles as readonly string[]).includes(role)) {
+  if (slash <= 0 || equals < slash || !(certificateHolders as readonly string[]).includes(role)) {
     throw new UsageError(
       `--service ${JSON.stringify(value)}: expected ROLE/SECRET=HOST[,HOST...] with ROLE one of ` +
-        serviceRoles.join(', '),
+        certificateHolders.join(', '),
     );
   }
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(secretName)) {
@@ -223,7 +228,7 @@ function parseService(value: string): WantedServiceCertificate {
   if (hosts.length === 0) {
     throw new UsageError(`--service ${JSON.stringify(value)}: name at least one host`);
   }
-  return { role: role as ServiceRole, secretName, hosts };
+  return { role: role as CertificateHolder, secretName, hosts };
 }
 
 function positiveDays(value: unknown, flag: string): number {
