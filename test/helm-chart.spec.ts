@@ -38,6 +38,7 @@ import {
   runHelm,
   templateChart,
   type KubernetesObject,
+  type PodSpec,
 } from './support/helm-chart';
 import {
   clusterAddressPattern,
@@ -65,6 +66,12 @@ const variants: Record<string, Record<string, unknown>> = {
     storageNode: { antiAffinity: 'hard' },
     gateway: { service: { type: 'LoadBalancer', loadBalancerSourceRanges: ['198.18.0.0/15'] } },
   },
+  'tls and authentication off': { tls: { enabled: false }, authentication: { enabled: false } },
+  'cert-manager': {},
+};
+/** API groups a variant's cluster serves beyond Kubernetes' own. */
+const variantApiVersions: Record<string, readonly string[]> = {
+  'cert-manager': ['cert-manager.io/v1'],
 };
 
 const renders = new Map<string, KubernetesObject[]>();
@@ -72,7 +79,9 @@ const storage = 'rel-spool-storage';
 
 beforeAll(() => {
   helmBinary();
-  for (const [name, values] of Object.entries(variants)) renders.set(name, renderChart(values));
+  for (const [name, values] of Object.entries(variants)) {
+    renders.set(name, renderChart(values, { apiVersions: variantApiVersions[name] ?? [] }));
+  }
 }, helmInstallTimeoutMs);
 
 const workloadsOf = (objects: KubernetesObject[]) =>
@@ -127,12 +136,15 @@ describe('helm/spool', () => {
       const podSpec = podSpecOf(statefulSet)!;
       const mount = podSpec.containers[0]!.volumeMounts!.find((entry) => entry.name === 'data');
       expect(mount?.mountPath).toBe('/var/lib/spool');
+      const volumeNames = podSpec.volumes?.map((volume) => volume.name) ?? [];
+      const tlsVolumes = variant === 'tls and authentication off' ? [] : ['tls'];
       if (variant === 'persistence off') {
         expect(spec.volumeClaimTemplates).toBeUndefined();
-        expect(podSpec.volumes).toEqual([{ name: 'data', emptyDir: {} }]);
+        expect(podSpec.volumes?.[0]).toEqual({ name: 'data', emptyDir: {} });
+        expect(volumeNames).toEqual(['data', ...tlsVolumes]);
       } else {
         expect(spec.volumeClaimTemplates?.map((claim) => claim.metadata.name)).toEqual(['data']);
-        expect(podSpec.volumes).toBeUndefined();
+        expect(volumeNames).toEqual(tlsVolumes);
       }
     });
 
@@ -479,7 +491,11 @@ describe('helm/spool', () => {
 
     const off = renderChart({ storageNode: { scaleInGuard: { enabled: false } } });
     for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Role']) {
-      expect(off.some((object) => object.kind === kind)).toBe(false);
+      // The TLS issuer's Role (a hook) has nothing to do with the guard.
+      const guardObjects = off.filter(
+        (object) => object.kind === kind && !object.metadata.name.endsWith('-tls-issuer'),
+      );
+      expect(guardObjects).toEqual([]);
     }
     const offController = podSpecOf(find(off, 'Deployment', 'rel-spool-controller'))!;
     expect(offController.automountServiceAccountToken).toBe(false);
@@ -497,6 +513,193 @@ describe('helm/spool', () => {
       { kubeVersion: '1.29.0' },
     );
     expect(oldOff.status, oldOff.stderr).toBe(0);
+  });
+
+  describe('TLS and authentication', () => {
+    const roles = {
+      controller: ['Deployment', 'rel-spool-controller'],
+      'storage-node': ['StatefulSet', storage],
+      coordinator: ['Deployment', 'rel-spool-coordinator'],
+      gateway: ['Deployment', 'rel-spool-gateway'],
+    } as const;
+    const environmentOf = (objects: KubernetesObject[], kind: string, name: string) =>
+      new Map(
+        podSpecOf(find(objects, kind, name))!.containers[0]!.env!.map((variable) => [
+          variable.name,
+          variable.value,
+        ]),
+      );
+
+    it('are on by default: every service on TLS with its own certificate, the gateway SASL_SSL with ACLs', () => {
+      const objects = renders.get('defaults')!;
+      for (const [role, [kind, name]] of Object.entries(roles)) {
+        const podSpec = podSpecOf(find(objects, kind, name))!;
+        const environment = environmentOf(objects, kind, name);
+        expect(environment.get('SPOOL_SECURITY_PROTOCOL'), name).toBe('SSL');
+        expect(environment.get('SPOOL_SSL_CERTIFICATE_LOCATION'), name).toBe(
+          '/etc/spool/tls/tls.crt',
+        );
+        expect(environment.get('SPOOL_SSL_CA_LOCATION'), name).toBe('/etc/spool/tls/ca.crt');
+        const volume = podSpec.volumes!.find((candidate) => candidate.name === 'tls')!;
+        expect(volume.secret, name).toEqual({
+          secretName: `rel-spool-${role}-tls`,
+          defaultMode: 0o440,
+        });
+        expect(podSpec.containers[0]!.volumeMounts).toContainEqual({
+          name: 'tls',
+          mountPath: '/etc/spool/tls',
+          readOnly: true,
+        });
+      }
+      const gateway = environmentOf(objects, 'Deployment', 'rel-spool-gateway');
+      expect(
+        Object.fromEntries(
+          [
+            'SPOOL_KAFKA_SECURITY_PROTOCOL',
+            'SPOOL_GRPC_AUTHENTICATION',
+            'SPOOL_AUTHORIZER',
+            'SPOOL_SUPER_USERS',
+            'SPOOL_SSL_CLIENT_AUTH',
+          ].map((key) => [key, gateway.get(key)]),
+        ),
+      ).toEqual({
+        SPOOL_KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+        SPOOL_GRPC_AUTHENTICATION: 'required',
+        SPOOL_AUTHORIZER: 'acl',
+        SPOOL_SUPER_USERS: 'User:admin',
+        SPOOL_SSL_CLIENT_AUTH: 'none',
+      });
+
+      // The controller: etcd over TLS with its certificate, and the first admin from its Secret.
+      const controller = environmentOf(objects, 'Deployment', 'rel-spool-controller');
+      for (const endpoint of controller.get('SPOOL_ETCD_ENDPOINTS')!.split(',')) {
+        expect(endpoint).toMatch(/^https:\/\/rel-spool-etcd-\d\./);
+      }
+      expect(controller.get('SPOOL_ETCD_SSL_CA_LOCATION')).toBe('/etc/spool/tls/ca.crt');
+      expect(controller.get('SPOOL_BOOTSTRAP_SCRAM_USER')).toBe('admin');
+      expect(controller.get('SPOOL_BOOTSTRAP_SCRAM_PASSWORD_FILE')).toBe(
+        '/etc/spool/admin/password',
+      );
+      const controllerVolumes = podSpecOf(
+        find(objects, 'Deployment', 'rel-spool-controller'),
+      )!.volumes!;
+      expect(
+        controllerVolumes.find((volume) => volume.name === 'admin-password')?.secret,
+      ).toMatchObject({
+        secretName: 'rel-spool-admin',
+        items: [{ key: 'password' }],
+      });
+      const admin = find(objects, 'Secret', 'rel-spool-admin') as KubernetesObject & {
+        data: Record<string, string>;
+      };
+      expect(Buffer.from(admin.data['username']!, 'base64').toString()).toBe('admin');
+      expect(Buffer.from(admin.data['password']!, 'base64').toString()).toMatch(
+        /^[A-Za-z0-9]{32}$/,
+      );
+
+      const etcd = environmentOf(objects, 'StatefulSet', 'rel-spool-etcd');
+      expect(etcd.get('ETCD_LISTEN_CLIENT_URLS')).toBe('https://0.0.0.0:2379');
+      expect(etcd.get('ETCD_CLIENT_CERT_AUTH')).toBe('true');
+      expect(etcd.get('ETCD_TRUSTED_CA_FILE')).toBe('/etc/etcd/tls/ca.crt');
+
+      // Without cert-manager, a hook Job issues every certificate before anything starts.
+      const job = find(objects, 'Job', 'rel-spool-tls-issuer');
+      expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+      // A Job is no workload to podSpecOf (no PodDisruptionBudget for a hook that runs once).
+      const jobPod = (job as KubernetesObject & { spec: { template: { spec: PodSpec } } }).spec
+        .template.spec;
+      const args = jobPod.containers[0]!.args!;
+      expect(args.slice(0, 2)).toEqual(['tls', 'kubernetes-secrets']);
+      expect(args).toContain('--ca-secret=rel-spool-cluster-ca');
+      const services = args.filter((arg) => arg.startsWith('--service='));
+      expect(services.map((arg) => arg.slice('--service='.length).split('=')[0])).toEqual([
+        'controller/rel-spool-controller-tls',
+        'storage-node/rel-spool-storage-node-tls',
+        'coordinator/rel-spool-coordinator-tls',
+        'gateway/rel-spool-gateway-tls',
+        'etcd/rel-spool-etcd-tls',
+      ]);
+      expect(services[3]).toContain(`rel-spool-gateway.${releaseNamespace}.svc.cluster.local`);
+      expect(services[1]).toContain(
+        `*.rel-spool-storage-headless.${releaseNamespace}.svc.cluster.local`,
+      );
+      // Its Role reads and replaces those Secrets only.
+      const role = find(objects, 'Role', 'rel-spool-tls-issuer') as KubernetesObject & {
+        rules: Array<{ resourceNames?: string[]; verbs: string[] }>;
+      };
+      expect(role.rules[0]!.resourceNames).toEqual([
+        'rel-spool-cluster-ca',
+        ...services.map((arg) => arg.split('/')[1]!.split('=')[0]!),
+      ]);
+      expect(objects.some((object) => object.apiVersion === 'cert-manager.io/v1')).toBe(false);
+    });
+
+    it('leaves issuing to cert-manager where the cluster has it, with the role URIs', () => {
+      const objects = renders.get('cert-manager')!;
+      expect(objects.some((object) => object.kind === 'Job')).toBe(false);
+      const ca = find(objects, 'Certificate', 'rel-spool-cluster-ca') as KubernetesObject & {
+        spec: Record<string, unknown>;
+      };
+      expect(ca.spec).toMatchObject({ isCA: true, secretName: 'rel-spool-cluster-ca' });
+      for (const role of [...Object.keys(roles), 'etcd']) {
+        const certificate = find(
+          objects,
+          'Certificate',
+          `rel-spool-${role}-tls`,
+        ) as KubernetesObject & {
+          spec: { secretName: string; uris?: string[]; issuerRef: { name: string } };
+        };
+        expect(certificate.spec.secretName).toBe(`rel-spool-${role}-tls`);
+        expect(certificate.spec.issuerRef.name).toBe('rel-spool-cluster-ca');
+        expect(certificate.spec.uris).toEqual(
+          role === 'etcd' ? undefined : [`spool://service/${role}`],
+        );
+      }
+      const forced = templateChart({ tls: { issuer: 'cert-manager' } });
+      expect(forced.status).not.toBe(0);
+      expect(forced.stderr).toContain(
+        'tls.issuer=cert-manager, but this cluster serves no cert-manager.io/v1',
+      );
+    });
+
+    it('can be turned off: plaintext everywhere, no issuer, no admin', () => {
+      const objects = renders.get('tls and authentication off')!;
+      for (const [kind, name] of Object.values(roles)) {
+        expect(environmentOf(objects, kind, name).has('SPOOL_SECURITY_PROTOCOL'), name).toBe(false);
+      }
+      const controller = environmentOf(objects, 'Deployment', 'rel-spool-controller');
+      expect(controller.get('SPOOL_ETCD_ENDPOINTS')).toMatch(/^http:\/\//);
+      expect(controller.has('SPOOL_BOOTSTRAP_SCRAM_USER')).toBe(false);
+      expect(objects.filter((object) => ['Job', 'Secret'].includes(object.kind))).toEqual([]);
+    });
+
+    it('refuses authentication without TLS, and takes an admin password Secret of yours', () => {
+      const refused = templateChart({ tls: { enabled: false } });
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toContain('authentication.enabled needs tls.enabled');
+      const clientCertificates = templateChart({
+        tls: { enabled: false },
+        authentication: { enabled: false },
+        gateway: { kafka: { sslClientAuth: 'required' } },
+      });
+      expect(clientCertificates.stderr).toContain(
+        'gateway.kafka.sslClientAuth=required needs tls.enabled',
+      );
+
+      const objects = renderChart({
+        authentication: { admin: { user: 'root', existingSecret: 'my-admin' } },
+      });
+      expect(objects.some((object) => object.kind === 'Secret')).toBe(false);
+      const controllerVolumes = podSpecOf(
+        find(objects, 'Deployment', 'rel-spool-controller'),
+      )!.volumes!;
+      expect(
+        controllerVolumes.find((volume) => volume.name === 'admin-password')?.secret?.secretName,
+      ).toBe('my-admin');
+      expect(
+        environmentOf(objects, 'Deployment', 'rel-spool-gateway').get('SPOOL_SUPER_USERS'),
+      ).toBe('User:root');
+    });
   });
 
   it('rejects a default replication factor larger than the storage nodes', () => {
@@ -535,6 +738,19 @@ describe('helm/spool', () => {
       expect(defaults).toContain('helm test rel --namespace spool-test');
       expect(defaults).toContain('spool broker decommission N, then wait for REMOVABLE');
       expect(defaults).toContain('The scale-in guard refuses a scale-in until then');
+      // TLS and authentication on by default: the CA, the admin's password, a client.properties.
+      expect(defaults).toContain(
+        "get secret rel-spool-gateway-tls -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt",
+      );
+      expect(defaults).toContain(
+        "sasl.password=$(kubectl --namespace spool-test get secret rel-spool-admin -o jsonpath='{.data.password}' | base64 -d)",
+      );
+      expect(defaults).toContain('security.protocol=SASL_SSL');
+      const open = render({ tls: { enabled: false }, authentication: { enabled: false } });
+      expect(open).toContain(
+        '--env SPOOL_GATEWAY=rel-spool-gateway.spool-test.svc.cluster.local:9090',
+      );
+      expect(open).not.toContain('SASL_SSL');
       const loadBalancer = render({ gateway: { service: { type: 'LoadBalancer' } } });
       expect(loadBalancer).toContain('get service rel-spool-gateway');
     } finally {

@@ -52,6 +52,12 @@ export function containerEnvironment(container: Container, pod: PodIdentity): Ma
   const environment = new Map<string, string>();
   for (const variable of container.env ?? []) {
     let value: string;
+    const secretKey = variable.valueFrom?.secretKeyRef;
+    if (secretKey !== undefined) {
+      // A Secret's value is not in the render; no address is ever taken from one.
+      environment.set(variable.name, `<secret ${secretKey.name}/${secretKey.key}>`);
+      continue;
+    }
     if (variable.valueFrom !== undefined) {
       const fieldPath = variable.valueFrom.fieldRef?.fieldPath;
       const field = fieldPath === undefined ? undefined : fieldValues[fieldPath];

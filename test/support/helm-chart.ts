@@ -31,7 +31,10 @@ export interface KubernetesObject {
 export interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string } };
+  valueFrom?: {
+    fieldRef?: { fieldPath: string };
+    secretKeyRef?: { name: string; key: string };
+  };
 }
 
 export interface Container {
@@ -52,7 +55,11 @@ export interface PodSpec {
   automountServiceAccountToken?: boolean;
   enableServiceLinks?: boolean;
   terminationGracePeriodSeconds?: number;
-  volumes?: Array<{ name: string; emptyDir?: object }>;
+  volumes?: Array<{
+    name: string;
+    emptyDir?: object;
+    secret?: { secretName: string; defaultMode?: number; items?: Array<{ key: string }> };
+  }>;
   affinity?: Record<string, unknown>;
   topologySpreadConstraints?: unknown[];
 }
@@ -81,7 +88,7 @@ export function runHelm(args: readonly string[]): {
 /** `helm template` with these values; throws with helm's message when rendering fails. */
 export function renderChart(
   values: Record<string, unknown> = {},
-  options: { chart?: string } = {},
+  options: { chart?: string; apiVersions?: readonly string[] } = {},
 ): KubernetesObject[] {
   const result = templateChart(values, options);
   if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
@@ -91,7 +98,7 @@ export function renderChart(
 /** `helm template` with these values, for tests that expect it to fail. */
 export function templateChart(
   values: Record<string, unknown>,
-  options: { chart?: string; kubeVersion?: string } = {},
+  options: { chart?: string; kubeVersion?: string; apiVersions?: readonly string[] } = {},
 ): { status: number; stdout: string; stderr: string } {
   const folder = mkdtempSync(path.join(tmpdir(), 'spool-helm-values-'));
   try {
@@ -107,6 +114,8 @@ export function templateChart(
       options.kubeVersion ?? kubeVersion,
       '--values',
       valuesFile,
+      // API groups the cluster would serve beyond the built-in ones (cert-manager.io/v1).
+      ...(options.apiVersions ?? []).flatMap((apiVersion) => ['--api-versions', apiVersion]),
     ]);
   } finally {
     rmSync(folder, { recursive: true, force: true });

@@ -1,9 +1,12 @@
+import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
+import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
 import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { Job } from 'kubernetes-models/batch/v1/Job';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
@@ -11,6 +14,7 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Pod } from 'kubernetes-models/v1/Pod';
+import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -45,12 +49,16 @@ const validators: Readonly<Record<string, Validator>> = {
   'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': validatorOf(
     ValidatingAdmissionPolicyBinding,
   ),
+  'batch/v1/Job': validatorOf(Job),
   'v1/ConfigMap': validatorOf(ConfigMap),
+  'v1/Secret': validatorOf(Secret),
   'v1/Pod': validatorOf(Pod),
   'v1/Service': validatorOf(Service),
   'v1/ServiceAccount': validatorOf(ServiceAccount),
   'monitoring.coreos.com/v1/ServiceMonitor': validatorOf(ServiceMonitor),
   'monitoring.coreos.com/v1/PrometheusRule': validatorOf(PrometheusRule),
+  'cert-manager.io/v1/Issuer': validatorOf(Issuer),
+  'cert-manager.io/v1/Certificate': validatorOf(Certificate),
 };
 
 /** Every problem found, as "Kind/name: message"; empty when all objects are valid. */

@@ -113,7 +113,7 @@ answers with the active one's address, which the services then follow. */}}
 {{- $domain := include "spool.serviceDomain" . -}}
 {{- $endpoints := list -}}
 {{- range $ordinal := until (.Values.etcd.replicas | int) -}}
-{{- $endpoints = append $endpoints (printf "http://%s-etcd-%d.%s.%s:2379" $fullname $ordinal $headless $domain) -}}
+{{- $endpoints = append $endpoints (printf "%s://%s-etcd-%d.%s.%s:2379" (ternary "https" "http" $.Values.tls.enabled) $fullname $ordinal $headless $domain) -}}
 {{- end -}}
 {{- join "," $endpoints -}}
 {{- end -}}
@@ -178,6 +178,7 @@ Call with (dict "root" $ "component" "gateway").
   value: {{ include "spool.port" (dict "root" .root "component" .component "port" "metrics") | quote }}
 - name: SPOOL_LOG_LEVEL
   value: {{ .root.Values.logLevel | quote }}
+{{- include "spool.tlsEnv" . }}
 {{- end -}}
 
 {{/* The container ports of one component: (dict "root" $ "component" "gateway"). */}}
@@ -216,6 +217,18 @@ livenessProbe:
 {{- end -}}
 {{- if and .Values.rackAwareness.topologyKey (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
 {{- fail "rackAwareness.topologyKey needs a ServiceAccount that may get nodes: set serviceAccount.create or serviceAccount.name" -}}
+{{- end -}}
+{{- if and .Values.authentication.enabled (not .Values.tls.enabled) -}}
+{{- fail "authentication.enabled needs tls.enabled: passwords and SCRAM exchanges travel over TLS only (set tls.enabled=true, or authentication.enabled=false for an open cluster)" -}}
+{{- end -}}
+{{- if and (ne .Values.gateway.kafka.sslClientAuth "none") (not .Values.tls.enabled) -}}
+{{- fail (printf "gateway.kafka.sslClientAuth=%s needs tls.enabled: client certificates are asked for in the TLS handshake" .Values.gateway.kafka.sslClientAuth) -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (eq .Values.tls.issuer "cert-manager") (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- fail "tls.issuer=cert-manager, but this cluster serves no cert-manager.io/v1: install cert-manager first, or set tls.issuer=chart (or auto)" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (ge (.Values.tls.renewBeforeDays | int) (.Values.tls.certificateValidityDays | int)) -}}
+{{- fail (printf "tls.renewBeforeDays (%d) must be less than tls.certificateValidityDays (%d), or every upgrade would issue new certificates" (.Values.tls.renewBeforeDays | int) (.Values.tls.certificateValidityDays | int)) -}}
 {{- end -}}
 {{- if .Values.storageNode.scaleInGuard.enabled -}}
 {{- if not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) -}}
@@ -262,4 +275,123 @@ one, else gateway.kafka.brokerPortBase (the Service's ports are the pods' ports)
 {{- else -}}
 {{- .Values.gateway.kafka.brokerPortBase -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+TLS (values tls.*). "spool.certManager" is "true" when cert-manager issues the certificates:
+tls.issuer=cert-manager, or auto on a cluster that serves cert-manager.io/v1.
+*/}}
+{{- define "spool.certManager" -}}
+{{- if .Values.tls.enabled -}}
+{{- if or (eq .Values.tls.issuer "cert-manager") (and (eq .Values.tls.issuer "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's etcd is installed (no etcd.external.endpoints). */}}
+{{- define "spool.chartEtcd" -}}
+{{- if not .Values.etcd.external.endpoints -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "spool.clusterCaSecretName" -}}
+{{- printf "%s-cluster-ca" (include "spool.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret of one holder's certificate: (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.tlsSecretName" -}}
+{{- printf "%s-%s-tls" (include "spool.fullname" .root) .component -}}
+{{- end -}}
+
+{{/* Where each pod mounts its certificate, key and the CA. */}}
+{{- define "spool.tlsDirectory" -}}
+/etc/spool/tls
+{{- end -}}
+
+{{/*
+The names a holder's certificate carries, as a JSON list: (dict "root" $ "component" "gateway").
+Services verify each other by the role URI, so these are the names clients and probes dial:
+the Service's names for the controller, coordinator and gateway (the gateway's also localhost for
+kubectl port-forward, the Kafka advertised host and tls.gatewayAlternativeNames); a storage node
+and an etcd member by their names under the headless Service.
+*/}}
+{{- define "spool.tlsHosts" -}}
+{{- $root := .root -}}
+{{- $namespace := $root.Release.Namespace -}}
+{{- $domain := $root.Values.clusterDomain -}}
+{{- $fullname := include "spool.fullname" $root -}}
+{{- $hosts := list -}}
+{{- $service := "" -}}
+{{- $wildcard := false -}}
+{{- if eq .component "storage-node" -}}
+{{- $service = include "spool.storageHeadlessServiceName" $root -}}
+{{- $wildcard = true -}}
+{{- else if eq .component "etcd" -}}
+{{- $service = include "spool.etcdHeadlessServiceName" $root -}}
+{{- $wildcard = true -}}
+{{- else -}}
+{{- $service = printf "%s-%s" $fullname .component -}}
+{{- end -}}
+{{- range $suffix := list "" (printf ".%s" $namespace) (printf ".%s.svc" $namespace) (printf ".%s.svc.%s" $namespace $domain) -}}
+{{- if $wildcard -}}
+{{- $hosts = append $hosts (printf "*.%s%s" $service $suffix) -}}
+{{- else -}}
+{{- $hosts = append $hosts (printf "%s%s" $service $suffix) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .component "gateway" -}}
+{{- $hosts = append $hosts "localhost" -}}
+{{- $hosts = append $hosts (include "spool.kafkaAdvertisedHost" $root) -}}
+{{- $hosts = concat $hosts $root.Values.tls.gatewayAlternativeNames -}}
+{{- end -}}
+{{- toJson (uniq $hosts) -}}
+{{- end -}}
+
+{{/* The holders of certificates: the four services and, when the chart installs it, etcd. */}}
+{{- define "spool.tlsHolders" -}}
+{{- $holders := list "controller" "storage-node" "coordinator" "gateway" -}}
+{{- if include "spool.chartEtcd" . -}}
+{{- $holders = append $holders "etcd" -}}
+{{- end -}}
+{{- toJson $holders -}}
+{{- end -}}
+
+{{/* A Spool container's TLS settings (environment): (dict "root" $ "component" "gateway"). */}}
+{{- define "spool.tlsEnv" -}}
+{{- if .root.Values.tls.enabled }}
+- name: SPOOL_SECURITY_PROTOCOL
+  value: SSL
+- name: SPOOL_SSL_CERTIFICATE_LOCATION
+  value: {{ include "spool.tlsDirectory" . }}/tls.crt
+- name: SPOOL_SSL_KEY_LOCATION
+  value: {{ include "spool.tlsDirectory" . }}/tls.key
+- name: SPOOL_SSL_CA_LOCATION
+  value: {{ include "spool.tlsDirectory" . }}/ca.crt
+{{- end }}
+{{- end -}}
+
+{{/* The certificate's volume (pod) and mount (container): (dict "root" $ "component" ...). */}}
+{{- define "spool.tlsVolume" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "spool.tlsSecretName" . }}
+    # The pod's group (fsGroup) reads the key; nobody else.
+    defaultMode: 288 # 0440
+{{- end }}
+{{- end -}}
+
+{{- define "spool.tlsVolumeMount" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  mountPath: {{ include "spool.tlsDirectory" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The Secret holding the admin's password (key "password"). */}}
+{{- define "spool.adminSecretName" -}}
+{{- default (printf "%s-admin" (include "spool.fullname" .)) .Values.authentication.admin.existingSecret -}}
 {{- end -}}

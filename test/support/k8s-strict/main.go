@@ -3,7 +3,7 @@
 // validation does: a field the type does not have (a misspelt key in a template), a duplicate
 // field or a value of the wrong type is reported as "Kind/name: problem", one per line. It exits
 // 1 when any object has a problem and 2 on a kind it does not know. Custom resources
-// (monitoring.coreos.com) are skipped: their CRD schemas are checked by the kubernetes-models
+// (monitoring.coreos.com, cert-manager.io) are skipped: their CRD schemas are checked by the kubernetes-models
 // validators in the chart tests.
 package main
 
@@ -16,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,6 +36,10 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &corev1.Pod{}, true
 	case "v1/ConfigMap":
 		return &corev1.ConfigMap{}, true
+	case "v1/Secret":
+		return &corev1.Secret{}, true
+	case "batch/v1/Job":
+		return &batchv1.Job{}, true
 	case "v1/ServiceAccount":
 		return &corev1.ServiceAccount{}, true
 	case "policy/v1/PodDisruptionBudget":
@@ -86,7 +91,7 @@ func main() {
 			continue
 		}
 		where := meta.Kind + "/" + meta.Metadata.Name
-		if meta.APIVersion == "monitoring.coreos.com/v1" {
+		if meta.APIVersion == "monitoring.coreos.com/v1" || meta.APIVersion == "cert-manager.io/v1" {
 			continue
 		}
 		object, known := newObject(meta.APIVersion, meta.Kind)
