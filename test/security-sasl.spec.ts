@@ -5,7 +5,8 @@
 // consumes the same records with PLAIN and with SCRAM-SHA-512; a wrong password and an unknown
 // user are refused with the same message and write nothing; plaintext to the TLS port and a
 // Metadata request before SASL authentication get no Kafka answer; on gRPC the SDK's `sasl`
-// works, a wrong password is SASL_AUTHENTICATION_FAILED; a deleted user is refused; every
+// works (and the CLI's sasl.* keys of client.properties), a wrong password is
+// SASL_AUTHENTICATION_FAILED; a deleted user is refused; every
 // failure is counted by listener and mechanism in the gateway's metrics.
 import { readClientProperties, Spool } from '@spool/client';
 import type { SpoolError } from '@spool/common';
@@ -13,7 +14,7 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import * as path from 'node:path';
 import tls from 'node:tls';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from './support/cli-process';
 import { scrape, sumOf } from './support/prometheus-scrape';
@@ -162,9 +163,9 @@ describe('client authentication on spool dev --secure', () => {
     };
     // spool dev --secure enforces ACLs: alice is authenticated but may not write yet, and the
     // refused produce writes nothing.
-    await expect(
-      kcat(alice, ['-P', '-t', 'sasl-orders', '-p', '0'], 'refused\n'),
-    ).rejects.toThrow(/authorization failed/i);
+    await expect(kcat(alice, ['-P', '-t', 'sasl-orders', '-p', '0'], 'refused\n')).rejects.toThrow(
+      /authorization failed/i,
+    );
     expect(await highWatermarks('sasl-orders')).toEqual(['0']);
     const granted = await cli([
       ...['acl', 'create', '--allow-principal', 'User:alice'],
@@ -270,6 +271,24 @@ describe('client authentication on spool dev --secure', () => {
       ]);
       expect(granted.exitCode, granted.stderr).toBe(0);
       expect((await good.admin().describeCluster()).brokers.length).toBe(1);
+      // The CLI takes its user from client.properties' sasl.* keys (the certificate only opens
+      // the TLS handshake): as alice it may list ACLs (Describe on the cluster, granted above)
+      // and may not create a topic.
+      const aliceProperties = path.join(dev.dataDirectory, 'alice.properties');
+      writeFileSync(
+        aliceProperties,
+        readFileSync(clientProperties, 'utf8')
+          .replace(/^sasl\.username=.*$/m, 'sasl.username=alice')
+          .replace(/^sasl\.password=.*$/m, 'sasl.password=alice-secret-1'),
+      );
+      const listed = await runCli(['--command-config', aliceProperties, 'acl', 'list']);
+      expect(listed.exitCode, listed.stderr).toBe(0);
+      const created = await runCli([
+        ...['--command-config', aliceProperties, 'topic', 'create', 'alice-may-not'],
+        ...['--partitions', '1', '--replication-factor', '1'],
+      ]);
+      expect(created.exitCode).toBe(1);
+      expect(created.stderr).toMatch(/AUTHORIZATION_FAILED/);
     } finally {
       await good.close();
     }

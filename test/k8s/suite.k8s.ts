@@ -3,7 +3,13 @@
 // runs on the host and reaches the gateway through its Service (the ClusterIP, which kube-proxy
 // translates on the host exactly as it does a NodePort), with the SDK and the `spool` CLI.
 //
+// The chart's defaults are secure: TLS between every component and to etcd, certificates from
+// the chart's hook Job, the gateway SASL_SSL with ACLs, the admin's password in a Secret. This
+// process is the admin (SCRAM-SHA-512 over TLS, the cluster CA from a component's Secret).
+//
 // The steps run in order, each on what the previous left: install (every pod Ready, `helm test`),
+// plaintext, anonymous and wrong-password clients refused on gRPC and on the Kafka listener while
+// kcat as the admin produces and consumes over SASL_SSL,
 // 100,000 records with acks=all into a 6-partition RF3 topic and back, a storage pod deleted and
 // a storage process SIGKILLed while a producer runs, the active controller's pod and an etcd pod
 // deleted, a `helm upgrade` rolling every Spool workload under a fixed-rate producer, storage
@@ -13,10 +19,24 @@
 // keeping the volumes. Each step prints what it measured; the last line is one JSON object.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Spool, type Admin, type Producer } from '@spool/client';
+import {
+  readClientProperties,
+  Spool,
+  type Admin,
+  type Producer,
+  type SpoolConfig,
+} from '@spool/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli-process';
 import { reservedLoopbackPort } from '../support/loopback-ports';
@@ -31,17 +51,29 @@ const binaries = path.join(
   'bin',
 );
 const containerdSocket = path.join(workspaceRoot, '.k8s/run/containerd/containerd.sock');
-/** Only the local images and their pull policy: everything else is the chart's default. */
+/**
+ * The gateway Service's cluster IP, pinned so that its certificate can name it: this process
+ * reaches the gateway from the host by that address (no cluster DNS here), and Kafka clients are
+ * told it as the advertised host.
+ */
+const gatewayClusterIp = '198.19.0.90';
+/**
+ * Only the local images, their pull policy and the gateway's address: everything else is the
+ * chart's default, TLS and authentication on.
+ */
 const installValues = [
   'image.pullPolicy=Never',
   'etcd.image.repository=localhost/etcd',
   'etcd.image.pullPolicy=Never',
+  `gateway.service.clusterIP=${gatewayClusterIp}`,
+  `gateway.kafka.advertisedHost=${gatewayClusterIp}`,
 ];
 const podsReadyLimitMs = 180_000;
 const bulkRecords = 100_000;
 const bulkTopic = 'e2e-bulk';
 const faultTopic = 'e2e-faults';
 const fullTopic = 'e2e-volume-full';
+const kcatTopic = 'e2e-kcat';
 /** The claim spool-storage-3 finds when storage scales to 4: on spool-small, a small tmpfs. */
 const smallClaim = `data-${release}-storage-3`;
 /** The producer's rate during faults and the roll: fixed, so latency is the service's. */
@@ -59,6 +91,10 @@ const report = {
 };
 let helmPath = '';
 let gatewayAddress = '';
+/** The admin's client.properties (the CA, SASL_SSL, the admin user), written after install. */
+const clientProperties = path.join(scratch, 'client.properties');
+const caFile = path.join(scratch, 'ca.crt');
+let adminPassword = '';
 let spool: Spool;
 let admin: Admin;
 let prometheus: ChildProcess | undefined;
@@ -146,6 +182,59 @@ function kubectl(args: readonly string[], timeoutMs?: number): Promise<RunResult
 
 function helm(args: readonly string[], timeoutMs = 600_000): Promise<RunResult> {
   return run(helmPath, ['--kubeconfig', kubeconfig, '--namespace', namespace, ...args], timeoutMs);
+}
+
+/** The spool CLI as the admin, through the gateway Service. */
+function cli(argv: readonly string[], input = '') {
+  return runCli([...argv, '--command-config', clientProperties], input);
+}
+
+/**
+ * kcat as the admin over SASL_SSL (SCRAM-SHA-512) at the gateway's Kafka port; `overrides` are
+ * further -X settings, which win. Resolves with stdout; rejects with stderr on a failure.
+ */
+function kcat(
+  args: readonly string[],
+  input?: string,
+  overrides: readonly string[] = [],
+): Promise<string> {
+  const settings = [
+    'security.protocol=SASL_SSL',
+    'sasl.mechanisms=SCRAM-SHA-512',
+    'sasl.username=admin',
+    `sasl.password=${adminPassword}`,
+    `ssl.ca.location=${caFile}`,
+    ...overrides,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'kcat',
+      [
+        `-b`,
+        `${gatewayClusterIp}:9092`,
+        ...settings.flatMap((setting) => ['-X', setting]),
+        ...args,
+      ],
+      { timeout: 30_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`kcat ${args.join(' ')} failed: ${stderr}`));
+        else resolve(stdout);
+      },
+    );
+    child.stdin!.end(input ?? '');
+  });
+}
+
+/** A Secret's key, decoded. */
+async function secretValue(name: string, key: string): Promise<string> {
+  const { stdout } = await kubectl([
+    'get',
+    'secret',
+    name,
+    '-o',
+    `jsonpath={.data.${key.replace(/\./g, '\\.')}}`,
+  ]);
+  return Buffer.from(stdout.trim(), 'base64').toString('utf8');
 }
 
 function log(step: string, message: string): void {
@@ -471,10 +560,27 @@ describe.sequential('Spool on Kubernetes', () => {
       '-o',
       'jsonpath={.spec.clusterIP}',
     ]);
-    gatewayAddress = `${stdout.trim()}:9090`;
+    expect(stdout.trim()).toBe(gatewayClusterIp);
+    gatewayAddress = `${gatewayClusterIp}:9090`;
+    // The chart's defaults: TLS under its cluster CA, SCRAM, the admin's password in a Secret.
+    adminPassword = await secretValue(`${release}-admin`, 'password');
+    writeFileSync(caFile, await secretValue(`${release}-gateway-tls`, 'ca.crt'));
+    writeFileSync(
+      clientProperties,
+      [
+        `spool.gateway=${gatewayAddress}`,
+        'security.protocol=SASL_SSL',
+        'sasl.mechanism=SCRAM-SHA-512',
+        'sasl.username=admin',
+        `sasl.password=${adminPassword}`,
+        `ssl.ca.location=${caFile}`,
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    );
     // SPOOL_K8S_SDK_LOG_LEVEL=debug shows each produce retry and its error code.
     spool = new Spool({
-      brokers: [gatewayAddress],
+      ...readClientProperties(clientProperties),
       clientId: 'k8s-suite',
       logLevel: (process.env['SPOOL_K8S_SDK_LOG_LEVEL'] as 'debug' | undefined) ?? 'warn',
     });
@@ -484,8 +590,67 @@ describe.sequential('Spool on Kubernetes', () => {
     log('install', `helm test passed; gateway Service at ${gatewayAddress}`);
   });
 
+  step('secure-by-default', async () => {
+    // gRPC: plaintext is refused at the handshake, TLS without credentials and a wrong password
+    // are refused; the admin (every step above and below) is served.
+    const ca = readFileSync(caFile);
+    const attempts: Record<string, Partial<SpoolConfig>> = {
+      plaintext: {},
+      'TLS without credentials': { ssl: { ca } },
+      'a wrong password': {
+        ssl: { ca },
+        sasl: { mechanism: 'scram-sha-512', username: 'admin', password: 'not-the-password' },
+      },
+    };
+    const refusals: string[] = [];
+    for (const [name, config] of Object.entries(attempts)) {
+      const client = new Spool({
+        brokers: [gatewayAddress],
+        clientId: 'k8s-suite-refused',
+        logLevel: 'silent',
+        ...config,
+      });
+      const error = await client
+        .admin({ requestTimeoutMs: 5_000 })
+        .listTopics()
+        .then(
+          () => undefined,
+          (failure: unknown) => failure as { code?: string; message: string },
+        );
+      await client.close();
+      expect(error, `${name} was served`).toBeDefined();
+      refusals.push(`${name}: ${error!.code ?? error!.message.slice(0, 80)}`);
+    }
+    expect(refusals[1]).toMatch(/UNAUTHENTICATED|SASL_AUTHENTICATION_FAILED/);
+    expect(refusals[2]).toMatch(/UNAUTHENTICATED|SASL_AUTHENTICATION_FAILED/);
+    log('secure-by-default', `gRPC refused ${refusals.join('; ')}`);
+
+    // The Kafka listener: kcat (librdkafka) as the admin over SASL_SSL with SCRAM-SHA-512, at the
+    // advertised host the certificate names; plaintext and a wrong password get nothing.
+    await admin.createTopics({
+      topics: [{ topic: kcatTopic, numPartitions: 1, replicationFactor: 3 }],
+    });
+    const values = ['kcat-one', 'kcat-two', 'kcat-three'];
+    await kcat(['-P', '-t', kcatTopic], `${values.join('\n')}\n`);
+    const consumed = await kcat(['-C', '-t', kcatTopic, '-o', 'beginning', '-e', '-q']);
+    expect(consumed.trim().split('\n')).toEqual(values);
+    const plaintextKafka = await kcat(['-L', '-m', '5'], undefined, ['security.protocol=PLAINTEXT'])
+      .then(() => undefined)
+      .catch((error: Error) => error.message);
+    expect(plaintextKafka, 'kcat PLAINTEXT was served').toBeDefined();
+    const wrongPassword = await kcat(['-L', '-m', '5'], undefined, ['sasl.password=wrong'])
+      .then(() => undefined)
+      .catch((error: Error) => error.message);
+    expect(wrongPassword, 'kcat with a wrong password was served').toMatch(/[Aa]uthentication/);
+    log(
+      'secure-by-default',
+      `kcat SASL_SSL SCRAM-SHA-512 as admin produced and consumed ${values.length} records at ` +
+        `${gatewayClusterIp}:9092; PLAINTEXT and a wrong password refused`,
+    );
+  });
+
   step('bulk-produce-consume', async () => {
-    const cli = await runCli([
+    const created = await cli([
       'topic',
       'create',
       bulkTopic,
@@ -493,10 +658,8 @@ describe.sequential('Spool on Kubernetes', () => {
       '6',
       '--replication-factor',
       '3',
-      '--gateway',
-      gatewayAddress,
     ]);
-    expect(cli.exitCode, cli.stderr).toBe(0);
+    expect(created.exitCode, created.stderr).toBe(0);
     const producer = spool.producer({ acks: 'all', lingerMs: 10 });
     const values: string[] = [];
     const started = Date.now();
@@ -522,7 +685,7 @@ describe.sequential('Spool on Kubernetes', () => {
     const { lost, duplicated } = await verify('bulk-produce-consume', bulkTopic, new Set(values));
     log('bulk-produce-consume', `read back in ${((Date.now() - readStarted) / 1000).toFixed(1)} s`);
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
-    const described = await runCli(['topic', 'describe', bulkTopic, '--gateway', gatewayAddress]);
+    const described = await cli(['topic', 'describe', bulkTopic]);
     expect(described.exitCode, described.stderr).toBe(0);
   });
 
@@ -916,10 +1079,10 @@ describe.sequential('Spool on Kubernetes', () => {
     expect(statefulSetReplicas).toBe('4');
 
     const decommissioned = Date.now();
-    const cli = await runCli(['broker', 'decommission', '3', '--gateway', gatewayAddress]);
-    expect(cli.exitCode, cli.stderr).toBe(0);
+    const decommission = await cli(['broker', 'decommission', '3']);
+    expect(decommission.exitCode, decommission.stderr).toBe(0);
     await waitFor('broker 3 REMOVABLE', 180_000, async () => {
-      const status = await runCli(['cluster', 'status', '--json', '--gateway', gatewayAddress]);
+      const status = await cli(['cluster', 'status', '--json']);
       const broker3 = (
         JSON.parse(status.stdout) as { brokers: { id: number; decommission: string }[] }
       ).brokers.find((broker) => broker.id === 3);
@@ -1052,5 +1215,9 @@ describe.sequential('Spool on Kubernetes', () => {
     );
     expect(claimsAfter.sort()).toEqual(claimsBefore.sort());
     expect(claimsAfter.length).toBe(4 + 3);
+    // The cluster CA outlives the release, as the volumes do: a reinstall on them keeps
+    // trusting the certificates clients hold.
+    const ca = await kubectl(['get', 'secret', `${release}-cluster-ca`, '-o', 'name']);
+    expect(ca.stdout.trim()).toBe(`secret/${release}-cluster-ca`);
   });
 });

@@ -62,7 +62,7 @@ export async function runBenchCommand(context: CommandContext): Promise<number> 
       case 'e2e':
         result = await benchEndToEnd(
           spool,
-          { gateway: parsed.global.gateway, ssl: parsed.global.ssl },
+          { gateway: parsed.global.gateway, ssl: parsed.global.ssl, sasl: parsed.global.sasl },
           settings,
           tally,
           producerSettings(settings),

@@ -18,6 +18,8 @@ export interface EndToEndConsumerInput {
   readonly gateway: string;
   /** TLS as the producing thread connects (--command-config); PEM contents cross to the worker. */
   readonly ssl: SpoolConfig['ssl'];
+  /** The user and password the producing thread connects with, if any. */
+  readonly sasl: SpoolConfig['sasl'];
   readonly topic: string;
   /** Where each partition's log ended before the first send: every record past it is ours. */
   readonly assignments: readonly { readonly partition: number; readonly offset: bigint }[];
@@ -56,6 +58,7 @@ async function consume(input: EndToEndConsumerInput): Promise<void> {
     clientId: 'spool-cli',
     logLevel: 'silent',
     ...(input.ssl === undefined ? {} : { ssl: input.ssl }),
+    ...(input.sasl === undefined ? {} : { sasl: input.sasl }),
   });
   const consumer = spool.consumer({ autoOffsetReset: 'latest' });
   let consumed = 0;

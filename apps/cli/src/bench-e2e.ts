@@ -31,7 +31,11 @@ const recordWaitMsMax = 30_000;
 
 export async function benchEndToEnd(
   spool: Spool,
-  connection: { readonly gateway: string; readonly ssl: SpoolConfig['ssl'] },
+  connection: {
+    readonly gateway: string;
+    readonly ssl: SpoolConfig['ssl'];
+    readonly sasl: SpoolConfig['sasl'];
+  },
   settings: BenchSettings,
   tally: BenchTally,
   producerSettings: BenchResult['settings'],

@@ -21,6 +21,8 @@ export interface GlobalOptions {
   readonly verbose: boolean;
   /** ssl: TLS to the gateway, from the --config file's security.protocol and ssl.* keys. */
   readonly ssl?: SpoolConfig['ssl'];
+  /** sasl: the user and password of the --config file's sasl.* keys (SASL_SSL). */
+  readonly sasl?: SpoolConfig['sasl'];
 }
 
 /** The flags of every gateway command, printed in each one's help under "global flags". */
@@ -39,7 +41,8 @@ export const globalFlags: FlagDeclarations = {
     defaultText: `$${clientConfigEnvironmentVariable}, else none`,
     description:
       'client.properties: spool.gateway, security.protocol, ssl.ca.location, ' +
-      'ssl.certificate.location, ssl.key.location (spool dev --secure writes one)',
+      'ssl.certificate.location, ssl.key.location, sasl.mechanism, sasl.username, ' +
+      'sasl.password (spool dev --secure writes one)',
   },
   json: { type: 'boolean', description: 'machine-readable output (JSON)' },
   verbose: { type: 'boolean', description: 'print the stack trace with an error' },
@@ -83,6 +86,7 @@ export function parseCommandArgs(
       json: values.json === true,
       verbose: values.verbose === true,
       ...(fileConfig.ssl === undefined ? {} : { ssl: fileConfig.ssl }),
+      ...(fileConfig.sasl === undefined ? {} : { sasl: fileConfig.sasl }),
     },
   };
 }
@@ -166,6 +170,7 @@ export function connectSpool(global: GlobalOptions): Spool {
     clientId: 'spool-cli',
     logLevel: 'silent',
     ...(global.ssl === undefined ? {} : { ssl: global.ssl }),
+    ...(global.sasl === undefined ? {} : { sasl: global.sasl }),
   });
 }
 

@@ -1,6 +1,6 @@
 import { callOnce, createGrpcClient } from '@spool/common';
 import { GatewayServiceClient, type DescribeClusterResponse } from '@spool/protocol';
-import { channelCredentialsOfSsl, type TopicDescription } from '@spool/client';
+import { channelCredentialsOf, type TopicDescription } from '@spool/client';
 import { UsageError } from './cli-errors';
 import {
   connectReachableSpool,
@@ -102,7 +102,7 @@ async function describeCluster(global: GlobalOptions): Promise<DescribeClusterRe
     GatewayServiceClient,
     global.gateway,
     {},
-    channelCredentialsOfSsl(global.ssl),
+    channelCredentialsOf(global.ssl, global.sasl),
   );
   try {
     return await callOnce(

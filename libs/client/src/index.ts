@@ -68,6 +68,7 @@ export type {
   SpoolConfig,
 } from './config';
 export {
+  channelCredentialsOf,
   channelCredentialsOfSsl,
   readClientProperties,
   type SpoolSslOptions,
