@@ -12,7 +12,7 @@ import {
  * The cluster CA and the services' certificates as Kubernetes keeps them: Secrets of type
  * kubernetes.io/tls, each with tls.crt, tls.key and ca.crt (the layout cert-manager writes, so
  * the chart mounts either the same way). What to do with each Secret is decided here, from what
- * the Secret holds and what is wanted, without the Kubernetes API (cluster-certificates-command.ts
+ * the Secret holds and what is wanted, without the Kubernetes API (tls-command.ts
  * reads and writes the Secrets).
  *
  * The CA is created once and kept: replacing it would leave every client holding the old ca.crt

@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import {
-  callOnce,
   createGrpcClient,
   passwordMatches,
   type RunningService,
