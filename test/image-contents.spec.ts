@@ -9,7 +9,10 @@
 // hook script then produces and consumes a record through the gateway with the image's `spool`,
 // the brokers report ids 0 and 1, and on SIGTERM every process exits 0 by itself. Each pod runs
 // in a PID namespace of its own (where the machine allows it), so, as in the container, the
-// service is PID 1 and gets SIGTERM with no shell or init in between.
+// service is PID 1 and gets SIGTERM with no shell or init in between. TLS and authentication are
+// on, as the chart's defaults are: the chart's certificate hook runs (its own code, on Secrets that
+// are folders here), each pod gets the files of the Secrets it mounts, and etcd serves TLS with
+// the certificate the hook issued for it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -22,10 +25,12 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
+import { reconcileClusterCertificates, type TlsSecretData } from '@spool/cli';
 import { startEtcdCluster } from '@spool/metadata/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -45,6 +50,7 @@ import {
   renderChart,
   type Container,
   type KubernetesObject,
+  type PodSpec,
 } from './support/helm-chart';
 import { reservedLoopbackPort } from './support/loopback-ports';
 import { workspaceRoot } from './support/service-process';
@@ -85,6 +91,8 @@ let objects: KubernetesObject[];
 let etcd: Awaited<ReturnType<typeof startEtcdCluster>> | undefined;
 const pods: PodProcess[] = [];
 let pidNamespaces = false;
+/** The Secrets' data, by name: the chart's (rendered) and the certificate hook's (issued). */
+const secrets = new Map<string, Record<string, string>>();
 
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
@@ -164,6 +172,82 @@ function loopbackPort(workload: KubernetesObject, ordinal: number, portName: str
   return port;
 }
 
+/**
+ * The chart's Secrets: those it renders (the admin's password), and those its pre-install hook
+ * Job writes, issued by the same code (`spool tls kubernetes-secrets` on a store of maps) from
+ * the Job's own arguments. Every pod is reached at 127.0.0.1 here, so the gateway's and etcd's
+ * certificates, whose names clients check, name it too (tls.gatewayAlternativeNames would).
+ */
+async function issueChartSecrets(): Promise<void> {
+  for (const object of objects.filter((candidate) => candidate.kind === 'Secret')) {
+    const data = (object as KubernetesObject & { data: Record<string, string> }).data;
+    secrets.set(
+      object.metadata.name,
+      Object.fromEntries(
+        Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
+      ),
+    );
+  }
+  const job = find(objects, 'Job', 'rel-spool-tls-issuer') as KubernetesObject & {
+    spec: { template: { spec: { containers: Container[] } } };
+  };
+  const args = job.spec.template.spec.containers[0]!.args!;
+  const flag = (name: string) =>
+    args.filter((arg) => arg.startsWith(`--${name}=`)).map((arg) => arg.slice(name.length + 3));
+  const services = flag('service').map((value) => {
+    const [holder, hosts] = value.split('=') as [string, string];
+    const [role, secretName] = holder.split('/') as [string, string];
+    const loopback = role === 'gateway' || role === 'etcd' ? ['127.0.0.1'] : [];
+    return {
+      role: role as 'gateway',
+      secretName,
+      hosts: [...hosts.split(','), ...loopback],
+    };
+  });
+  await reconcileClusterCertificates(
+    {
+      read: async (name) => secrets.get(name) as TlsSecretData | undefined,
+      write: async (name, data) => void secrets.set(name, { ...data }),
+    },
+    flag('ca-secret')[0]!,
+    services,
+    {
+      validityDays: Number(flag('validity-days')[0]),
+      renewBeforeDays: Number(flag('renew-before-days')[0]),
+      caValidityDays: 3650,
+      now: new Date(),
+    },
+  );
+}
+
+/** A Secret's keys as files in `folder`, as a secret volume shows them (`items` picks some). */
+function writeSecretFiles(
+  name: string,
+  folder: string,
+  items?: ReadonlyArray<{ key: string; path?: string }>,
+): void {
+  const data = secrets.get(name);
+  if (data === undefined) throw new Error(`no Secret ${name} in the render or from the hook`);
+  mkdirSync(folder, { recursive: true });
+  const chosen: ReadonlyArray<{ key: string; path?: string }> =
+    items ?? Object.keys(data).map((key) => ({ key }));
+  for (const { key, path: file } of chosen) {
+    writeFileSync(path.join(folder, file ?? key), data[key]!, { mode: 0o600 });
+  }
+}
+
+/** Each secret volume of a pod as a folder of files under the pod's folder; emptyDirs empty. */
+function materializeVolumes(volumes: PodSpec['volumes'], podFolder: string): void {
+  for (const volume of volumes ?? []) {
+    const folder = path.join(podFolder, volume.name);
+    if (volume.secret !== undefined) {
+      writeSecretFiles(volume.secret.secretName, folder, volume.secret.items);
+    } else {
+      mkdirSync(folder, { recursive: true });
+    }
+  }
+}
+
 /** The pod's environment as the chart sets it, rewritten to run on this machine. */
 function loopbackEnvironment(container: Container, identity: PodIdentity, podFolder: string) {
   const pattern = clusterAddressPattern(releaseNamespace);
@@ -171,6 +255,15 @@ function loopbackEnvironment(container: Container, identity: PodIdentity, podFol
   const environment: Record<string, string> = {};
   for (const [name, original] of containerEnvironment(container, identity)) {
     let value = original;
+    const secretKey = /^<secret (\S+)\/(\S+)>$/.exec(value);
+    if (secretKey !== null) {
+      const data = secrets.get(secretKey[1]!);
+      expect(
+        data?.[secretKey[2]!],
+        `${name}: Secret ${secretKey[1]} key ${secretKey[2]}`,
+      ).toBeDefined();
+      value = data![secretKey[2]!]!;
+    }
     if (name === 'SPOOL_HOST') {
       expect(value).toBe('0.0.0.0');
       value = '127.0.0.1';
@@ -340,7 +433,16 @@ beforeAll(async () => {
   objects = renderChart(values);
   pidNamespaces = canUsePidNamespaces();
   if (!pidNamespaces) console.warn('image-contents: no PID namespaces here; pods run unwrapped');
-  etcd = await startEtcdCluster(1);
+  await issueChartSecrets();
+  const etcdSecret = path.join(scratch, 'etcd-tls');
+  writeSecretFiles('rel-spool-etcd-tls', etcdSecret);
+  etcd = await startEtcdCluster(1, {
+    tls: {
+      certificateFile: path.join(etcdSecret, 'tls.crt'),
+      keyFile: path.join(etcdSecret, 'tls.key'),
+      caFile: path.join(etcdSecret, 'ca.crt'),
+    },
+  });
 }, helmInstallTimeoutMs);
 
 afterAll(async () => {
@@ -441,10 +543,9 @@ describe('the image contents run the cluster the chart describes', () => {
     }
     expect(pods).toHaveLength(6);
     for (const pod of pods) {
-      Object.assign(
-        pod.environment,
-        loopbackEnvironment(pod.container, pod.identity, path.join(scratch, pod.identity.name)),
-      );
+      const podFolder = path.join(scratch, pod.identity.name);
+      materializeVolumes(podSpecOf(pod.identity.workload)!.volumes, podFolder);
+      Object.assign(pod.environment, loopbackEnvironment(pod.container, pod.identity, podFolder));
     }
 
     const controllers = pods.filter((pod) => pod.component === 'controller');
@@ -462,6 +563,7 @@ describe('the image contents run the cluster the chart describes', () => {
     // The chart's `helm test` hook, run as its Pod would run it.
     const hook = find(objects, 'Pod', 'rel-spool-test-produce-consume');
     const hookContainer = podSpecOf(hook)!.containers[0]!;
+    materializeVolumes(podSpecOf(hook)!.volumes, scratch);
     const hookEnvironment = loopbackEnvironment(
       hookContainer,
       podIdentity(hook, 0, releaseNamespace),
@@ -482,7 +584,11 @@ describe('the image contents run the cluster the chart describes', () => {
     const status = await run(
       'spool',
       ['cluster', 'status', '--json'],
-      { SPOOL_GATEWAY: hookEnvironment['SPOOL_GATEWAY']! },
+      {
+        SPOOL_GATEWAY: hookEnvironment['SPOOL_GATEWAY']!,
+        // The admin's client.properties the hook script wrote (the CA, SASL_SSL).
+        SPOOL_CLIENT_CONFIG: hookEnvironment['SPOOL_CLIENT_CONFIG']!,
+      },
       30_000,
     );
     expect(status.exitCode).toBe(0);

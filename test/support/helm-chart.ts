@@ -58,7 +58,11 @@ export interface PodSpec {
   volumes?: Array<{
     name: string;
     emptyDir?: object;
-    secret?: { secretName: string; defaultMode?: number; items?: Array<{ key: string }> };
+    secret?: {
+      secretName: string;
+      defaultMode?: number;
+      items?: Array<{ key: string; path?: string }>;
+    };
   }>;
   affinity?: Record<string, unknown>;
   topologySpreadConstraints?: unknown[];
