@@ -3,6 +3,11 @@
 // created → the standby serves within the lease TTL + 1 s and no acknowledged topic is lost;
 // SIGSTOP of the active one past its lease → the standby takes over, and after SIGCONT the old
 // one's writes are refused and it steps down, so exactly one controller reports itself active.
+// And the takeover announcement (BeginControllerEpoch): with two real storage nodes, one killed
+// and the active controller paused right after, the new controller fences the dead one at once
+// because its address refuses the connection (its session is 60 s and nothing else could have
+// fenced it: the old controller was paused before its stream-closed grace ran out), and the
+// live one answers and stays unfenced.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -10,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEtcdCluster } from '@spool/metadata/testing';
 import { ControllerTestClient, FakeBroker, eventually } from './support/controller-client';
 import { startServiceProcess, type ServiceProcess } from './support/service-process';
+import { StorageTestCluster } from './support/storage-cluster';
 
 const leaseTtlMs = 2_000;
 const directory = mkdtempSync(path.join(tmpdir(), 'spool-failover-'));
@@ -167,6 +173,60 @@ describe('controller failover on etcd', () => {
     } finally {
       for (const client of clients) client.close();
       await stop();
+    }
+  });
+
+  it('a new controller fences at once a storage node that died in the failover, keeps a live one', async () => {
+    const { controllers } = await startControllers();
+    const first = await findActive(controllers, 10_000);
+    const second = 1 - first;
+    const cluster = await StorageTestCluster.start(2, { controllers });
+    try {
+      await cluster.stopNode(0, 'SIGKILL');
+      controllers[first]!.child.kill('SIGSTOP');
+      await eventually(
+        async () => expect(await activeGauge(controllers[second]!)).toBe(1),
+        leaseTtlMs + 5_000,
+      );
+      const records = () =>
+        controllers[second]!.logLines.flatMap((line) => {
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        });
+      const announcement = await eventually(async () => {
+        const found = records().find(
+          (record) => record['msg'] === 'announced this controller to the brokers it inherited',
+        );
+        if (found === undefined) throw new Error('no announcement logged yet');
+        return found;
+      }, 5_000);
+      expect(announcement).toMatchObject({ reached: 1, refused: 1, unanswered: 0 });
+      await eventually(async () => {
+        expect(
+          records().find(
+            (record) =>
+              record['msg'] ===
+                'broker fenced: its address refused a connection when this controller took over' &&
+              record['brokerId'] === 0,
+          ),
+        ).toBeDefined();
+      }, 5_000);
+      // Past the takeover grace, broker 1 (which answered) is still unfenced, broker 0 fenced.
+      const client = new ControllerTestClient(`127.0.0.1:${controllers[second]!.grpcPort}`);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        const described = await client.call(client.client.describeCluster, {});
+        const stateOf = (brokerId: number) =>
+          described.brokers.find((broker) => broker.brokerId === brokerId)?.state;
+        expect({ 0: stateOf(0), 1: stateOf(1) }).toEqual({ 0: 'FENCED', 1: 'ALIVE' });
+      } finally {
+        client.close();
+      }
+    } finally {
+      await cluster.stop();
     }
   });
 });

@@ -266,7 +266,12 @@ async function waitFor<T>(
 }
 
 interface PodStatus {
-  readonly metadata: { name: string; uid: string; labels?: Record<string, string> };
+  readonly metadata: {
+    name: string;
+    uid: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
   readonly status: {
     phase?: string;
     podIP?: string;
@@ -318,6 +323,8 @@ class SteadyProducer {
   readonly acknowledged = new Set<string>();
   errors = 0;
   maxLatencyMs = 0;
+  /** When the slowest send left (epoch ms), to place it among the pods' transitions. */
+  slowestSentAt = 0;
   private readonly producer: Producer;
   private running = true;
   private readonly inFlight = new Set<Promise<void>>();
@@ -348,7 +355,11 @@ class SteadyProducer {
         const send = this.producer
           .send({ topic: this.topic, messages })
           .then(() => {
-            this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - sentAt);
+            const latencyMs = Date.now() - sentAt;
+            if (latencyMs > this.maxLatencyMs) {
+              this.maxLatencyMs = latencyMs;
+              this.slowestSentAt = sentAt;
+            }
             for (const message of messages) {
               this.acknowledged.add(message.value.replace(/\.+$/, ''));
             }
@@ -372,6 +383,70 @@ class SteadyProducer {
     await Promise.all([...this.inFlight]);
     await this.producer.disconnect();
     return this.acknowledged;
+  }
+}
+
+/**
+ * The release's pods' transitions (created, Ready, not Ready, gone), polled every 500 ms, so a
+ * step can say what was rolling when its producer stalled.
+ */
+class PodTimeline {
+  readonly transitions: { atMs: number; pod: string; state: string }[] = [];
+  private readonly states = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private primed = false;
+
+  start(): this {
+    const poll = async (): Promise<void> => {
+      if (this.polling) return;
+      this.polling = true;
+      try {
+        const pods = await releasePods().catch(() => undefined);
+        if (pods === undefined) return;
+        const atMs = Date.now();
+        const seen = new Set<string>();
+        for (const current of pods) {
+          seen.add(current.metadata.name);
+          const state = current.metadata.deletionTimestamp
+            ? 'terminating'
+            : isReady(current)
+              ? 'ready'
+              : 'not ready';
+          if (this.states.get(current.metadata.name) !== state) {
+            // The first poll is the starting point, not a transition.
+            if (this.primed) this.transitions.push({ atMs, pod: current.metadata.name, state });
+            this.states.set(current.metadata.name, state);
+          }
+        }
+        for (const name of [...this.states.keys()]) {
+          if (seen.has(name)) continue;
+          this.states.delete(name);
+          this.transitions.push({ atMs, pod: name, state: 'gone' });
+        }
+        this.primed = true;
+      } finally {
+        this.polling = false;
+      }
+    };
+    void poll();
+    this.timer = setInterval(() => void poll(), 500);
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** The transitions from `fromMs` to `toMs`, each relative to `originMs` in seconds. */
+  around(originMs: number, fromMs: number, toMs: number): string {
+    return this.transitions
+      .filter((transition) => transition.atMs >= fromMs && transition.atMs <= toMs)
+      .map(
+        (transition) =>
+          `${((transition.atMs - originMs) / 1000).toFixed(1)} s ${transition.pod} ${transition.state}`,
+      )
+      .join(', ');
   }
 }
 
@@ -838,6 +913,7 @@ describe.sequential('Spool on Kubernetes', () => {
       (await releasePods()).map((current) => [current.metadata.name, current.metadata.uid]),
     );
     const producer = new SteadyProducer(faultTopic, steadyRecordsPerSecond).start();
+    const timeline = new PodTimeline().start();
     await sleep(3_000);
     const started = Date.now();
     // logLevel is in every Spool pod's template: each StatefulSet and Deployment rolls.
@@ -867,11 +943,23 @@ describe.sequential('Spool on Kubernetes', () => {
     );
     await sleep(3_000);
     const acknowledged = await producer.stop();
+    timeline.stop();
     report.produceErrors += producer.errors;
     report.rollMaxProduceLatencyMs = producer.maxLatencyMs;
     log(
       'rolling-upgrade',
       `producer errors ${producer.errors}, max produce latency ${producer.maxLatencyMs} ms (target < ${rollLatencyTargetMs}) ${producer.errorMessages.join('; ')}`,
+    );
+    // Where the slowest send sat in the roll (seconds from the upgrade's start).
+    log(
+      'rolling-upgrade',
+      `slowest send left at ${((producer.slowestSentAt - started) / 1000).toFixed(1)} s; pods around it: ${
+        timeline.around(
+          started,
+          producer.slowestSentAt - 15_000,
+          producer.slowestSentAt + producer.maxLatencyMs + 2_000,
+        ) || 'no transitions'
+      }`,
     );
     const { lost } = await verify('rolling-upgrade', faultTopic, acknowledged);
     expect({ lost, errors: producer.errors, rolled: rolled.length }).toEqual({

@@ -10,6 +10,7 @@ import { AutoBalancer, type AutoBalancerSettings } from './auto-balancer';
 import { ensureBootstrapUsers, type BootstrapScramUser } from './bootstrap-users';
 import { BrokerLifecycle } from './broker-lifecycle';
 import { CleanerStateReports } from './cleaner-state-reports';
+import type { AnnouncedBroker, AnnouncementResult } from './controller-announcement';
 import type { ClusterState } from './cluster-state';
 import type { ControllerContext } from './controller-context';
 import { ControllerEventQueue } from './controller-event-queue';
@@ -67,6 +68,10 @@ export class ActiveController {
     /** Whether this registration's metadata stream is open on this controller (the publisher's). */
     private readonly isBrokerWatching: (brokerId: number, brokerEpoch: bigint) => boolean = () =>
       true,
+    /** Tells the inherited brokers this controller leads now (controller-announcement.ts). */
+    private readonly announce?: (
+      brokers: readonly AnnouncedBroker[],
+    ) => Promise<AnnouncementResult[]>,
   ) {
     const liveBrokerIds = (): Set<number> =>
       new Set([...state.brokers.keys()].filter((brokerId) => this.brokers.isLive(brokerId)));
@@ -92,6 +97,7 @@ export class ActiveController {
     if (!this.bootstrapUsersSettled) {
       this.queue.run(() => this.ensureBootstrapUsers()).catch(() => {});
     }
+    void this.announceTakeover();
     this.timer = setInterval(() => {
       // Maintenance waits behind client commands, and never queues up behind itself.
       if (this.queue.pending > 0) return;
@@ -105,6 +111,47 @@ export class ActiveController {
         });
     }, this.settings.maintenanceIntervalMs);
     this.timer.unref();
+  }
+
+  /**
+   * Announces this leadership to the brokers it inherited; one that answers is alive and
+   * reached, one whose address refuses the connection is gone and is fenced now, the rest are
+   * left to the takeover grace (controller-announcement.ts says why).
+   */
+  private async announceTakeover(): Promise<void> {
+    if (this.announce === undefined) return;
+    const inherited = this.brokers.inheritedBrokers();
+    if (inherited.length === 0) return;
+    const results = await this.announce(inherited);
+    const counts = { reached: 0, refused: 0, unanswered: 0 };
+    for (const result of results) counts[result.outcome]++;
+    this.context.logger.info(
+      { ...counts, durationMs: Math.max(...results.map((result) => result.durationMs)) },
+      'announced this controller to the brokers it inherited',
+    );
+    await this.queue
+      .run(async () => {
+        for (const result of results) {
+          if (result.outcome === 'reached') {
+            this.brokers.reachedAtTakeover(result.brokerId, result.brokerEpoch);
+          } else if (
+            result.outcome === 'refused' &&
+            // Reached meanwhile (a heartbeat, its stream): alive, whatever its address said;
+            // an advertised address this controller cannot connect to is not a death.
+            this.brokers.unreachedSinceTakeoverNow(result.brokerId, this.isBrokerWatching)
+          ) {
+            await this.brokers.fenceDisconnected(
+              result.brokerId,
+              result.brokerEpoch,
+              'its address refused a connection when this controller took over',
+            );
+          }
+        }
+      })
+      .catch((error: unknown) => {
+        // Stepped down meanwhile, or a write failed: the takeover grace still applies.
+        this.context.logger.info({ err: error }, 'acting on the takeover announcement failed');
+      });
   }
 
   /** Once per leadership; a failure is logged and retried by maintenance. */

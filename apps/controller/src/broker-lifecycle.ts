@@ -10,9 +10,10 @@
  * Sessions live in memory: a controller that takes over inherits every unfenced broker's session
  * as if it had just heartbeated (so a new incarnation of the id is refused for a session timeout,
  * as before), except brokers whose record says they were shutting down: those are gone or going,
- * and their id is free for the next process at once. A live broker reaches the new controller
- * within a second or two (its controller channel pings every second and its metadata stream
- * reconnects at once), so one that has neither heartbeated nor opened its metadata stream to it
+ * and their id is free for the next process at once. The new controller announces itself to
+ * each inherited broker (controller-announcement.ts): one that answers is alive and moves its
+ * stream here at once (reachedAtTakeover), one whose address refuses the connection is gone and
+ * is fenced at once. One that has neither answered, heartbeated nor opened its metadata stream
  * within `brokerTakeoverGraceMs` is fenced then, not a whole session later
  * (unreachedSinceTakeover): the broker a failover left silent is most often the very process whose
  * fault cost the failover. Safe for the reasons fenceDisconnected() gives.
@@ -32,11 +33,16 @@ import { removeBroker, type PartitionChange } from './partition-elections';
 import { effectiveTopicConfig } from './topic-configs';
 
 /**
- * How long after taking over a controller waits for an inherited broker to heartbeat or watch
- * (capped by the session timeout): pings detect a dead controller in about 2.5 s and a
- * metadata stream reconnects within a quarter second of a new one becoming active.
+ * How long after taking over a controller waits for an inherited broker to answer its
+ * announcement, heartbeat or watch (capped by the session timeout). A live broker answers the
+ * announcement within its 1 s deadline (announcementDeadlineMs) and is reached then; without
+ * it (an announcement lost, a broker that does not know BeginControllerEpoch yet during a
+ * rolling upgrade) its metadata stream still reconnects within a quarter second of the failover
+ * when the old controller's connections closed, but only after about 2.5 s of unanswered pings
+ * when it was paused: such a broker may be fenced before it arrives, which costs a leadership
+ * move and never a record (fenceDisconnected).
  */
-export const brokerTakeoverGraceMs = 2_500;
+export const brokerTakeoverGraceMs = 1_500;
 
 interface BrokerSession {
   lastHeartbeatMs: number;
@@ -240,6 +246,60 @@ export class BrokerLifecycle {
   }
 
   /**
+   * The brokers whose sessions this controller inherited and that have not reached it yet, with
+   * their gRPC address (the registration's `grpc` endpoint), to announce the takeover to.
+   */
+  inheritedBrokers(): { brokerId: number; brokerEpoch: bigint; address: string }[] {
+    const inherited: { brokerId: number; brokerEpoch: bigint; address: string }[] = [];
+    for (const broker of this.context.state.brokers.values()) {
+      const session = this.sessions.get(broker.record.brokerId);
+      const endpoint = broker.record.endpoints.find((candidate) => candidate.name === 'grpc');
+      if (
+        broker.record.fenced ||
+        session?.inherited !== true ||
+        session.shuttingDown ||
+        endpoint === undefined
+      ) {
+        continue;
+      }
+      inherited.push({
+        brokerId: broker.record.brokerId,
+        brokerEpoch: broker.brokerEpoch,
+        address: `${endpoint.host}:${endpoint.port}`,
+      });
+    }
+    return inherited;
+  }
+
+  /** Whether an inherited broker has neither heartbeated this controller nor watched it yet. */
+  unreachedSinceTakeoverNow(
+    brokerId: number,
+    isWatching: (brokerId: number, brokerEpoch: bigint) => boolean,
+  ): boolean {
+    const broker = this.context.state.brokers.get(brokerId);
+    const session = this.sessions.get(brokerId);
+    return (
+      broker !== undefined &&
+      !broker.record.fenced &&
+      session?.inherited === true &&
+      !session.shuttingDown &&
+      !isWatching(brokerId, broker.brokerEpoch)
+    );
+  }
+
+  /**
+   * The broker answered this controller's takeover announcement with the registration it holds:
+   * it is alive, as if it had heartbeated, and no longer waits on the takeover grace.
+   */
+  reachedAtTakeover(brokerId: number, brokerEpoch: bigint): void {
+    const broker = this.context.state.brokers.get(brokerId);
+    const session = this.sessions.get(brokerId);
+    if (broker === undefined || session === undefined || broker.brokerEpoch !== brokerEpoch) return;
+    session.lastHeartbeatMs = this.clock();
+    session.inherited = false;
+  }
+
+  /**
    * Brokers whose session this controller inherited at takeover and that, `brokerTakeoverGraceMs`
    * later, have neither heartbeated it nor watched its metadata (`isWatching`, the publisher's
    * view of open streams): the caller fences them. Never one in controlled shutdown, as in
@@ -248,19 +308,9 @@ export class BrokerLifecycle {
   unreachedSinceTakeover(isWatching: (brokerId: number, brokerEpoch: bigint) => boolean): number[] {
     const graceMs = Math.min(brokerTakeoverGraceMs, this.context.settings.brokerSessionTimeoutMs);
     if (this.clock() - this.takeoverAtMs <= graceMs) return [];
-    const unreached: number[] = [];
-    for (const broker of this.context.state.brokers.values()) {
-      const session = this.sessions.get(broker.record.brokerId);
-      if (
-        !broker.record.fenced &&
-        session?.inherited === true &&
-        !session.shuttingDown &&
-        !isWatching(broker.record.brokerId, broker.brokerEpoch)
-      ) {
-        unreached.push(broker.record.brokerId);
-      }
-    }
-    return unreached;
+    return [...this.context.state.brokers.keys()].filter((brokerId) =>
+      this.unreachedSinceTakeoverNow(brokerId, isWatching),
+    );
   }
 
   /**
@@ -279,7 +329,11 @@ export class BrokerLifecycle {
    * so a mere reconnect is not one. A stream of an older registration fences nothing, nor one
    * of a broker in controlled shutdown.
    */
-  async fenceDisconnected(brokerId: number, brokerEpoch: bigint): Promise<boolean> {
+  async fenceDisconnected(
+    brokerId: number,
+    brokerEpoch: bigint,
+    reason = 'its controller stream closed',
+  ): Promise<boolean> {
     const broker = this.context.state.brokers.get(brokerId);
     if (broker === undefined || broker.record.fenced || broker.brokerEpoch !== brokerEpoch) {
       return false;
@@ -287,7 +341,7 @@ export class BrokerLifecycle {
     // A broker that shut down in order already handed its leaderships over; what it alone can
     // lead stays with it until its session ends, as before.
     if (this.sessions.get(brokerId)?.shuttingDown === true) return false;
-    await this.fence(brokerId, 'its controller stream closed');
+    await this.fence(brokerId, reason);
     return true;
   }
 

@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { callOnce, createGrpcClient, type RunningService } from '@spool/common';
 import { ControllerServiceClient } from '@spool/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startController } from './controller-service';
+import { silentPort } from './testing/broker-ports';
 
 const journal = (): string =>
   path.join(mkdtempSync(path.join(tmpdir(), 'spool-brokers-')), 'metadata.journal');
@@ -19,6 +20,13 @@ const journal = (): string =>
 describe('broker registration', () => {
   const services: RunningService[] = [];
   const clients: ControllerServiceClient[] = [];
+  // The broker's address: accepting and silent, so a new controller's takeover announcement
+  // neither reaches it nor finds it gone (a refused address would be fenced at once).
+  let brokerPort: Awaited<ReturnType<typeof silentPort>>;
+  beforeAll(async () => {
+    brokerPort = await silentPort();
+  });
+  afterAll(() => brokerPort.close());
   afterEach(async () => {
     for (const client of clients.splice(0)) client.close();
     for (const service of services.splice(0)) await service.stop();
@@ -42,7 +50,7 @@ describe('broker registration', () => {
         callOnce(client, client.registerBroker, {
           brokerId: 0,
           rack: '',
-          endpoints: [{ name: 'grpc', host: '127.0.0.1', port: 1000 }],
+          endpoints: [{ name: 'grpc', host: '127.0.0.1', port: brokerPort.port }],
           incarnationId,
         }),
       );

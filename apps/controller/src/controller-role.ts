@@ -24,6 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { SpoolError, type Logger } from '@spool/common';
 import type { Leadership, MetadataKeys, MetadataStore, Watch } from '@spool/metadata';
 import { ActiveController, type ActiveControllerSettings } from './active-controller';
+import type { ControllerAnnouncer } from './controller-announcement';
 import { ClusterState } from './cluster-state';
 import type { ControllerMetrics } from './controller-metrics';
 import { encodeRecord } from './metadata-records';
@@ -69,6 +70,8 @@ export class ControllerRole {
     private readonly metrics: ControllerMetrics,
     /** Whether a broker registration's metadata stream is open here (takeover fencing). */
     private readonly isBrokerWatching?: (brokerId: number, brokerEpoch: bigint) => boolean,
+    /** Announces a new leadership to the brokers it inherits (controller-announcement.ts). */
+    private readonly announcer?: ControllerAnnouncer,
   ) {}
 
   get state(): ControllerRoleState {
@@ -183,7 +186,7 @@ export class ControllerRole {
       () => this.stepDown?.(),
       pauseAfterChunk > 0 ? { pauseAfterChunk, logger: this.logger } : undefined,
     );
-    const controller = this.newActiveController(state, writer);
+    const controller = this.newActiveController(state, writer, leadership);
     this.serving = { state, writer, controller, watch };
     try {
       if (state.clusterId === '') {
@@ -243,7 +246,12 @@ export class ControllerRole {
     }
   }
 
-  private newActiveController(state: ClusterState, writer: MetadataWriter): ActiveController {
+  private newActiveController(
+    state: ClusterState,
+    writer: MetadataWriter,
+    leadership: Leadership,
+  ): ActiveController {
+    const announcer = this.announcer;
     return new ActiveController(
       state,
       writer,
@@ -251,6 +259,10 @@ export class ControllerRole {
       this.metrics,
       this.settings,
       this.isBrokerWatching,
+      announcer === undefined
+        ? undefined
+        : (brokers) =>
+            announcer.announce(this.advertisedAddress, leadership.fencingToken, brokers),
     );
   }
 
@@ -291,7 +303,7 @@ export class ControllerRole {
     ) {
       return;
     }
-    const controller = this.newActiveController(suspended.state, suspended.writer);
+    const controller = this.newActiveController(suspended.state, suspended.writer, leadership);
     this.serving = { ...suspended, controller };
     this.active = { controller, state: suspended.state, leadership, watch: suspended.watch };
     this.transitionTo([ControllerRoleState.Suspended], ControllerRoleState.Active);

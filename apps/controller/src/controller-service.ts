@@ -11,6 +11,7 @@ import {
 import { createMetadataStore, MetadataKeys } from '@spool/metadata';
 import { ControllerServiceService, protoDescriptorSetPath } from '@spool/protocol';
 import type { BootstrapScramUser } from './bootstrap-users';
+import { ControllerAnnouncer } from './controller-announcement';
 import { ControllerMetrics } from './controller-metrics';
 import { ControllerRole } from './controller-role';
 import { controllerHandlers, type ControllerAccess } from './controller-rpc';
@@ -257,6 +258,7 @@ export function startController(
       onShutdownAfterDrain,
       afterListen,
       advertisedHost,
+      transportSecurity,
     }) => {
       const scaleInGuardConfigMap =
         config.scaleInGuardConfigMap === '' ? undefined : await guardConfigMapOf(config);
@@ -311,6 +313,10 @@ export function startController(
           logger.child({ component: 'controller-role' }),
           controllerMetrics,
           (brokerId, brokerEpoch) => publisher.isWatching({ brokerId, brokerEpoch }),
+          new ControllerAnnouncer(
+            transportSecurity,
+            logger.child({ component: 'controller-announcement' }),
+          ),
         );
         const scaleInGuard =
           scaleInGuardConfigMap === undefined

@@ -13,6 +13,7 @@ import {
   backoffMs,
   callOnce,
   sleep,
+  SpoolError,
   type LeaderChannel,
   type Logger,
   type TransportSecurity,
@@ -48,8 +49,20 @@ export interface ControllerLinkOptions {
 
 /** Calls to the controller give up after this, so a dead controller cannot hang a step. */
 const controllerCallDeadlineMs = 5_000;
-/** Controlled shutdown tries a few controllers, then the node stops anyway. */
+/** One round of controlled shutdown: a few attempts over the controllers, redirects included. */
 const controlledShutdownAttempts = 3;
+/**
+ * How long controlled shutdown keeps asking, round after round, before the node stops anyway
+ * with its leaderships (then moved when the controller fences it). A rolling upgrade restarts
+ * the controllers while storage nodes stop: a node that gave up after one round during a
+ * controller failover left its partitions leaderless for the fence's detection, seconds of
+ * produce outage, where waiting a second for the new controller costs nothing. Kafka's broker
+ * likewise retries (controlled.shutdown.max.retries) and a KRaft broker waits for the
+ * controller to confirm. Well inside the chart's termination grace (120 s).
+ */
+export const controlledShutdownTimeoutMs = 10_000;
+/** The pause between two rounds. */
+const controlledShutdownRetryMs = 250;
 /**
  * Registration retries over the controllers for as long as it takes (Kafka's
  * BrokerLifecycleManager does too): a node that cannot register serves nothing, and stop()
@@ -221,20 +234,64 @@ export class ControllerLink {
     );
   }
 
+  /** The newest controller epoch announced to this node (BeginControllerEpoch). */
+  private controllerEpochFollowed = -1n;
+
+  /**
+   * A controller announced that it has become active (BeginControllerEpoch): controller calls and
+   * the metadata stream move to it now, and a heartbeat follows, instead of this node finding
+   * out only when its pings to the previous controller go unanswered. An announcement older than
+   * one already followed is ignored (a controller deposed since). Returns whether it was followed.
+   */
+  controllerAnnounced(address: string, controllerEpoch: bigint): boolean {
+    if (this.stopped || controllerEpoch < this.controllerEpochFollowed) return false;
+    this.controllerEpochFollowed = controllerEpoch;
+    if (this.cluster.controllerAnnounced(address)) {
+      this.logger.info(
+        { controller: address, controllerEpoch: controllerEpoch.toString() },
+        'a new active controller announced itself; following it',
+      );
+    }
+    this.heartbeatNow();
+    return true;
+  }
+
   /** Asks the controller to move this node's leaderships elsewhere before it stops. */
   async controlledShutdown(): Promise<number> {
+    // Never registered: it leads nothing and there is nothing to hand over.
+    if (this.brokerEpochValue <= 0n) return 0;
     // Bounded: a node must stop even when no controller answers.
-    const response = await this.channel.call(
-      (client) =>
-        callOnce(
-          client,
-          client.controlledShutdown,
-          { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
-          { deadlineMs: controllerCallDeadlineMs },
-        ),
-      { attempts: controlledShutdownAttempts },
-    );
-    return response.remainingPartitions.length;
+    const deadlineMs = Date.now() + controlledShutdownTimeoutMs;
+    for (let round = 1; ; round++) {
+      try {
+        const response = await this.channel.call(
+          (client) =>
+            callOnce(
+              client,
+              client.controlledShutdown,
+              { brokerId: this.options.brokerId, brokerEpoch: this.brokerEpochValue },
+              {
+                deadlineMs: Math.max(
+                  100,
+                  Math.min(controllerCallDeadlineMs, deadlineMs - Date.now()),
+                ),
+              },
+            ),
+          { attempts: controlledShutdownAttempts },
+        );
+        return response.remainingPartitions.length;
+      } catch (error) {
+        const retriable = error instanceof SpoolError && error.retriable;
+        if (!retriable || Date.now() + controlledShutdownRetryMs >= deadlineMs) throw error;
+        if (round === 1) {
+          this.logger.warn(
+            { err: error, retryForMs: deadlineMs - Date.now() },
+            'controlled shutdown: no active controller answered; asking again',
+          );
+        }
+        await sleep(controlledShutdownRetryMs);
+      }
+    }
   }
 
   stop(): void {

@@ -353,6 +353,7 @@ export function startStorageNode(
         () => replicas,
         (topic, name) => metadata.topicConfig(topic, name),
         storageMetrics,
+        { brokerId, link: () => controllerLink.current },
         slowDisk?.beforeLogAppend,
       );
       const appendStreams = createAppendStreams(

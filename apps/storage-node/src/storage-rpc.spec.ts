@@ -60,7 +60,10 @@ describe('append', () => {
       replicasLookedUp.push('replicas');
       throw new Error('no replica may be reached with an invalid acks');
     };
-    const handlers = storageHandlers(replicas, () => undefined, metrics);
+    const handlers = storageHandlers(replicas, () => undefined, metrics, {
+      brokerId: 0,
+      link: () => undefined,
+    });
     const response = await handlers.append({
       partitions: [
         { topic: 'orders', partition: 0, records: Buffer.alloc(70) },

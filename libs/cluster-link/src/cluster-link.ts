@@ -124,6 +124,16 @@ export class ClusterLink {
     return this.waitUntil(() => this.metadata.version > version, timeoutMs);
   }
 
+  /**
+   * A controller announced that it is active (BeginControllerEpoch): calls go to it from now on
+   * and the metadata stream moves there at once. Returns whether the link was elsewhere.
+   */
+  controllerAnnounced(address: string): boolean {
+    const moved = this.channel.leaderAnnounced(address);
+    this.follower.moveToLeader();
+    return moved;
+  }
+
   /** Cancels the metadata stream and closes the channel. */
   stop(): void {
     this.follower.stop();

@@ -99,6 +99,19 @@ export class LeaderChannel<Client extends { close(): void }> {
     return false;
   }
 
+  /**
+   * The process at `address` says it leads now (a controller that just took over announces
+   * itself): calls go there from the next one on. Unlike a hint, this overrides a recent failure
+   * of that address: the announcement itself came from it. Returns whether the leader changed.
+   */
+  leaderAnnounced(address: string): boolean {
+    this.failedAtMs.delete(address);
+    if (address === this.leaderAddress) return false;
+    if (!this.addresses.includes(address)) this.addresses.push(address);
+    this.leaderIndex = this.addresses.indexOf(address);
+    return true;
+  }
+
   /** Runs `attempt` against the leader, following NOT_LEADER answers and retriable failures. */
   async call<T>(
     attempt: (client: Client) => Promise<T>,

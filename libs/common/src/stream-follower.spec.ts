@@ -1,6 +1,8 @@
 // Proves the stream follower keeps a leader-only stream alive with fake clients: it hands every
 // message on, follows a NOT_CONTROLLER hint to the named address, moves to the next address when
-// a stream ends without one, reopens after each failure, and stops with no stream left open.
+// a stream ends without one, reopens after each failure, and stops with no stream left open; and
+// that an announced leader (a new controller's BeginControllerEpoch) takes the stream off a
+// silent old leader at once, with no backoff, even one that failed from this channel before.
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { SpoolError } from './errors';
@@ -75,6 +77,62 @@ describe('StreamFollower', () => {
     await running;
     expect(clients.get('a:1')!.streams[1]!.cancelled).toBe(true);
     expect(clients.get('a:1')!.streams).toHaveLength(2);
+    channel.close();
+  });
+
+  it('moves the stream to an announced leader at once, off a silent one', async () => {
+    const clients = new Map<string, FakeClient>();
+    const channel = new LeaderChannel(
+      ['a:1', 'b:1'],
+      (address) => {
+        const client = new FakeClient(address);
+        clients.set(address, client);
+        return client;
+      },
+      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
+    );
+    const follower = new StreamFollower({
+      channel,
+      open: (client) => client.watch(),
+      onMessage: () => undefined,
+      logger: createLogger({ service: 'test', level: 'silent' }),
+      // Long: a reconnect through the backoff would not come within the poll below.
+      backoffMaxMs: 60_000,
+    });
+    const running = follower.start();
+    await expect.poll(() => clients.get('a:1')?.streams.length === 1).toBe(true);
+    clients.get('a:1')!.streams[0]!.emit('data', 'snapshot');
+    // A call found a:1 unreachable: a hint naming it is not followed for a while (the channel
+    // moved on to b:1), but an announcement from a:1 is.
+    channel.follow(
+      new SpoolError('UNAVAILABLE', 'refused', {
+        retriable: true,
+        cause: Object.assign(new Error('14 UNAVAILABLE'), { code: 14 }),
+      }),
+    );
+    expect(channel.leaderAddress).toBe('b:1');
+    const hintToA = new SpoolError('NOT_CONTROLLER', 'a standby', {
+      retriable: true,
+      details: { activeController: 'a:1' },
+    });
+    expect(channel.follow(hintToA)).toBe(false);
+    expect(channel.leaderAnnounced('a:1')).toBe(true);
+    expect(channel.leaderAddress).toBe('a:1');
+    // Then b:1 announces itself: the stream on a:1 is silent, not failed, and only the
+    // announcement moves it.
+    expect(channel.leaderAnnounced('b:1')).toBe(true);
+    follower.moveToLeader();
+    await expect
+      .poll(() => clients.get('b:1')?.streams.length === 1, { timeout: 1_000 })
+      .toBe(true);
+    expect(clients.get('a:1')!.streams[0]!.cancelled).toBe(true);
+    // Announced again where it already is: nothing moves.
+    expect(channel.leaderAnnounced('b:1')).toBe(false);
+    follower.moveToLeader();
+    expect(clients.get('b:1')!.streams).toHaveLength(1);
+    expect(clients.get('b:1')!.streams[0]!.cancelled).toBe(false);
+    follower.stop();
+    await running;
     channel.close();
   });
 });

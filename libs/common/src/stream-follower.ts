@@ -35,6 +35,10 @@ export class StreamFollower<Client extends { close(): void }, Message> {
   private stopped = false;
   private running: Promise<void> | undefined;
   private wakeFromBackoff: () => void = () => {};
+  /** The address the open stream (or the next one) is on. */
+  private streamAddress: string | undefined;
+  /** Set by moveToLeader: the stream's end is ours, so neither follow its error nor back off. */
+  private moving = false;
 
   constructor(private readonly options: StreamFollowerOptions<Client, Message>) {}
 
@@ -56,9 +60,26 @@ export class StreamFollower<Client extends { close(): void }, Message> {
     this.wakeFromBackoff();
   }
 
+  /**
+   * The channel's leader changed under an open stream (leaderAnnounced): reopens the stream on
+   * the new leader now, instead of waiting for the old one's stream to fail (a paused leader's
+   * fails only when its pings go unanswered). A no-op when the stream is already there.
+   */
+  moveToLeader(): void {
+    if (this.stopped || this.streamAddress === this.options.channel.leaderAddress) return;
+    this.moving = true;
+    if (this.stream === undefined) {
+      this.wakeFromBackoff();
+    } else {
+      this.stream.cancel();
+    }
+  }
+
   private async follow(): Promise<void> {
     for (let attempt = 1; !this.stopped; attempt++) {
+      this.moving = false;
       const ended = await new Promise<unknown>((resolve) => {
+        this.streamAddress = this.options.channel.leaderAddress;
         const stream = this.options.open(this.options.channel.client());
         this.stream = stream;
         stream.on('data', (message: Message) => {
@@ -72,6 +93,12 @@ export class StreamFollower<Client extends { close(): void }, Message> {
       });
       this.stream = undefined;
       if (this.stopped) return;
+      if (this.moving) {
+        // Cancelled by moveToLeader: the channel already names the new leader.
+        this.options.logger.debug('stream moved to an announced leader');
+        attempt = 0;
+        continue;
+      }
       this.options.channel.follow(ended);
       this.options.logger.debug({ err: ended }, 'stream ended; reconnecting');
       await this.pause(

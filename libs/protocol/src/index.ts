@@ -29,6 +29,8 @@ export {
   AppendResponse,
   AppendStreamRequest,
   AppendStreamResponse,
+  BeginControllerEpochRequest,
+  BeginControllerEpochResponse,
   DeleteRecordsPartition,
   DeleteRecordsRequest,
   DeleteRecordsResponse,

@@ -26,6 +26,29 @@ export const protobufPackage = "spool.v1";
 
 export const protobufFileName = "spool/v1/storage.proto";
 
+export interface BeginControllerEpochRequest {
+  /** The active controller's address, as its NOT_CONTROLLER hints name it. */
+  controllerAddress: string;
+  /**
+   * The controller's fencing token (its election key's revision): a broker ignores an
+   * announcement older than one it has followed.
+   */
+  controllerEpoch: bigint;
+  /** The broker the controller believes listens at this address. */
+  brokerId: number;
+}
+
+export interface BeginControllerEpochResponse {
+  brokerId: number;
+  /** The broker's current registration; -1 while it is not registered. */
+  brokerEpoch: bigint;
+  /**
+   * Whether the broker moved to this controller (false: an announcement older than one it has
+   * followed, or the broker is shutting down).
+   */
+  followed: boolean;
+}
+
 export interface AppendRequest {
   partitions: PartitionBatches[];
   acks: Acks;
@@ -117,6 +140,238 @@ export interface DeleteRecordsResult {
   error: Error | undefined;
   lowWatermark: bigint;
 }
+
+function createBaseBeginControllerEpochRequest(): BeginControllerEpochRequest {
+  return { controllerAddress: "", controllerEpoch: 0n, brokerId: 0 };
+}
+
+export const BeginControllerEpochRequest: MessageFns<BeginControllerEpochRequest> = {
+  encode(message: BeginControllerEpochRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.controllerAddress !== "") {
+      writer.uint32(10).string(message.controllerAddress);
+    }
+    if (message.controllerEpoch !== 0n) {
+      if (BigInt.asIntN(64, message.controllerEpoch) !== message.controllerEpoch) {
+        throw new globalThis.Error("value provided for field message.controllerEpoch of type int64 too large");
+      }
+      writer.uint32(16).int64(message.controllerEpoch);
+    }
+    if (message.brokerId !== 0) {
+      writer.uint32(24).int32(message.brokerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BeginControllerEpochRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBeginControllerEpochRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.controllerAddress = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.controllerEpoch = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BeginControllerEpochRequest {
+    return {
+      controllerAddress: isSet(object.controllerAddress)
+        ? globalThis.String(object.controllerAddress)
+        : isSet(object.controller_address)
+        ? globalThis.String(object.controller_address)
+        : "",
+      controllerEpoch: isSet(object.controllerEpoch)
+        ? BigInt(object.controllerEpoch)
+        : isSet(object.controller_epoch)
+        ? BigInt(object.controller_epoch)
+        : 0n,
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: BeginControllerEpochRequest): unknown {
+    const obj: any = {};
+    if (message.controllerAddress !== "") {
+      obj.controllerAddress = message.controllerAddress;
+    }
+    if (message.controllerEpoch !== 0n) {
+      obj.controllerEpoch = message.controllerEpoch.toString();
+    }
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BeginControllerEpochRequest>, I>>(base?: I): BeginControllerEpochRequest {
+    return BeginControllerEpochRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BeginControllerEpochRequest>, I>>(object: I): BeginControllerEpochRequest {
+    const message = createBaseBeginControllerEpochRequest();
+    message.controllerAddress = object.controllerAddress ?? "";
+    message.controllerEpoch = (object.controllerEpoch !== undefined && object.controllerEpoch !== null)
+      ? BigInt(object.controllerEpoch)
+      : 0n;
+    message.brokerId = object.brokerId ?? 0;
+    return message;
+  },
+};
+
+function createBaseBeginControllerEpochResponse(): BeginControllerEpochResponse {
+  return { brokerId: 0, brokerEpoch: 0n, followed: false };
+}
+
+export const BeginControllerEpochResponse: MessageFns<BeginControllerEpochResponse> = {
+  encode(message: BeginControllerEpochResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.brokerId !== 0) {
+      writer.uint32(8).int32(message.brokerId);
+    }
+    if (message.brokerEpoch !== 0n) {
+      if (BigInt.asIntN(64, message.brokerEpoch) !== message.brokerEpoch) {
+        throw new globalThis.Error("value provided for field message.brokerEpoch of type int64 too large");
+      }
+      writer.uint32(16).int64(message.brokerEpoch);
+    }
+    if (message.followed !== false) {
+      writer.uint32(24).bool(message.followed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BeginControllerEpochResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBeginControllerEpochResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.brokerId = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.brokerEpoch = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.followed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BeginControllerEpochResponse {
+    return {
+      brokerId: isSet(object.brokerId)
+        ? globalThis.Number(object.brokerId)
+        : isSet(object.broker_id)
+        ? globalThis.Number(object.broker_id)
+        : 0,
+      brokerEpoch: isSet(object.brokerEpoch)
+        ? BigInt(object.brokerEpoch)
+        : isSet(object.broker_epoch)
+        ? BigInt(object.broker_epoch)
+        : 0n,
+      followed: isSet(object.followed) ? globalThis.Boolean(object.followed) : false,
+    };
+  },
+
+  toJSON(message: BeginControllerEpochResponse): unknown {
+    const obj: any = {};
+    if (message.brokerId !== 0) {
+      obj.brokerId = Math.round(message.brokerId);
+    }
+    if (message.brokerEpoch !== 0n) {
+      obj.brokerEpoch = message.brokerEpoch.toString();
+    }
+    if (message.followed !== false) {
+      obj.followed = message.followed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BeginControllerEpochResponse>, I>>(base?: I): BeginControllerEpochResponse {
+    return BeginControllerEpochResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BeginControllerEpochResponse>, I>>(object: I): BeginControllerEpochResponse {
+    const message = createBaseBeginControllerEpochResponse();
+    message.brokerId = object.brokerId ?? 0;
+    message.brokerEpoch = (object.brokerEpoch !== undefined && object.brokerEpoch !== null)
+      ? BigInt(object.brokerEpoch)
+      : 0n;
+    message.followed = object.followed ?? false;
+    return message;
+  },
+};
 
 function createBaseAppendRequest(): AppendRequest {
   return { partitions: [], acks: 0, timeoutMs: 0 };
@@ -1704,6 +1959,24 @@ export const StorageServiceService = {
       Buffer.from(DeleteRecordsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteRecordsResponse => DeleteRecordsResponse.decode(value),
   },
+  /**
+   * A controller that has just become active says so to every broker it inherited (as Kafka's
+   * controller did with UpdateMetadata after an election): the broker moves its controller calls
+   * and metadata stream there at once, instead of finding out through pings to a controller that
+   * may be paused. The answer is the broker's registration, so the controller knows it is alive;
+   * a refused connection tells it the process is gone, and it fences the broker without waiting.
+   */
+  beginControllerEpoch: {
+    path: "/spool.v1.StorageService/BeginControllerEpoch" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: BeginControllerEpochRequest): Buffer =>
+      Buffer.from(BeginControllerEpochRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BeginControllerEpochRequest => BeginControllerEpochRequest.decode(value),
+    responseSerialize: (value: BeginControllerEpochResponse): Buffer =>
+      Buffer.from(BeginControllerEpochResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BeginControllerEpochResponse => BeginControllerEpochResponse.decode(value),
+  },
 } as const;
 
 export interface StorageServiceServer extends UntypedServiceImplementation {
@@ -1721,6 +1994,14 @@ export interface StorageServiceServer extends UntypedServiceImplementation {
   listOffsets: handleUnaryCall<ListOffsetsRequest, ListOffsetsResponse>;
   /** Advances the log start offset, making earlier records unreadable (Kafka's DeleteRecords). */
   deleteRecords: handleUnaryCall<DeleteRecordsRequest, DeleteRecordsResponse>;
+  /**
+   * A controller that has just become active says so to every broker it inherited (as Kafka's
+   * controller did with UpdateMetadata after an election): the broker moves its controller calls
+   * and metadata stream there at once, instead of finding out through pings to a controller that
+   * may be paused. The answer is the broker's registration, so the controller knows it is alive;
+   * a refused connection tells it the process is gone, and it fences the broker without waiting.
+   */
+  beginControllerEpoch: handleUnaryCall<BeginControllerEpochRequest, BeginControllerEpochResponse>;
 }
 
 export interface StorageServiceClient extends Client {
@@ -1784,6 +2065,28 @@ export interface StorageServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteRecordsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A controller that has just become active says so to every broker it inherited (as Kafka's
+   * controller did with UpdateMetadata after an election): the broker moves its controller calls
+   * and metadata stream there at once, instead of finding out through pings to a controller that
+   * may be paused. The answer is the broker's registration, so the controller knows it is alive;
+   * a refused connection tells it the process is gone, and it fences the broker without waiting.
+   */
+  beginControllerEpoch(
+    request: BeginControllerEpochRequest,
+    callback: (error: ServiceError | null, response: BeginControllerEpochResponse) => void,
+  ): ClientUnaryCall;
+  beginControllerEpoch(
+    request: BeginControllerEpochRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: BeginControllerEpochResponse) => void,
+  ): ClientUnaryCall;
+  beginControllerEpoch(
+    request: BeginControllerEpochRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: BeginControllerEpochResponse) => void,
   ): ClientUnaryCall;
 }
 
