@@ -29,18 +29,24 @@ class FakeClient {
   close(): void {}
 }
 
+/** A channel over a:1 and b:1 whose clients are kept by address. */
+function fakeChannel() {
+  const clients = new Map<string, FakeClient>();
+  const channel = new LeaderChannel(
+    ['a:1', 'b:1'],
+    (address) => {
+      const client = new FakeClient(address);
+      clients.set(address, client);
+      return client;
+    },
+    { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
+  );
+  return { clients, channel };
+}
+
 describe('StreamFollower', () => {
   it('follows the leader hint, reconnects after failures and stops cleanly', async () => {
-    const clients = new Map<string, FakeClient>();
-    const channel = new LeaderChannel(
-      ['a:1', 'b:1'],
-      (address) => {
-        const client = new FakeClient(address);
-        clients.set(address, client);
-        return client;
-      },
-      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
-    );
+    const { clients, channel } = fakeChannel();
     const received: string[] = [];
     const follower = new StreamFollower({
       channel,
@@ -81,16 +87,7 @@ describe('StreamFollower', () => {
   });
 
   it('moves the stream to an announced leader at once, off a silent one', async () => {
-    const clients = new Map<string, FakeClient>();
-    const channel = new LeaderChannel(
-      ['a:1', 'b:1'],
-      (address) => {
-        const client = new FakeClient(address);
-        clients.set(address, client);
-        return client;
-      },
-      { notLeaderCode: 'NOT_CONTROLLER', leaderDetail: 'activeController' },
-    );
+    const { clients, channel } = fakeChannel();
     const follower = new StreamFollower({
       channel,
       open: (client) => client.watch(),
