@@ -105,7 +105,13 @@ export class LeaderChannel<Client extends { close(): void }> {
    * of that address: the announcement itself came from it. Returns whether the leader changed.
    */
   leaderAnnounced(address: string): boolean {
-    this.failedAtMs.delete(address);
+    if (this.failedAtMs.delete(address)) {
+      // Its client failed to connect, and grpc waits out a reconnect backoff that grows with
+      // each refusal (seconds, after a process was down a while) before it tries again: calls
+      // on it would keep failing fast although the process is back. A new client connects now.
+      this.clients.get(address)?.close();
+      this.clients.delete(address);
+    }
     if (address === this.leaderAddress) return false;
     if (!this.addresses.includes(address)) this.addresses.push(address);
     this.leaderIndex = this.addresses.indexOf(address);

@@ -113,8 +113,12 @@ describe('StreamFollower', () => {
       details: { activeController: 'a:1' },
     });
     expect(channel.follow(hintToA)).toBe(false);
+    const failedClient = clients.get('a:1');
     expect(channel.leaderAnnounced('a:1')).toBe(true);
     expect(channel.leaderAddress).toBe('a:1');
+    // Its client, which failed to connect (grpc would wait out a reconnect backoff), is new.
+    channel.client();
+    expect(clients.get('a:1')).not.toBe(failedClient);
     // Then b:1 announces itself: the stream on a:1 is silent, not failed, and only the
     // announcement moves it.
     expect(channel.leaderAnnounced('b:1')).toBe(true);
@@ -122,7 +126,7 @@ describe('StreamFollower', () => {
     await expect
       .poll(() => clients.get('b:1')?.streams.length === 1, { timeout: 1_000 })
       .toBe(true);
-    expect(clients.get('a:1')!.streams[0]!.cancelled).toBe(true);
+    expect(failedClient!.streams[0]!.cancelled).toBe(true);
     // Announced again where it already is: nothing moves.
     expect(channel.leaderAnnounced('b:1')).toBe(false);
     follower.moveToLeader();
