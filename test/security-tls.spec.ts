@@ -3,7 +3,8 @@
 // --command-config <data-dir>/client.properties) and the SDK (readClientProperties) produce and
 // consume; the gateway refuses a plaintext client, a client certificate from another CA and an
 // expired one from the cluster's CA; a storage node answers Append from a client certificate
-// (no service role) CLUSTER_AUTHORIZATION_FAILED and writes nothing; a gateway certificate
+// (no service role) CLUSTER_AUTHORIZATION_FAILED and writes nothing, and a gateway's
+// BeginControllerEpoch (only a controller may announce itself to a broker); a gateway certificate
 // reissued on disk is what new connections are shown, without a restart (every service checks
 // its files every 200 ms here, SPOOL_SSL_RELOAD_INTERVAL_MS).
 import * as grpc from '@grpc/grpc-js';
@@ -204,6 +205,15 @@ describe('spool dev --secure', () => {
       { timeout: 10_000, interval: 50 },
     );
     expect(offsets.results[0]?.offset).toBe(0n);
+
+    // A gateway is a service, but only a controller may announce a controller to a broker.
+    const announced = await callOnce(asGateway, asGateway.beginControllerEpoch, {
+      controllerAddress: '127.0.0.1:1',
+      controllerEpoch: 1_000_000n,
+      brokerId: 0,
+    }).catch((error: unknown) => error);
+    expect(announced).toMatchObject({ code: 'CLUSTER_AUTHORIZATION_FAILED' });
+    expect((announced as Error).message).toMatch(/for controllers only.*gateway role/);
   });
 
   it('shows new connections a gateway certificate reissued on disk, without a restart', async () => {
