@@ -145,8 +145,9 @@ export interface ConsumerOptions {
   readonly groupRemoteAssignor?: GroupAssignorName;
   /**
    * sessionTimeoutMs: the coordinator evicts a member silent this long (session.timeout.ms; the
-   * coordinator's own setting decides). The consumer uses it to give its partitions up as lost
-   * once no heartbeat has succeeded for this long, since another member may own them by then.
+   * coordinator's own setting decides). The consumer caps a heartbeat's deadline with it and
+   * says so in its log when no heartbeat was answered for this long; it keeps its partitions
+   * until the coordinator answers that the member is gone, as Kafka's consumer does.
    */
   readonly sessionTimeoutMs?: number;
   /**

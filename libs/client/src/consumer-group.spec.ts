@@ -256,7 +256,44 @@ describe('Consumer in a group', () => {
     ).toEqual([0, 0, 0, 0]);
   });
 
-  it('gives partitions up as lost when no heartbeat succeeds within the session timeout', async () => {
+  it('keeps consuming its partitions while the coordinator is unavailable past the session timeout', async () => {
+    const { gateway, spool } = await start({ events: 1 });
+    const consumer = member(spool, { sessionTimeoutMs: 200 });
+    const record = recorder('events');
+    await runRecording(consumer, record);
+    await expect
+      .poll(() => owned(consumer).length === 1, { message: 'partition owned' })
+      .toBe(true);
+    const answeredBefore = gateway.coordinator.heartbeats.length;
+    // 40 unanswered heartbeats: over a second of a coordinator unavailable, five session timeouts.
+    gateway.coordinator.failHeartbeats(
+      ...Array.from({ length: 40 }, () => ({
+        code: 'COORDINATOR_NOT_AVAILABLE',
+        via: 'response' as const,
+      })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    gateway.appendBatch('events', 0, records('during-', 2));
+    await expect
+      .poll(() => record.received.length === 2, {
+        message: 'records while the coordinator is out',
+        timeout: 5_000,
+      })
+      .toBe(true);
+    expect(owned(consumer)).toEqual(['events[0]']);
+    expect(record.events).toEqual(['assigned events[0]']);
+    // Back: the member is still known (the fake never expired it) and carries on, nothing lost.
+    await expect
+      .poll(() => gateway.coordinator.heartbeats.length > answeredBefore + 40, {
+        message: 'heartbeats answered again',
+        timeout: 15_000,
+      })
+      .toBe(true);
+    expect(record.events).toEqual(['assigned events[0]']);
+    expect(owned(consumer)).toEqual(['events[0]']);
+  });
+
+  it('loses its partitions when the coordinator, back, answers that the member expired', async () => {
     const { gateway, spool } = await start({ events: 1 });
     const consumer = member(spool, { sessionTimeoutMs: 200 });
     const record = recorder('events');
@@ -265,15 +302,19 @@ describe('Consumer in a group', () => {
       .poll(() => owned(consumer).length === 1, { message: 'partition owned' })
       .toBe(true);
     gateway.coordinator.failHeartbeats(
-      ...Array.from({ length: 40 }, () => ({
+      ...Array.from({ length: 20 }, () => ({
         code: 'COORDINATOR_NOT_AVAILABLE',
         via: 'response' as const,
       })),
     );
+    gateway.coordinator.expireMember('billing', 'member-1');
     await expect
       .poll(() => record.events.includes('lost events[0]'), { message: 'the partition lost' })
       .toBe(true);
-    expect(owned(consumer)).toEqual([]);
+    await expect
+      .poll(() => owned(consumer).length === 1, { message: 'partition owned again' })
+      .toBe(true);
+    expect(record.events).toEqual(['assigned events[0]', 'lost events[0]', 'assigned events[0]']);
   });
 
   it('fails with UNRELEASED_INSTANCE_ID when another member holds the instance id', async () => {

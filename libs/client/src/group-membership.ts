@@ -29,9 +29,9 @@ import { isError, partitionKey, type MemberIdentity } from './offset-committer';
  *    are lost (the application is told, nothing is committed) and the member rejoins at epoch 0
  *    right away (with a new member id after UNKNOWN_MEMBER_ID);
  * 2. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and other retriable
- *    errors: heartbeat again after a growing backoff (the gateway finds the coordinator). If no
- *    heartbeat succeeded for sessionTimeoutMs, the coordinator has evicted the member by now: the
- *    partitions are lost and the member rejoins;
+ *    errors: heartbeat again after a growing backoff (the gateway finds the coordinator), keeping
+ *    the partitions and consuming them meanwhile, also past sessionTimeoutMs (Kafka's consumer
+ *    does the same): only the coordinator's answer (1.) says they are lost;
  * 3. anything else (UNRELEASED_INSTANCE_ID, INVALID_REQUEST, ...): the partitions are lost and
  *    the membership fails with the error, which the consumer reports (its `crash`).
  *
@@ -91,6 +91,8 @@ export class GroupMembership {
   private heartbeatIntervalMs = heartbeatIntervalInitialMs;
   private lastSuccessMs = Date.now();
   private failuresInARow = 0;
+  /** The session ran out without an answered heartbeat and that was logged, once per silence. */
+  private silenceReported = false;
   private stopping = false;
   private loop: Promise<void> | undefined;
   private wakeSleeper: (() => void) | undefined;
@@ -232,6 +234,7 @@ export class GroupMembership {
   private onHeartbeatResponse(response: ConsumerGroupHeartbeatResponse): void {
     this.failuresInARow = 0;
     this.lastSuccessMs = Date.now();
+    this.silenceReported = false;
     if (response.memberId !== '') this.memberId = response.memberId;
     if (response.memberEpoch !== this.memberEpoch) {
       this.logger.debug(
@@ -269,13 +272,27 @@ export class GroupMembership {
     }
     if (coordinatorRetriableCodes.has(error.code) || error.retriable) {
       this.failuresInARow += 1;
+      // The coordinator is unreachable or busy, not saying the member is gone: the member keeps
+      // its partitions and goes on consuming them while it retries, as Kafka's consumer does when
+      // its session runs out without a heartbeat answered (it marks the coordinator unknown and
+      // looks again). Whether the session really expired only the coordinator knows; if it did,
+      // its next answer is UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH and the partitions are lost
+      // then (above). Meanwhile another member may have been given them: records are delivered
+      // at least once either way, and this member's commits carry its old epoch, which the
+      // coordinator refuses. Dropping them on a timer here stopped every consumer of a group
+      // whenever its coordinator's shard moved slowly (the fault suite: 33 s without deliveries).
       const silentMs = Date.now() - this.lastSuccessMs;
-      if (silentMs >= this.config.sessionTimeoutMs && this.memberEpoch !== joinEpoch) {
+      if (
+        silentMs >= this.config.sessionTimeoutMs &&
+        this.memberEpoch !== joinEpoch &&
+        !this.silenceReported
+      ) {
+        this.silenceReported = true;
         this.logger.warn(
           { code: error.code, silentMs },
-          'no heartbeat succeeded within the session timeout: partitions lost, rejoining',
+          'no heartbeat answered within the session timeout; keeping the partitions while the ' +
+            'coordinator is retried',
         );
-        await this.loseAndRejoin(true);
       }
       const delayMs = backoffMs(this.failuresInARow, {
         backoffInitialMs: this.config.retryBackoffMs,
