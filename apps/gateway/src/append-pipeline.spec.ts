@@ -35,6 +35,7 @@ async function leader(behaviour: Behaviour): Promise<{ port: number; streams: ()
     append: async () => ({ results: [] }),
     listOffsets: async () => ({ results: [] }),
     deleteRecords: async () => ({ results: [] }),
+    beginControllerEpoch: async () => ({ brokerId: 0, brokerEpoch: -1n, followed: false }),
     appendStream: (call: ServerDuplexStream<AppendStreamRequest, AppendStreamResponse>) =>
       new Promise<void>((resolve) => {
         streams += 1;
