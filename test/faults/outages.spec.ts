@@ -85,6 +85,7 @@ describe('outageBreakdown', () => {
         clientBackoffMs: 1_200,
         clientRetryCodes: { x: 2 },
         milestones: ['+4200 broker-fenced x', '+4300 replica-leader x', '+4400 gateway-metadata x'],
+        offlineMs: 0,
         excepted: null,
       },
       expect.objectContaining({ startMs: 7_500, durationMs: 12_500 }),
@@ -129,6 +130,56 @@ describe('outageBreakdown', () => {
       clientRetryCodes: { NOT_ENOUGH_REPLICAS: 2 },
       excepted: 'ISR below min.insync.replicas',
     });
+  });
+
+  it('excepts an outage of a partition whose only in-sync replica was down, and no more', () => {
+    // storage-1 led faults-0 alone in its ISR: killed at 1,000, the partition offline (leader -1)
+    // from the fence at 5,000 until a gateway saw it lead again at 15,000.
+    const offline = (recoveredMs: number, lastOkMs: number): HistoryEvent[] => [
+      ...window(0, 30_000),
+      ...[0, 900, lastOkMs].map((timeMs) => ok(timeMs)),
+      ...[0, 900, lastOkMs].map((timeMs) => deliver(timeMs)),
+      milestone(200, 'gateway-metadata', undefined, 'gateway-0 faults-0:1@7 faults-1:2@3'),
+      nemesis(1_000, 'start', 'kill', 'storage-1'),
+      milestone(5_000, 'gateway-metadata', undefined, 'gateway-0 faults-0:-1@8'),
+      milestone(5_010, 'gateway-metadata', undefined, 'gateway-1 faults-0:-1@8'),
+      nemesis(12_000, 'heal', 'kill', 'storage-1'),
+      milestone(recoveredMs, 'gateway-metadata', undefined, 'gateway-1 faults-0:1@9'),
+    ];
+    // Back 4 s after the leader returned: the 14.1 s outage is 4.1 s beyond the offline time.
+    const [excepted] = outageBreakdown(offline(15_000, 19_000));
+    expect(excepted).toMatchObject({ kind: 'produce', durationMs: 18_100, offlineMs: 14_000 });
+    expect(excepted!.excepted).toBe(
+      'only in-sync replica down: faults-0 (storage-1) without a leader for 14.0 s of it',
+    );
+    // Back 6 s after: a miss, though it says how much of it was offline.
+    const [missed] = outageBreakdown(offline(15_000, 21_000));
+    expect(missed).toMatchObject({ durationMs: 20_100, offlineMs: 14_000, excepted: null });
+    expect(formatOutages([missed!])).toContain(
+      'partitions offline (only in-sync replica down) 14.0 s of it',
+    );
+  });
+
+  it('counts offline __consumer_offsets against consumers only', () => {
+    const outages = outageBreakdown([
+      ...window(0, 10_000),
+      ...[0, 1_000, 2_000, 8_000, 9_000, 10_000].map((timeMs) => ok(timeMs)),
+      // Acknowledged from 1,000, not delivered until 8,000.
+      ...[0, 8_000, 9_000, 10_000].map((timeMs) => deliver(timeMs)),
+      milestone(100, 'gateway-metadata', undefined, 'gateway-0 __consumer_offsets-2:0@4'),
+      nemesis(1_000, 'start', 'pause', 'storage-0'),
+      milestone(3_000, 'gateway-metadata', undefined, 'gateway-0 __consumer_offsets-2:-1@5'),
+      milestone(6_000, 'gateway-metadata', undefined, 'gateway-0 __consumer_offsets-2:0@6'),
+    ]);
+    // The consumers' 7 s outage from 1,000 is excepted; the producers' from 2,000 is not.
+    expect(outages.map((outage) => [outage.kind, outage.offlineMs, outage.excepted])).toEqual([
+      [
+        'consume',
+        5_000,
+        'only in-sync replica down: __consumer_offsets-2 (storage-0) without a leader for 5.0 s of it',
+      ],
+      ['produce', 0, null],
+    ]);
   });
 
   it('charges the wait for a pause to end to faultHeld, and counts only its own retries', () => {

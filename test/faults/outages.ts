@@ -69,12 +69,24 @@ export interface Outage {
   /** The milestones the outage was cut at, for the report: `+<ms> <kind> <source>`. */
   readonly milestones: string[];
   /**
+   * How much of the outage some of its partitions had no leader because their only in-sync
+   * replica was down (offlineStretches): from the fault on that replica to the first gateway
+   * seeing a leader again.
+   */
+  readonly offlineMs: number;
+  /**
    * Why the outage is the issue's exception and not a miss, or null: a produce outage whose
    * retries were mostly NOT_ENOUGH_REPLICAS had its partition's ISR below min.insync.replicas
-   * (two of three replicas out at once), when acks=all must refuse, as in Kafka.
+   * (two of three replicas out at once), when acks=all must refuse, as in Kafka; an outage that
+   * lasted at most `exceptionRemainderMsMax` beyond the time its partitions were offline with
+   * their only in-sync replica down, which no election can shorten without losing records (Kafka
+   * without unclean.leader.election.enable waits the same).
    */
   readonly excepted: string | null;
 }
+
+/** The issue's target: an outage longer than this beyond its exception is a miss. */
+export const exceptionRemainderMsMax = 5_000;
 
 /** Outages at most this long are not broken down. */
 export const outageMsMin = 1_000;
@@ -91,13 +103,14 @@ export function outageBreakdown(history: readonly HistoryEvent[]): Outage[] {
     .map(toMark)
     .sort((left, right) => left.timeMs - right.timeMs);
   const faults = faultsOf(history);
+  const offline = offlineStretches(milestones, faults);
   const outages: Outage[] = [];
   const acknowledged = history.filter((event) => event.type === 'ok').map((event) => event.timeMs);
   for (const gap of gapsOver(acknowledged, window, outageMsMin)) {
-    outages.push(explain('produce', gap, milestones, faults));
+    outages.push(explain('produce', gap, milestones, faults, offline));
   }
   for (const gap of deliveryGapsOver(history, window, outageMsMin)) {
-    outages.push(explain('consume', gap, milestones, faults));
+    outages.push(explain('consume', gap, milestones, faults, offline));
   }
   return outages.sort((left, right) => left.startMs - right.startMs);
 }
@@ -250,6 +263,7 @@ function explain(
   gap: { startMs: number; endMs: number },
   marks: readonly Mark[],
   faults: readonly Fault[],
+  offline: readonly OfflineStretch[],
 ): Outage {
   let clientRetries = 0;
   let clientBackoffMs = 0;
@@ -294,11 +308,150 @@ function explain(
     clientBackoffMs,
     clientRetryCodes,
     milestones: cuts,
-    excepted:
-      kind === 'produce' && isBelowMinIsr({ clientRetries, clientRetryCodes })
-        ? 'ISR below min.insync.replicas'
-        : null,
+    offlineMs: offlineWithin(gap, offline, kind),
+    excepted: exceptionOf(kind, gap, { clientRetries, clientRetryCodes }, offline),
   };
+}
+
+function exceptionOf(
+  kind: Outage['kind'],
+  gap: { startMs: number; endMs: number },
+  retries: Pick<Outage, 'clientRetries' | 'clientRetryCodes'>,
+  offline: readonly OfflineStretch[],
+): string | null {
+  if (kind === 'produce' && isBelowMinIsr(retries)) return 'ISR below min.insync.replicas';
+  const offlineMs = offlineWithin(gap, offline, kind);
+  if (offlineMs === 0 || gap.endMs - gap.startMs - offlineMs > exceptionRemainderMsMax) {
+    return null;
+  }
+  const partitions = [
+    ...new Set(
+      offline
+        .filter((stretch) => concerns(stretch, kind) && overlapMs(stretch, gap) > 0)
+        .map((stretch) => `${stretch.partition} (storage-${stretch.lastLeader ?? '?'})`),
+    ),
+  ];
+  return (
+    `only in-sync replica down: ${partitions.slice(0, 4).join(', ')}` +
+    `${partitions.length > 4 ? ` and ${partitions.length - 4} more` : ''} ` +
+    `without a leader for ${(offlineMs / 1000).toFixed(1)} s of it`
+  );
+}
+
+/**
+ * A partition without a leader because its only in-sync replica was down: the controller elects
+ * no other replica (that one alone has every acknowledged record), so the partition waits for it
+ * to come back. From the fault on that replica (the leader before, as the gateways last saw it)
+ * to the first gateway seeing a leader again; the gateways' `metadata applied` lines name leader
+ * -1 while it lasts.
+ */
+export interface OfflineStretch {
+  readonly partition: string;
+  /** The broker id that led the partition before it went offline, if a gateway saw it. */
+  readonly lastLeader: number | undefined;
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** A fault on the replica up to this long before a gateway saw its partition offline counts. */
+const offlineFaultLeadMs = 60_000;
+
+export function offlineStretches(
+  marks: readonly Mark[],
+  faults: readonly Fault[],
+): OfflineStretch[] {
+  const stretches: OfflineStretch[] = [];
+  const epochOf = new Map<string, number>();
+  const leaderOf = new Map<string, number>();
+  const offlineSince = new Map<string, { startMs: number; lastLeader: number | undefined }>();
+  for (const mark of marks) {
+    if (mark.kind !== 'gateway-metadata') continue;
+    for (const { partition, leader, leaderEpoch } of leadersOf(mark.source)) {
+      // Every gateway logs the same change: the first to see each epoch tells.
+      if (leaderEpoch <= (epochOf.get(partition) ?? -1)) continue;
+      epochOf.set(partition, leaderEpoch);
+      if (leader >= 0) {
+        const since = offlineSince.get(partition);
+        if (since !== undefined) {
+          stretches.push({ partition, ...since, endMs: mark.timeMs });
+          offlineSince.delete(partition);
+        }
+        leaderOf.set(partition, leader);
+        continue;
+      }
+      if (offlineSince.has(partition)) continue;
+      const lastLeader = leaderOf.get(partition);
+      const fault =
+        lastLeader === undefined
+          ? undefined
+          : faults
+              .filter(
+                (candidate) =>
+                  candidate.target === `storage-${lastLeader}` &&
+                  candidate.startMs <= mark.timeMs &&
+                  candidate.startMs >= mark.timeMs - offlineFaultLeadMs,
+              )
+              .at(-1);
+      offlineSince.set(partition, { startMs: fault?.startMs ?? mark.timeMs, lastLeader });
+    }
+  }
+  const lastMs = marks.at(-1)?.timeMs ?? 0;
+  for (const [partition, since] of offlineSince) {
+    stretches.push({ partition, ...since, endMs: Math.max(lastMs, since.startMs) });
+  }
+  return stretches;
+}
+
+/** `topic-N:leader@epoch` entries in a gateway-metadata mark's source (milestones.ts). */
+function leadersOf(
+  source: string,
+): Array<{ partition: string; leader: number; leaderEpoch: number }> {
+  const leaders: Array<{ partition: string; leader: number; leaderEpoch: number }> = [];
+  for (const word of source.split(' ')) {
+    const match = /^(.+):(-?\d+)@(\d+)$/.exec(word);
+    if (match === null) continue;
+    leaders.push({ partition: match[1]!, leader: Number(match[2]), leaderEpoch: Number(match[3]) });
+  }
+  return leaders;
+}
+
+/**
+ * Producers wait only for the workload's partitions; consumers also for `__consumer_offsets`
+ * (their group's coordinator cannot write without it).
+ */
+function concerns(stretch: OfflineStretch, kind: Outage['kind']): boolean {
+  return kind === 'consume' || !stretch.partition.startsWith('__consumer_offsets-');
+}
+
+function overlapMs(
+  left: { startMs: number; endMs: number },
+  right: { startMs: number; endMs: number },
+): number {
+  return Math.max(0, Math.min(left.endMs, right.endMs) - Math.max(left.startMs, right.startMs));
+}
+
+/** The time within the gap that any partition the outage's kind waits for was offline. */
+function offlineWithin(
+  gap: { startMs: number; endMs: number },
+  offline: readonly OfflineStretch[],
+  kind: Outage['kind'],
+): number {
+  const inside = offline
+    .filter((stretch) => concerns(stretch, kind))
+    .map((stretch) => ({
+      startMs: Math.max(stretch.startMs, gap.startMs),
+      endMs: Math.min(stretch.endMs, gap.endMs),
+    }))
+    .filter((stretch) => stretch.endMs > stretch.startMs)
+    .sort((left, right) => left.startMs - right.startMs);
+  let totalMs = 0;
+  let coveredUntilMs = gap.startMs;
+  for (const stretch of inside) {
+    const fromMs = Math.max(stretch.startMs, coveredUntilMs);
+    if (stretch.endMs > fromMs) totalMs += stretch.endMs - fromMs;
+    coveredUntilMs = Math.max(coveredUntilMs, stretch.endMs);
+  }
+  return totalMs;
 }
 
 /** Points 1 to 6: where the phases that a mark closes end. */
@@ -381,12 +534,14 @@ export function formatOutages(outages: readonly Outage[]): string {
           `longest ${entry.longestMs} ms`,
       );
     }
-    const belowMinIsr = ofKind.filter(isBelowMinIsr);
-    if (belowMinIsr.length > 0) {
+    const excepted = ofKind.filter((outage) => outage.excepted !== null);
+    if (excepted.length > 0) {
+      const belowMinIsr = excepted.filter(isBelowMinIsr).length;
       lines.push(
-        `  of them with the ISR below min.insync.replicas (NOT_ENOUGH_REPLICAS retried): ` +
-          `${belowMinIsr.length}, longest ${Math.max(...belowMinIsr.map((outage) => outage.durationMs))} ms; ` +
-          `over 5 s without them: ${ofKind.filter((outage) => !isBelowMinIsr(outage) && outage.durationMs > 5_000).length}`,
+        `  of them excepted: ${excepted.length} (ISR below min.insync.replicas, NOT_ENOUGH_REPLICAS ` +
+          `retried: ${belowMinIsr}; only in-sync replica down: ${excepted.length - belowMinIsr}), ` +
+          `longest ${Math.max(...excepted.map((outage) => outage.durationMs))} ms; ` +
+          `over 5 s without them: ${ofKind.filter((outage) => outage.excepted === null && outage.durationMs > 5_000).length}`,
       );
     }
     const longest = [...ofKind].sort((left, right) => right.durationMs - left.durationMs);
@@ -405,7 +560,9 @@ export function describeOutage(outage: Outage): string {
   return (
     `${outage.durationMs} ms ${outage.kind} outage at ${new Date(outage.startMs).toISOString()} ` +
     `${outage.excepted === null ? '' : `(excepted: ${outage.excepted}) `}` +
-    `after ${fault}: ${formatPhases(outage.phases)}; ${outage.clientRetries} client retries ` +
+    `after ${fault}: ${formatPhases(outage.phases)}; ` +
+    `${outage.offlineMs > 0 && outage.excepted === null ? `partitions offline (only in-sync replica down) ${(outage.offlineMs / 1000).toFixed(1)} s of it; ` : ''}` +
+    `${outage.clientRetries} client retries ` +
     `(${outage.clientBackoffMs} ms back-off${formatCodes(outage.clientRetryCodes)}); cut at ${outage.milestones.slice(0, 12).join(', ')}`
   );
 }
