@@ -16,12 +16,6 @@ import { ControllerServiceClient } from '@spool/protocol';
 export const controllerKeepaliveOptions = {
   'grpc.keepalive_time_ms': 1_000,
   'grpc.keepalive_timeout_ms': 1_500,
-  // grpc's reconnect backoff starts at 1 s and grows 1.6x per refusal up to 120 s: after a
-  // controller was down ten seconds, its clients went on failing fast for seconds after it was
-  // back and active, so brokers' heartbeats missed the new controller's session timeout. A
-  // few controllers, so reconnecting often costs nothing.
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 1_000,
 } as const;
 
 export interface ControllerChannelOptions {

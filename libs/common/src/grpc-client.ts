@@ -32,6 +32,13 @@ export const grpcChannelOptions: grpc.ChannelOptions = {
   'grpc.keepalive_permit_without_calls': 1,
   // The window this client grants servers for responses (fetches): see grpcStreamWindowBytes.
   'grpc-node.flow_control_window': grpcConnectionWindowBytes,
+  // grpc's reconnect backoff starts at 1 s and grows 1.6x per refused attempt up to 120 s: a
+  // peer down for ten seconds was then failed fast for seconds after it was back (brokers'
+  // heartbeats missed a new active controller's session timeout; an SDK stayed off a restarted
+  // gateway). Kafka's clients reconnect after
+  // reconnect.backoff.ms (50 ms) growing to reconnect.backoff.max.ms (1 s); the same here.
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
 };
 
 type ClientConstructor<Client> = new (

@@ -4,6 +4,7 @@
 // errors (whole-call and per-partition) counted by Kafka code under the RPC's name.
 import * as grpc from '@grpc/grpc-js';
 import { Registry } from 'prom-client';
+import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SpoolError } from './errors';
 import { callOnce, callWithRetry, createGrpcClient, backoffMs } from './grpc-client';
@@ -40,6 +41,7 @@ let calls = 0;
 
 async function startEcho(
   requestMetrics?: RequestMetrics,
+  port = 0,
 ): Promise<{ server: GrpcServer; client: grpc.Client; echo: EchoMethod }> {
   calls = 0;
   server = new GrpcServer(logger, {
@@ -69,8 +71,8 @@ async function startEcho(
       return { text: request.text };
     },
   });
-  const port = await server.listen('127.0.0.1', 0);
-  const client = createGrpcClient(EchoClient, `127.0.0.1:${port}`);
+  const listening = await server.listen('127.0.0.1', port);
+  const client = createGrpcClient(EchoClient, `127.0.0.1:${listening}`);
   const echo = (client as unknown as { echo: EchoMethod }).echo;
   return { server, client, echo };
 }
@@ -169,6 +171,30 @@ describe('gRPC helpers', () => {
     client.close();
   });
 
+  it('reaches a server back after seconds down within a second, as Kafka reconnects', async () => {
+    const port = await freePort();
+    const client = createGrpcClient(EchoClient, `127.0.0.1:${port}`);
+    const echo = (client as unknown as { echo: EchoMethod }).echo;
+    // 6.5 s of refused connections: grpc's own backoff (1 s growing 1.6x) would next try about
+    // 9.3 s in, 2 to 3.6 s after the server is back; ours tries at least once a second.
+    const downUntilMs = Date.now() + 6_500;
+    while (Date.now() < downUntilMs) {
+      const refused = (await callOnce(client, echo, { text: 'x' }, { deadlineMs: 500 }).catch(
+        (e: unknown) => e,
+      )) as SpoolError;
+      expect(refused.code).toBe('UNAVAILABLE');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await startEcho(undefined, port);
+    const backMs = Date.now();
+    await vi.waitFor(() => callOnce(client, echo, { text: 'back' }, { deadlineMs: 200 }), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    expect(Date.now() - backMs).toBeLessThan(1_800);
+    client.close();
+  }, 15_000);
+
   it('backs off exponentially with jitter, capped', () => {
     for (let attempt = 1; attempt < 20; attempt++) {
       const delay = backoffMs(attempt, { backoffInitialMs: 10, backoffMaxMs: 1000 });
@@ -178,3 +204,11 @@ describe('gRPC helpers', () => {
     }
   });
 });
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
