@@ -46,7 +46,9 @@ export async function campaign(
     if (!created.succeeded) {
       throw new MetadataStoreError(
         'METADATA_STORE_INVALID_REQUEST',
-        `election key ${key} already exists; something other than a campaign wrote it`,
+        `election key ${key} already exists: a campaign's transaction sent again after its ` +
+          `first attempt applied unanswered (etcd-metadata-store.ts), or a foreign write; the ` +
+          `lease is revoked and the campaign may start again`,
       );
     }
     // The transaction created the key, so the key's create revision is the transaction's.

@@ -17,6 +17,14 @@
  * writes are retried only when the request provably never left this process (no connection), so
  * a retry can never apply a write twice; otherwise the caller gets a retriable
  * METADATA_STORE_UNAVAILABLE and must re-read before it writes again, as with any etcd client.
+ * One exception, a self-guarded transaction (isSelfGuarded): every key it writes is also one it
+ * compares by mod revision or absence. Applied once, its own write fails its compares, so sent
+ * again it cannot apply twice, nor late over a newer write. It gets `guardedAttemptMs` per
+ * attempt within the same `requestTimeoutMs`, and is sent again when an attempt goes
+ * unanswered: etcd drops a proposal in flight to a leader that dies, and the member it was sent to
+ * answers nothing until its own timeout (7 s), while a new leader takes office in one or two
+ * seconds. (The fault suite: an etcd leader killed during a broker's fence cost the fence 5 s.)
+ * A resent transaction that had applied answers `succeeded: false`, as any lost compare race.
  */
 import {
   channelCredentialsOf,
@@ -33,6 +41,7 @@ import {
   CompareTarget,
   Etcd3,
   EtcdLeaseInvalidError,
+  GRPCDeadlineExceededError,
   GRPCInvalidArgumentError,
   GRPCOutOfRangeError,
   isRecoverableError,
@@ -65,6 +74,11 @@ import type {
 export const requestTimeoutMsDefault = 5_000;
 /** Attempts of a call that may be retried (reads, lease calls, writes that never left). */
 const requestAttemptsMax = 3;
+/**
+ * One attempt of a self-guarded transaction: etcd's writes take milliseconds, a few hundred on a
+ * loaded machine; a proposal lost with its leader never answers.
+ */
+export const guardedAttemptMs = 2_000;
 const retryDelayMs = 50;
 /** The largest response accepted from etcd (a whole-cluster getPrefix), bounded all the same. */
 const responseBytesMax = 256 * 1024 * 1024;
@@ -218,14 +232,44 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 
   async transaction(transaction: Transaction): Promise<TransactionResult> {
-    const response = await this.call('transaction', 'write', () =>
-      this.client.kv.txn({
-        compare: transaction.compares.map(toEtcdCompare),
-        success: transaction.success.map(toEtcdOperation),
-        failure: (transaction.failure ?? []).map(toEtcdOperation),
-      }),
-    );
+    const request = {
+      compare: transaction.compares.map(toEtcdCompare),
+      success: transaction.success.map(toEtcdOperation),
+      failure: (transaction.failure ?? []).map(toEtcdOperation),
+    };
+    const response = isSelfGuarded(transaction)
+      ? await this.guardedCall('transaction', (deadline) =>
+          this.client.kv.txn(request, { deadline }),
+        )
+      : await this.call('transaction', 'write', () => this.client.kv.txn(request));
     return { succeeded: response.succeeded, revision: BigInt(response.header.revision) };
+  }
+
+  /**
+   * A call that may be sent again after any network failure or unanswered attempt (see the
+   * header): attempts of at most `guardedAttemptMs` until `requestTimeoutMs` has passed.
+   */
+  private async guardedCall<T>(what: string, run: (deadline: Date) => Promise<T>): Promise<T> {
+    if (this.closing !== undefined) {
+      throw new MetadataStoreError('METADATA_STORE_CLOSED', 'the etcd metadata store is closed');
+    }
+    const giveUpAtMs = Date.now() + this.requestTimeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      const deadlineMs = Math.min(Date.now() + guardedAttemptMs, giveUpAtMs);
+      try {
+        return await run(new Date(deadlineMs));
+      } catch (error) {
+        const retriable = isNetworkFailure(error) || error instanceof GRPCDeadlineExceededError;
+        if (!retriable || Date.now() + retryDelayMs >= giveUpAtMs || this.closing !== undefined) {
+          throw this.toMetadataStoreError(what, error);
+        }
+        this.logger?.warn(
+          { err: error, attempt },
+          `etcd ${what} unanswered or refused; sending it again (it compares every key it writes)`,
+        );
+        await sleep(retryDelayMs);
+      }
+    }
   }
 
   async watchPrefix(
@@ -378,6 +422,23 @@ function isNetworkFailure(error: unknown): boolean {
  * Whether a failed call provably never reached etcd: no connection could be made, or every
  * endpoint's circuit breaker refused it. Only then may a write be repeated.
  */
+/**
+ * Whether every key the transaction writes is compared by mod revision or absence, so that once
+ * applied it cannot apply again. A prefix delete names no key; a failure branch writes whatever
+ * the compares say, so neither is.
+ */
+export function isSelfGuarded(transaction: Transaction): boolean {
+  if ((transaction.failure ?? []).length > 0 || transaction.success.length === 0) return false;
+  const guardedKeys = new Set(
+    transaction.compares
+      .filter((compare) => compare.kind === 'modRevision' || compare.kind === 'absent')
+      .map((compare) => compare.key),
+  );
+  return transaction.success.every(
+    (operation) => operation.kind !== 'deletePrefix' && guardedKeys.has(operation.key),
+  );
+}
+
 function neverSent(error: unknown): boolean {
   if (isBrokenCircuitError(error)) return true;
   return (
